@@ -1,0 +1,1 @@
+"""One module per `recount` command; each defines `register(app)`."""

@@ -1,0 +1,439 @@
+"""SBE framing as Aeron uses it (Simple Binary Encoding 1.x, little-endian).
+
+A message is an 8-byte header (blockLength, templateId, schemaId, version; uint16 each), a root
+block of fixed fields, then every repeating group in declaration order, then every var-length
+field in declaration order.  Two rules make old and new peers interoperate, and we keep both:
+
+* the *acting* block length from the header, not the schema's, says where the root block ends
+  (a newer encoder may send a longer block; the extra bytes are skipped);
+* the *acting* version says which fields exist: a field whose ``sinceVersion`` is above it is
+  absent and reads as its null value; a var field above it is not in the buffer at all.
+
+Message classes are frozen, slotted, keyword-only dataclasses generated from Aeron's schema XML
+(`formats.cluster_codecs`); each carries a `MessageSpec` describing its layout.  This module is the
+one generic encoder/decoder that walks those specs.  It does no I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from formats.errors import DecodeError
+
+HEADER = struct.Struct("<HHHH")
+HEADER_LENGTH = HEADER.size
+GROUP_HEADER = struct.Struct("<HH")
+VAR_LENGTH = struct.Struct("<I")
+VAR_MAX_LENGTH = 1 << 30
+
+#: primitive name -> (struct code, size, SBE null value)
+PRIMITIVES: dict[str, tuple[str, int, int | float]] = {
+    "char": ("B", 1, 0),
+    "int8": ("b", 1, -(1 << 7)),
+    "uint8": ("B", 1, (1 << 8) - 1),
+    "int16": ("h", 2, -(1 << 15)),
+    "uint16": ("H", 2, (1 << 16) - 1),
+    "int32": ("i", 4, -(1 << 31)),
+    "uint32": ("I", 4, (1 << 32) - 1),
+    "int64": ("q", 8, -(1 << 63)),
+    "uint64": ("Q", 8, (1 << 64) - 1),
+    "float": ("f", 4, float("nan")),
+    "double": ("d", 8, float("nan")),
+}
+
+INT32_NULL = -(1 << 31)
+INT64_NULL = -(1 << 63)
+
+
+def snake_case(name: str) -> str:
+    """Aeron's camelCase field name as a Python attribute (``logLeadershipTermId`` -> ``log_leadership_term_id``)."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    name: str
+    offset: int
+    primitive: str
+    type_name: str
+    since_version: int = 0
+    null_value: int | float | None = None
+    presence: str = "required"
+    enum: type[enum.Enum] | None = None
+    attr: str = ""
+
+    @property
+    def size(self) -> int:
+        return PRIMITIVES[self.primitive][1]
+
+    @property
+    def code(self) -> str:
+        return PRIMITIVES[self.primitive][0]
+
+    @property
+    def null(self) -> int | float:
+        return PRIMITIVES[self.primitive][2] if self.null_value is None else self.null_value
+
+
+@dataclass(frozen=True, slots=True)
+class VarDataSpec:
+    name: str
+    is_ascii: bool
+    since_version: int = 0
+    attr: str = ""
+
+
+@dataclass(slots=True)
+class BlockSpec:
+    """The layout of a root block or of one group entry, with what follows it."""
+
+    name: str
+    block_length: int
+    fields: tuple[FieldSpec, ...]
+    groups: tuple[GroupSpec, ...] = ()
+    var_data: tuple[VarDataSpec, ...] = ()
+    cls: type | None = None
+    # Compiled once: a struct covering the whole block (gaps as pad bytes), for the common case.
+    _struct: struct.Struct = field(init=False, repr=False)
+    _max_since: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        code = "<"
+        cursor = 0
+        for f in sorted(self.fields, key=lambda f: f.offset):
+            if f.offset < cursor:
+                raise ValueError(f"{self.name}.{f.name} overlaps the previous field")
+            code += "x" * (f.offset - cursor) + f.code
+            cursor = f.offset + f.size
+        if cursor > self.block_length:
+            raise ValueError(f"{self.name}: fields end at {cursor}, beyond blockLength {self.block_length}")
+        code += "x" * (self.block_length - cursor)
+        self._struct = struct.Struct(code)
+        self._max_since = max([f.since_version for f in self.fields] + [0])
+        if list(self.fields) != sorted(self.fields, key=lambda f: f.offset):
+            raise ValueError(f"{self.name}: fields must be listed in offset order")
+
+
+@dataclass(slots=True)
+class GroupSpec:
+    name: str
+    entry: BlockSpec
+    since_version: int = 0
+    attr: str = ""
+
+
+@dataclass(slots=True)
+class MessageSpec:
+    template_id: int
+    schema_id: int
+    schema_version: int
+    block: BlockSpec
+    since_version: int = 0
+    deprecated: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.block.name
+
+    @property
+    def block_length(self) -> int:
+        return self.block.block_length
+
+
+class SbeMessage:
+    """Base of every generated message and group-entry class: values, no behaviour beyond codecs."""
+
+    __slots__ = ()
+    SPEC: ClassVar[MessageSpec]
+    BLOCK: ClassVar[BlockSpec]
+
+    def encode(self) -> bytes:
+        return encode(self)
+
+    @classmethod
+    def decode(cls, buf: bytes | bytearray | memoryview, offset: int = 0, *, source: str | None = None):
+        decoded = decode_message(buf, offset, source=source, registry={cls.SPEC.template_id: cls.SPEC})
+        return decoded.message
+
+    def to_fields(self) -> dict[str, Any]:
+        return to_fields(self)
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any], *, source: str | None = None):
+        return from_fields(cls, fields, source=source)
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    message: Any
+    end: int  # offset just past the message's last byte
+    acting_version: int
+    acting_block_length: int
+    template_id: int
+
+
+def _decode_block(
+    spec: BlockSpec,
+    buf: memoryview,
+    pos: int,
+    limit: int,
+    acting_block_length: int,
+    acting_version: int,
+    template_id: int | None,
+    source: str | None,
+) -> tuple[dict[str, Any], int]:
+    if pos + acting_block_length > limit:
+        raise DecodeError(
+            f"{spec.name} needs a {acting_block_length}-byte block, only {max(limit - pos, 0)} bytes left",
+            source=source,
+            offset=pos,
+            template_id=template_id,
+        )
+    values: dict[str, Any] = {}
+    if acting_block_length >= spec.block_length and acting_version >= spec._max_since:
+        raw = spec._struct.unpack_from(buf, pos)
+        for f, value in zip(spec.fields, raw, strict=True):
+            if f.enum is not None:
+                value = f.enum._value2member_map_.get(value, value)
+            values[f.attr] = value
+    else:
+        for f in spec.fields:
+            if f.since_version > acting_version or f.offset + f.size > acting_block_length:
+                value = f.null
+            else:
+                (value,) = struct.unpack_from("<" + f.code, buf, pos + f.offset)
+            if f.enum is not None:
+                value = f.enum._value2member_map_.get(value, value)
+            values[f.attr] = value
+    pos += acting_block_length
+
+    for group in spec.groups:
+        if group.since_version > acting_version:
+            values[group.attr] = ()
+            continue
+        if pos + GROUP_HEADER.size > limit:
+            raise DecodeError(
+                f"{spec.name}.{group.name} group header needs 4 bytes, only {max(limit - pos, 0)} left",
+                source=source,
+                offset=pos,
+                template_id=template_id,
+            )
+        entry_block_length, count = GROUP_HEADER.unpack_from(buf, pos)
+        pos += GROUP_HEADER.size
+        entries = []
+        for _ in range(count):
+            entry_values, pos = _decode_block(
+                group.entry, buf, pos, limit, entry_block_length, acting_version, template_id, source
+            )
+            entries.append(group.entry.cls(**entry_values))
+        values[group.attr] = tuple(entries)
+
+    for var in spec.var_data:
+        if var.since_version > acting_version:
+            values[var.attr] = "" if var.is_ascii else b""
+            continue
+        if pos + VAR_LENGTH.size > limit:
+            raise DecodeError(
+                f"{spec.name}.{var.name} length needs 4 bytes, only {max(limit - pos, 0)} left",
+                source=source,
+                offset=pos,
+                template_id=template_id,
+            )
+        (length,) = VAR_LENGTH.unpack_from(buf, pos)
+        pos += VAR_LENGTH.size
+        if length > VAR_MAX_LENGTH or pos + length > limit:
+            raise DecodeError(
+                f"{spec.name}.{var.name} of {length} bytes runs past the end ({max(limit - pos, 0)} bytes left)",
+                source=source,
+                offset=pos - VAR_LENGTH.size,
+                template_id=template_id,
+            )
+        data = bytes(buf[pos : pos + length])
+        values[var.attr] = data.decode("latin-1") if var.is_ascii else data
+        pos += length
+    return values, pos
+
+
+def read_header(buf: bytes | bytearray | memoryview, offset: int = 0, *, source: str | None = None):
+    """(blockLength, templateId, schemaId, version) of the message at ``offset``."""
+    if len(buf) - offset < HEADER_LENGTH:
+        raise DecodeError(
+            f"an SBE message header needs 8 bytes, only {max(len(buf) - offset, 0)} left",
+            source=source,
+            offset=offset,
+        )
+    return HEADER.unpack_from(buf, offset)
+
+
+def decode_message(
+    buf: bytes | bytearray | memoryview,
+    offset: int = 0,
+    *,
+    limit: int | None = None,
+    source: str | None = None,
+    registry: Mapping[int, MessageSpec] | None = None,
+    schema_id: int | None = None,
+) -> Decoded:
+    """Decode the message at ``offset``; bytes after it (an application payload) are left alone.
+
+    Raises `DecodeError` for anything that is not a whole message of a known template.
+    """
+    view = memoryview(buf)
+    end = len(view) if limit is None else min(limit, len(view))
+    block_length, template_id, msg_schema_id, version = read_header(view[:end], offset, source=source)
+    if registry is None:
+        from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
+
+        registry = MESSAGES_BY_TEMPLATE_ID
+        schema_id = SCHEMA_ID if schema_id is None else schema_id
+    spec = registry.get(template_id)
+    if schema_id is None and spec is not None:
+        schema_id = spec.schema_id
+    if schema_id is not None and msg_schema_id != schema_id:
+        raise DecodeError(
+            f"schemaId {msg_schema_id} is not the expected schema {schema_id}",
+            source=source,
+            offset=offset,
+            template_id=template_id,
+        )
+    if spec is None:
+        known = ", ".join(str(t) for t in sorted(registry))
+        raise DecodeError(
+            f"unknown templateId {template_id} (known: {known})", source=source, offset=offset, template_id=template_id
+        )
+    values, pos = _decode_block(
+        spec.block, view, offset + HEADER_LENGTH, end, block_length, version, template_id, source
+    )
+    return Decoded(spec.block.cls(**values), pos, version, block_length, template_id)
+
+
+def _encode_block(spec: BlockSpec, value: Any, out: bytearray) -> None:
+    raw = []
+    for f in spec.fields:
+        v = getattr(value, f.attr)
+        if isinstance(v, enum.Enum):
+            v = v.value
+        raw.append(v)
+    try:
+        out += spec._struct.pack(*raw)
+    except struct.error as error:
+        raise ValueError(f"{spec.name}: a field does not fit its type: {error}") from None
+    for group in spec.groups:
+        entries = getattr(value, group.attr)
+        out += GROUP_HEADER.pack(group.entry.block_length, len(entries))
+        for entry in entries:
+            _encode_block(group.entry, entry, out)
+    for var in spec.var_data:
+        data = getattr(value, var.attr)
+        if var.is_ascii:
+            data = "".join(c if ord(c) < 256 else "?" for c in data).encode("latin-1")
+        out += VAR_LENGTH.pack(len(data))
+        out += data
+
+
+def encode(message: SbeMessage, *, version: int | None = None) -> bytes:
+    """The message's bytes, header included, as Aeron's current encoders write them."""
+    spec = message.SPEC
+    out = bytearray(
+        HEADER.pack(spec.block_length, spec.template_id, spec.schema_id, spec.schema_version if version is None else version)
+    )
+    _encode_block(spec.block, message, out)
+    return bytes(out)
+
+
+def _field_to_json(f: FieldSpec, value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.name
+    return value
+
+
+def _block_to_fields(spec: BlockSpec, value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in spec.fields:
+        out[f.name] = _field_to_json(f, getattr(value, f.attr))
+    for group in spec.groups:
+        out[group.name] = [_block_to_fields(group.entry, e) for e in getattr(value, group.attr)]
+    for var in spec.var_data:
+        v = getattr(value, var.attr)
+        out[var.name] = v if var.is_ascii else v.hex()
+    return out
+
+
+def to_fields(message: Any) -> dict[str, Any]:
+    """Fields by Aeron name, JSON-ready: enums by name, var data as text (ASCII) or hex (binary)."""
+    return _block_to_fields(message.BLOCK, message)
+
+
+def _coerce_field(f: FieldSpec, value: Any, where: str, source: str | None) -> Any:
+    if f.enum is not None:
+        if isinstance(value, f.enum):
+            return value
+        if isinstance(value, bool) and f.enum.__name__ == "BooleanType":
+            return f.enum["TRUE" if value else "FALSE"]
+        if isinstance(value, str):
+            try:
+                return f.enum[value]
+            except KeyError:
+                names = ", ".join(m.name for m in f.enum)
+                raise DecodeError(f"{where}: {value!r} is not a {f.enum.__name__} ({names})", source=source) from None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return f.enum._value2member_map_.get(value, value)
+        raise DecodeError(f"{where}: expected a {f.enum.__name__} name, got {value!r}", source=source)
+    if isinstance(value, bool) or not isinstance(value, int):
+        if f.primitive in ("float", "double") and isinstance(value, float):
+            return value
+        raise DecodeError(f"{where}: expected an integer ({f.type_name}), got {value!r}", source=source)
+    code, size, _ = PRIMITIVES[f.primitive]
+    lo, hi = (0, (1 << (8 * size)) - 1) if f.primitive.startswith("uint") or f.primitive == "char" else (
+        -(1 << (8 * size - 1)),
+        (1 << (8 * size - 1)) - 1,
+    )
+    if not lo <= value <= hi:
+        raise DecodeError(f"{where}: {value} does not fit {f.primitive}", source=source)
+    return value
+
+
+def _block_from_fields(spec: BlockSpec, fields: Mapping[str, Any], where: str, source: str | None) -> Any:
+    if not isinstance(fields, Mapping):
+        raise DecodeError(f"{where}: expected an object of fields, got {type(fields).__name__}", source=source)
+    kwargs: dict[str, Any] = {}
+    for f in spec.fields:
+        if f.name in fields:
+            kwargs[f.attr] = _coerce_field(f, fields[f.name], f"{where}.{f.name}", source)
+        elif f.presence == "optional" or f.since_version > 0:
+            value = f.null
+            kwargs[f.attr] = f.enum._value2member_map_.get(value, value) if f.enum is not None else value
+        else:
+            raise DecodeError(f"{where}: missing field {f.name!r}", source=source)
+    for group in spec.groups:
+        entries = fields.get(group.name, [])
+        if not isinstance(entries, list):
+            raise DecodeError(f"{where}.{group.name}: expected a list", source=source)
+        kwargs[group.attr] = tuple(
+            _block_from_fields(group.entry, e, f"{where}.{group.name}[{i}]", source) for i, e in enumerate(entries)
+        )
+    for var in spec.var_data:
+        v = fields.get(var.name, "" if var.is_ascii else b"")
+        if var.is_ascii:
+            if not isinstance(v, str):
+                raise DecodeError(f"{where}.{var.name}: expected a string", source=source)
+        elif isinstance(v, str):
+            try:
+                v = bytes.fromhex(v)
+            except ValueError:
+                raise DecodeError(f"{where}.{var.name}: expected hex bytes", source=source) from None
+        elif not isinstance(v, bytes | bytearray):
+            raise DecodeError(f"{where}.{var.name}: expected hex bytes", source=source)
+        kwargs[var.attr] = v if var.is_ascii else bytes(v)
+    return spec.cls(**kwargs)
+
+
+def from_fields(cls: type, fields: Mapping[str, Any], *, source: str | None = None) -> Any:
+    """Build a message from fields by Aeron name (the JSON Lines form).  Missing required fields,
+    unknown enum names and out-of-range values raise `DecodeError`."""
+    return _block_from_fields(cls.BLOCK, fields, cls.BLOCK.name, source)

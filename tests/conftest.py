@@ -1,0 +1,48 @@
+"""Shared test fixtures.
+
+Tests that read Aeron's reference material (`../shared/reference` beside the checkout, as in CI)
+use the `reference` or `capture` fixtures; on a user's clone without it they skip and say why.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _shared_dir() -> Path:
+    configured = os.environ.get("RECOUNT_SHARED")
+    return Path(configured) if configured else ROOT.parent / "shared"
+
+
+SHARED = _shared_dir()
+REFERENCE = SHARED / "reference"
+CAPTURE = REFERENCE / "aeron-1.47.3-capture" / "a_clean_start"
+SCHEMAS = REFERENCE / "aeron-schemas"
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"Aeron reference material not found at {path} (it sits beside the checkout in CI only)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def reference() -> Path:
+    """`../shared/reference`: the schemas, notes and real files from Aeron."""
+    return _require(REFERENCE)
+
+
+@pytest.fixture(scope="session")
+def schemas() -> Path:
+    return _require(SCHEMAS)
+
+
+@pytest.fixture(scope="session")
+def capture() -> Path:
+    """The real 3-member Aeron 1.47.3 cluster's leftovers (pcap, agent logs, cluster dirs)."""
+    return _require(CAPTURE)
