@@ -21,7 +21,9 @@ app = typer.Typer(
 )
 
 #: One module per command; each has `register(app)`.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES = (
+    "cli.commands.inspect",
+)
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
