@@ -1,0 +1,634 @@
+"""pcap / pcapng reading and classic pcap writing: formats, link types, IP layers, damage, tshark."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import struct
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formats.errors import DecodeError
+from formats.pcap import (
+    LINKTYPE_ETHERNET,
+    LINKTYPE_IPV4,
+    LINKTYPE_IPV6,
+    LINKTYPE_LINUX_SLL,
+    LINKTYPE_LINUX_SLL2,
+    LINKTYPE_LOOP,
+    LINKTYPE_NULL,
+    LINKTYPE_RAW,
+    PcapReader,
+    PcapWriter,
+    iter_packets,
+)
+from formats.udp import (
+    Nak,
+    PadFrame,
+    Rttm,
+    SetupFrame,
+    StatusMessage,
+    data_frame,
+    decode_datagram,
+    encode_datagram,
+    fragment_message,
+    heartbeat,
+)
+
+PAYLOAD = encode_datagram(
+    [data_frame(session_id=7, stream_id=108, term_id=1, term_offset=0, payload=b"vote")]
+)
+TS = 1_795_312_187_846_789_123  # ns
+
+
+# --- Builders for hand-made captures --------------------------------------------------------------
+def ipv4(
+    payload: bytes,
+    *,
+    src="10.0.0.1",
+    dst="10.0.0.2",
+    sport=40000,
+    dport=20103,
+    options=b"",
+    proto=17,
+    ident=1,
+    fragment=0,
+    udp=True,
+) -> bytes:
+    body = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload if udp else payload
+    ihl = (20 + len(options)) // 4
+    header = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x40 | ihl,
+        0,
+        4 * ihl + len(body),
+        ident,
+        fragment,
+        64,
+        proto,
+        0,
+        socket.inet_aton(src),
+        socket.inet_aton(dst),
+    )
+    return header + options + body
+
+
+def ipv6(
+    payload: bytes, *, src="fd00::1", dst="fd00::2", sport=40000, dport=20103, extensions=(), udp=True
+) -> bytes:
+    """``extensions``: (header type, body) pairs placed before the UDP header, in order."""
+    body = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload if udp else payload
+    chain = b""
+    types = [kind for kind, _ in extensions] + [17]
+    for (kind, ext_body), following in zip(extensions, types[1:], strict=True):
+        if kind == 44:
+            chain += bytes([following, 0]) + ext_body
+        else:
+            padded = ext_body + bytes(-(len(ext_body) + 2) % 8)
+            chain += bytes([following, (len(padded) + 2) // 8 - 1]) + padded
+    header = struct.pack(
+        "!IHBB16s16s",
+        6 << 28,
+        len(chain) + len(body),
+        types[0],
+        64,
+        socket.inet_pton(socket.AF_INET6, src),
+        socket.inet_pton(socket.AF_INET6, dst),
+    )
+    return header + chain + body
+
+
+def ethernet(packet: bytes, ethertype=0x0800, vlans=()) -> bytes:
+    tags = b"".join(struct.pack("!HH", tpid, vid) for tpid, vid in vlans)
+    return bytes(12) + tags + struct.pack("!H", ethertype) + packet
+
+
+def classic(records, *, link_type=LINKTYPE_ETHERNET, order="<", nanos=True, snaplen=65535) -> bytes:
+    """records: (ts_ns, packet bytes[, origlen]) tuples."""
+    magic = 0xA1B23C4D if nanos else 0xA1B2C3D4
+    out = struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, snaplen, link_type)
+    for ts_ns, data, *origlen in records:
+        seconds, rest = divmod(ts_ns, 1_000_000_000)
+        fraction = rest if nanos else rest // 1000
+        out += (
+            struct.pack(order + "IIII", seconds, fraction, len(data), origlen[0] if origlen else len(data))
+            + data
+        )
+    return out
+
+
+def block(kind: int, body: bytes, order="<") -> bytes:
+    body += bytes(-len(body) % 4)
+    length = 12 + len(body)
+    return struct.pack(order + "II", kind, length) + body + struct.pack(order + "I", length)
+
+
+def option(code: int, value: bytes, order="<") -> bytes:
+    return struct.pack(order + "HH", code, len(value)) + value + bytes(-len(value) % 4)
+
+
+def shb(order="<") -> bytes:
+    return block(0x0A0D0D0A, struct.pack(order + "IHHq", 0x1A2B3C4D, 1, 0, -1), order)
+
+
+def idb(
+    link_type: int, *, snaplen=0, tsresol: int | None = None, tsoffset: int | None = None, order="<"
+) -> bytes:
+    options = b""
+    if tsresol is not None:
+        options += option(9, bytes([tsresol]), order)
+    if tsoffset is not None:
+        options += option(14, struct.pack(order + "q", tsoffset), order)
+    if options:
+        options += option(0, b"", order)
+    return block(1, struct.pack(order + "HHI", link_type, 0, snaplen) + options, order)
+
+
+def epb(interface: int, ts_units: int, data: bytes, *, origlen=None, order="<") -> bytes:
+    body = struct.pack(
+        order + "IIIII",
+        interface,
+        ts_units >> 32,
+        ts_units & 0xFFFFFFFF,
+        len(data),
+        len(data) if origlen is None else origlen,
+    )
+    return block(6, body + data, order)
+
+
+def spb(data: bytes, order="<") -> bytes:
+    return block(3, struct.pack(order + "I", len(data)) + data, order)
+
+
+def opb(interface: int, ts_units: int, data: bytes, order="<") -> bytes:
+    body = struct.pack(
+        order + "HHIIII", interface, 0, ts_units >> 32, ts_units & 0xFFFFFFFF, len(data), len(data)
+    )
+    return block(2, body + data, order)
+
+
+def read(data: bytes) -> tuple[list, PcapReader]:
+    reader = PcapReader(data, source="test.pcap")
+    return list(reader.packets()), reader
+
+
+# --- The real capture ----------------------------------------------------------------------------
+def test_the_real_pcap_and_pcapng_yield_the_same_udp_packets(capture):
+    from_pcap, pcap_reader = read((capture / "capture.pcap").read_bytes())
+    from_pcapng, pcapng_reader = read((capture / "capture.pcapng").read_bytes())
+    assert len(from_pcap) == len(from_pcapng) == 2057
+    for a, b in zip(from_pcap, from_pcapng, strict=True):
+        assert (a.index, a.ts_ns, a.src_ip, a.src_port, a.dst_ip, a.dst_port) == (
+            b.index,
+            b.ts_ns,
+            b.src_ip,
+            b.src_port,
+            b.dst_ip,
+            b.dst_port,
+        )
+        assert bytes(a.payload) == bytes(b.payload)
+    for reader in (pcap_reader, pcapng_reader):
+        assert reader.problems == [] and not reader.truncated and sum(reader.skipped.values()) == 0
+
+
+def test_packet_numbers_times_and_ports_match_wiresharks_view_of_the_real_capture(capture):
+    packets, _ = read((capture / "capture.pcap").read_bytes())
+    lines = (capture / "capture-wireshark-aeron-frames.tsv").read_text().splitlines()[1:]
+    for packet, line in zip(packets, lines, strict=True):
+        number, epoch, sport, dport, udp_length = line.split("\t")[:5]
+        seconds, fraction = epoch.split(".")
+        assert packet.index == int(number)
+        assert packet.ts_ns == int(seconds) * 1_000_000_000 + int(fraction.ljust(9, "0")[:9])
+        assert (packet.src_port, packet.dst_port) == (int(sport), int(dport))
+        assert len(packet.payload) + 8 == int(udp_length)
+        assert packet.src_ip == packet.dst_ip == "127.0.0.1"
+    data = (capture / "capture.pcap").read_bytes()
+    first = packets[0]
+    assert data[first.payload_offset : first.payload_offset + len(first.payload)] == bytes(first.payload)
+
+
+# --- Classic pcap variants -----------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("nanos", [True, False])
+def test_classic_pcap_in_either_byte_order_and_resolution_gives_the_same_packet(order, nanos):
+    data = classic([(TS, ethernet(ipv4(PAYLOAD)))], order=order, nanos=nanos)
+    (packet,), reader = read(data)
+    assert packet.ts_ns == (TS if nanos else TS // 1000 * 1000)
+    assert (packet.src_ip, packet.src_port, packet.dst_ip, packet.dst_port) == (
+        "10.0.0.1",
+        40000,
+        "10.0.0.2",
+        20103,
+    )
+    assert bytes(packet.payload) == PAYLOAD
+    assert (packet.index, packet.file_offset, packet.interface_id) == (1, 24, 0)
+    assert reader.format == "pcap" and reader.problems == []
+
+
+@pytest.mark.parametrize(
+    ("link_type", "frame"),
+    [
+        (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD), vlans=[(0x8100, 5)])),
+        (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD), vlans=[(0x88A8, 5), (0x8100, 6)])),
+        (LINKTYPE_ETHERNET, ethernet(ipv6(PAYLOAD), ethertype=0x86DD)),
+        (LINKTYPE_LINUX_SLL, struct.pack("!HHH8sH", 0, 772, 6, bytes(8), 0x0800) + ipv4(PAYLOAD)),
+        (LINKTYPE_LINUX_SLL2, struct.pack("!HHIHBB8s", 0x86DD, 0, 1, 772, 0, 6, bytes(8)) + ipv6(PAYLOAD)),
+        (LINKTYPE_NULL, struct.pack("<I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_NULL, struct.pack(">I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_NULL, struct.pack("<I", 30) + ipv6(PAYLOAD)),
+        (LINKTYPE_LOOP, struct.pack(">I", 24) + ipv6(PAYLOAD)),
+        (LINKTYPE_LOOP, struct.pack(">I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_RAW, ipv4(PAYLOAD)),
+        (LINKTYPE_RAW, ipv6(PAYLOAD)),
+        (LINKTYPE_IPV4, ipv4(PAYLOAD)),
+        (LINKTYPE_IPV6, ipv6(PAYLOAD)),
+    ],
+)
+def test_every_supported_link_type_yields_the_udp_payload(link_type, frame):
+    (packet,), reader = read(classic([(TS, frame)], link_type=link_type))
+    assert bytes(packet.payload) == PAYLOAD and packet.dst_port == 20103
+    assert packet.src_ip in ("10.0.0.1", "fd00::1")
+    assert reader.problems == []
+
+
+def test_ipv4_options_and_ipv6_extension_headers_are_stepped_over():
+    with_options = ipv4(PAYLOAD, options=b"\x94\x04\x00\x00")  # router alert
+    with_extensions = ipv6(PAYLOAD, extensions=[(0, b"\x01\x04\x00\x00\x00\x00"), (60, b"\x01\x02\x00\x00")])
+    packets, reader = read(classic([(TS, with_options), (TS + 1, with_extensions)], link_type=LINKTYPE_RAW))
+    assert [bytes(p.payload) for p in packets] == [PAYLOAD, PAYLOAD]
+    assert reader.problems == []
+
+
+def test_traffic_that_is_not_udp_is_skipped_and_counted():
+    tcp = ipv4(b"\x00" * 20, proto=6, udp=False)
+    arp = ethernet(bytes(28), ethertype=0x0806)
+    icmp6 = ipv6(b"\x80\x00\x00\x00", udp=False)
+    icmp6 = icmp6[:6] + bytes([58]) + icmp6[7:]
+    data = classic(
+        [
+            (TS, ethernet(tcp)),
+            (TS, arp),
+            (TS, ethernet(icmp6, ethertype=0x86DD)),
+            (TS, ethernet(ipv4(PAYLOAD))),
+        ]
+    )
+    packets, reader = read(data)
+    assert [p.index for p in packets] == [4]  # packet numbers count every record, as Wireshark does
+    assert reader.skipped == {
+        "not UDP (IP protocol 6)": 1,
+        "not IP (ethertype 0x0806)": 1,
+        "not UDP (IPv6 next header 58)": 1,
+    }
+    assert reader.problems == [] and reader.packet_count == 4 and reader.udp_count == 1
+
+
+def test_an_unsupported_link_type_is_reported_once_and_its_packets_skipped():
+    packets, reader = read(classic([(TS, b"\x00" * 40)] * 3, link_type=105))
+    assert packets == [] and reader.skipped == {"link type 105 not supported": 3}
+    assert len(reader.problems) == 1 and "105" in str(reader.problems[0])
+
+
+def test_ip_fragments_are_reassembled_into_one_datagram_even_out_of_order():
+    big = bytes(range(256)) * 12
+    whole = ipv4(big, ident=77)
+    header, body = whole[:20], whole[20:]
+
+    def fragment(offset, chunk, more):
+        flags = (0x2000 if more else 0) | (offset // 8)
+        return (
+            struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(chunk), 77, flags, 64, 17, 0) + header[12:20] + chunk
+        )
+
+    parts = [
+        fragment(0, body[:1480], True),
+        fragment(1480, body[1480:2960], True),
+        fragment(2960, body[2960:], False),
+    ]
+    packets, reader = read(
+        classic([(TS, parts[2]), (TS + 1, parts[0]), (TS + 2, parts[1])], link_type=LINKTYPE_RAW)
+    )
+    (packet,) = packets
+    assert bytes(packet.payload) == big and packet.index == 3 and packet.payload_offset is None
+    assert reader.problems == []
+
+
+def test_ipv6_fragments_are_reassembled():
+    big = bytes(range(200)) * 10
+    udp = struct.pack("!HHHH", 1, 20103, 8 + len(big), 0) + big
+    first = ipv6(udp[:1000], extensions=[(44, struct.pack("!HI", 0x0001, 9))], udp=False)
+    second = ipv6(udp[1000:], extensions=[(44, struct.pack("!HI", (1000 // 8) << 3, 9))], udp=False)
+    packets, reader = read(classic([(TS, first), (TS + 1, second)], link_type=LINKTYPE_RAW))
+    assert [bytes(p.payload) for p in packets] == [big] and reader.problems == []
+
+
+def test_fragments_that_never_complete_are_reported_after_the_last_packet():
+    first = ipv4(bytes(2000))[: 20 + 1480]
+    first = first[:2] + struct.pack("!H", 1500) + first[4:6] + struct.pack("!H", 0x2000) + first[8:]
+    packets, reader = read(classic([(TS, first)], link_type=LINKTYPE_RAW))
+    assert packets == [] and reader.skipped == {"incomplete IP fragments": 1}
+    assert "never completed" in str(reader.problems[0]) and reader.problems[0].offset == 24
+
+
+def test_a_packet_cut_by_the_snaplen_is_reported_not_decoded():
+    frame = ethernet(ipv4(PAYLOAD))
+    data = classic([(TS, frame[:50], len(frame)), (TS, frame)], snaplen=50)
+    packets, reader = read(data)
+    assert [p.index for p in packets] == [2]
+    (problem,) = reader.problems
+    assert "packet 1" in str(problem) and "snaplen" in str(problem) and problem.offset == 24
+    assert reader.skipped == {"cut by snaplen": 1}
+
+
+def test_a_packet_cut_only_in_its_link_trailer_is_still_whole():
+    frame = ethernet(ipv4(PAYLOAD)) + b"\x00" * 4  # an Ethernet FCS the capture did not keep
+    (packet,), reader = read(classic([(TS, frame[:-4], len(frame))]))
+    assert bytes(packet.payload) == PAYLOAD and reader.problems == []
+
+
+def test_a_truncated_file_yields_every_whole_packet_then_says_where_it_ends():
+    records = [(TS + i, ethernet(ipv4(PAYLOAD, sport=i))) for i in range(1, 4)]
+    data = classic(records)
+    record_length = 16 + len(records[0][1])
+    for cut in range(24, len(data)):
+        packets, reader = read(data[:cut])
+        whole = (cut - 24) // record_length
+        assert [p.src_port for p in packets] == list(range(1, whole + 1))
+        if (cut - 24) % record_length:
+            assert reader.truncated
+            assert reader.problems[-1].offset == 24 + whole * record_length
+            assert "cut short" in str(reader.problems[-1])
+        else:
+            assert not reader.truncated and reader.problems == []
+
+
+def test_iter_packets_raises_the_problem_only_after_yielding_what_was_readable():
+    data = classic([(TS, ethernet(ipv4(PAYLOAD)))] * 2)[:-5]
+    seen = []
+    with pytest.raises(DecodeError) as error:
+        for packet in iter_packets(data, source="cut.pcap"):
+            seen.append(packet)
+    assert len(seen) == 1
+    assert str(error.value).startswith("cut.pcap, offset ")
+
+
+def test_a_corrupt_record_length_stops_reading_instead_of_swallowing_later_records():
+    data = bytearray(classic([(TS, ethernet(ipv4(PAYLOAD)))] * 3))
+    data[24 + 8 : 24 + 12] = struct.pack("<I", 10**7)
+    packets, reader = read(bytes(data))
+    assert packets == [] and reader.truncated and "corrupt" in str(reader.problems[0])
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00\x01", b"GIF89a" + bytes(30), bytes(24)])
+def test_a_file_that_is_not_a_capture_is_refused_at_once(data):
+    with pytest.raises(DecodeError) as error:
+        PcapReader(data, source="x.bin")
+    assert error.value.offset == 0 and str(error.value).startswith("x.bin")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_damaged_captures_never_raise_while_reading(data):
+    good = classic(
+        [(TS + i, ethernet(ipv4(PAYLOAD, sport=i))) for i in range(3)]
+        + [(TS, ethernet(ipv6(PAYLOAD), ethertype=0x86DD))]
+    )
+    if data.draw(st.booleans()):
+        good = (
+            shb() + idb(LINKTYPE_ETHERNET) + epb(0, 5, ethernet(ipv4(PAYLOAD))) + spb(ethernet(ipv4(PAYLOAD)))
+        )
+    damaged = bytearray(good)
+    for _ in range(data.draw(st.integers(1, 6))):
+        damaged[data.draw(st.integers(4, len(damaged) - 1))] = data.draw(st.integers(0, 255))
+    damaged = damaged[: data.draw(st.integers(4, len(damaged)))]
+    packets, reader = read(bytes(damaged))
+    assert all(isinstance(bytes(p.payload), bytes) for p in packets)
+    assert all(isinstance(problem, DecodeError) for problem in reader.problems)
+
+
+# --- pcapng --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_pcapng_with_two_interfaces_of_different_link_types_and_resolutions(order):
+    data = (
+        shb(order)
+        + idb(LINKTYPE_ETHERNET, tsresol=9, order=order)  # ns
+        + idb(LINKTYPE_RAW, tsresol=0x80 | 20, tsoffset=100, order=order)  # 2^-20 s, +100 s
+        + block(4, b"\x00\x00\x00\x00", order)  # name resolution: skipped
+        + epb(0, TS, ethernet(ipv4(PAYLOAD)), order=order)
+        + block(5, struct.pack(order + "IIIq", 0, 0, 0, 0), order)  # interface statistics: skipped
+        + epb(1, 3 << 20, ipv6(PAYLOAD, dport=1), order=order)
+        + block(0x00000BAD, b"\x00\x00\x7f\xff" + b"custom", order)  # custom: skipped
+        + block(0x0000FFF0, b"future", order)  # unknown: skipped
+    )
+    (first, second), reader = read(data)
+    assert reader.format == "pcapng" and reader.problems == []
+    assert (first.ts_ns, first.interface_id, first.src_ip) == (TS, 0, "10.0.0.1")
+    assert (second.ts_ns, second.interface_id, second.src_ip, second.dst_port) == (
+        103_000_000_000,
+        1,
+        "fd00::1",
+        1,
+    )
+    assert [first.index, second.index] == [1, 2]
+
+
+def test_pcapng_default_resolution_is_microseconds_and_simple_and_obsolete_blocks_are_read():
+    data = (
+        shb()
+        + idb(LINKTYPE_ETHERNET, snaplen=65535)
+        + spb(ethernet(ipv4(PAYLOAD, sport=1)))
+        + opb(0, 1_500_000, ethernet(ipv4(PAYLOAD, sport=2)))
+        + epb(0, 2_000_000, ethernet(ipv4(PAYLOAD, sport=3)))
+    )
+    packets, reader = read(data)
+    assert [(p.src_port, p.ts_ns) for p in packets] == [(1, None), (2, 1_500_000_000), (3, 2_000_000_000)]
+    assert reader.problems == []
+
+
+def test_pcapng_interface_ids_restart_with_each_section():
+    data = (
+        shb()
+        + idb(LINKTYPE_RAW)
+        + epb(0, 1, ipv4(PAYLOAD, sport=1))
+        + shb(">")
+        + idb(LINKTYPE_ETHERNET, order=">")
+        + epb(0, 2, ethernet(ipv4(PAYLOAD, sport=2)), order=">")
+    )
+    packets, reader = read(data)
+    assert [p.src_port for p in packets] == [1, 2] and reader.problems == []
+
+
+def test_pcapng_packet_for_an_undescribed_interface_is_reported_and_reading_goes_on():
+    data = shb() + idb(LINKTYPE_RAW) + epb(3, 1, ipv4(PAYLOAD)) + epb(0, 1, ipv4(PAYLOAD, sport=9))
+    packets, reader = read(data)
+    assert [p.src_port for p in packets] == [9]
+    assert "interface 3" in str(reader.problems[0]) and "packet 1" in str(reader.problems[0])
+
+
+def test_a_truncated_pcapng_keeps_the_whole_blocks():
+    data = shb() + idb(LINKTYPE_RAW) + epb(0, 1, ipv4(PAYLOAD, sport=1)) + epb(0, 2, ipv4(PAYLOAD, sport=2))
+    packets, reader = read(data[:-10])
+    assert [p.src_port for p in packets] == [1] and reader.truncated
+    assert "packet 2" in str(reader.problems[-1])
+
+
+def test_a_pcapng_block_with_a_wrong_trailing_length_is_corrupt():
+    data = bytearray(shb() + idb(LINKTYPE_RAW) + epb(0, 1, ipv4(PAYLOAD)))
+    data[-4:] = struct.pack("<I", 8)
+    packets, reader = read(bytes(data))
+    assert packets == [] and reader.truncated and "corrupt" in str(reader.problems[0])
+
+
+# --- Writing -------------------------------------------------------------------------------------
+def _checksum_ok(data: bytes) -> bool:
+    if len(data) % 2:
+        data += b"\x00"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total > 0xFFFF:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
+
+
+@pytest.mark.parametrize("link_type", [LINKTYPE_ETHERNET, LINKTYPE_RAW, LINKTYPE_IPV4])
+def test_written_captures_read_back_with_valid_ip_and_udp_checksums(link_type):
+    writer = PcapWriter(link_type=link_type)
+    data = writer.file_header() + writer.udp_packet(TS, "10.1.2.3", 5, "10.1.2.4", 6, PAYLOAD + b"x")
+    data += writer.udp_packet(TS + 7, "10.1.2.4", 6, "10.1.2.3", 5, b"")
+    (first, second), reader = read(data)
+    assert (first.ts_ns, first.src_ip, first.src_port, first.dst_ip, first.dst_port) == (
+        TS,
+        "10.1.2.3",
+        5,
+        "10.1.2.4",
+        6,
+    )
+    assert bytes(first.payload) == PAYLOAD + b"x" and bytes(second.payload) == b"" and second.ts_ns == TS + 7
+    ip_start = first.file_offset + 16 + (14 if link_type == LINKTYPE_ETHERNET else 0)
+    ip_header = data[ip_start : ip_start + 20]
+    assert _checksum_ok(ip_header)
+    udp = data[ip_start + 20 : first.payload_offset + len(first.payload)]
+    assert _checksum_ok(ip_header[12:20] + b"\x00\x11" + struct.pack("!H", len(udp)) + udp)
+
+
+def test_writing_is_deterministic():
+    def build():
+        writer = PcapWriter()
+        return writer.file_header() + b"".join(
+            writer.udp_packet(TS + i, "127.0.0.1", 1000 + i, "127.0.0.1", 20003, PAYLOAD) for i in range(5)
+        )
+
+    assert build() == build()
+
+
+def _every_frame_kind() -> list[list]:
+    message = fragment_message(bytes(range(256)) * 8, session_id=7, stream_id=108, term_id=-5, term_offset=0)
+    return [
+        [
+            SetupFrame(
+                term_offset=0,
+                session_id=7,
+                stream_id=108,
+                initial_term_id=-5,
+                active_term_id=-5,
+                term_length=65536,
+                mtu=1408,
+            )
+        ],
+        [
+            StatusMessage(
+                session_id=7,
+                stream_id=108,
+                consumption_term_id=-5,
+                consumption_term_offset=0,
+                receiver_window=131072,
+                receiver_id=99,
+            )
+        ],
+        [
+            StatusMessage(
+                session_id=7,
+                stream_id=108,
+                consumption_term_id=-5,
+                consumption_term_offset=0,
+                receiver_window=131072,
+                receiver_id=99,
+                group_tag=3,
+            )
+        ],
+        *[[frame] for frame in message],
+        [
+            data_frame(session_id=7, stream_id=108, term_id=-5, term_offset=2112, payload=b"abc"),
+            data_frame(session_id=7, stream_id=108, term_id=-5, term_offset=2176, payload=b"defgh"),
+        ],
+        [heartbeat(session_id=7, stream_id=108, term_id=-5, term_offset=2240)],
+        [heartbeat(session_id=7, stream_id=108, term_id=-5, term_offset=2240, end_of_stream=True)],
+        [
+            PadFrame(
+                frame_length=65536 - 2240, flags=0, term_offset=2240, session_id=7, stream_id=108, term_id=-5
+            )
+        ],
+        [Nak(session_id=7, stream_id=108, term_id=-5, term_offset=0, length=1408)],
+        [Rttm(session_id=7, stream_id=108, echo_timestamp_ns=123, reception_delta=4, receiver_id=99)],
+    ]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+def test_tshark_decodes_every_frame_we_write_without_malformed_or_warning_marks(tmp_path):
+    writer = PcapWriter()
+    datagrams = [encode_datagram(frames) for frames in _every_frame_kind()]
+    data = writer.file_header() + b"".join(
+        writer.udp_packet(TS + i * 1000, "10.0.0.1", 40000, "10.0.0.2", 20103, d)
+        for i, d in enumerate(datagrams)
+    )
+    path = tmp_path / "written.pcap"
+    path.write_bytes(data)
+    base = ["tshark", "-n", "-r", str(path), "-d", "udp.port==20103,aeron"]
+    bad = subprocess.run(
+        [
+            *base,
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= 6291456",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert bad.stdout.strip() == ""
+    decoded = subprocess.run(
+        [
+            *base,
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=f",
+            "-e",
+            "frame.number",
+            "-e",
+            "aeron.data.term_offset",
+            "-e",
+            "aeron.data.frame_length",
+            "-e",
+            "aeron.data.flags",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    rows = [line.split("\t") for line in decoded.stdout.splitlines()]
+    assert len(rows) == len(datagrams)
+    for row, datagram in zip(rows, datagrams, strict=True):
+        first = decode_datagram(datagram)[0]
+        if row[1]:  # tshark lists DATA frames (not B|E heartbeats) under aeron.data.*
+            assert (int(row[1]), int(row[2]), int(row[3], 16)) == (
+                first.term_offset,
+                first.frame_length,
+                first.flags,
+            )
