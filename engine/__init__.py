@@ -1,0 +1,61 @@
+"""The engine: a deterministic, single-threaded model of an Aeron 1.47.3 cluster member.
+
+What it holds.  `Node` (engine.node) is the driving API, sans I/O in the manner of etcd's RawNode
+and h11: feed it an input with its time (`step`), let time pass (`advance`), take what it produced
+(`take_outputs`: sends, election state and role changes, node-state.dat and recording.log writes,
+log appends — engine.outputs).  Inside, `ConsensusModuleAgent` (engine.agent) runs Aeron's duty
+cycle and owns an `Election` (engine.election: all 18 states of `io.aeron.cluster.Election`) while
+one is running; `engine.members` has `ClusterMember` and Aeron's quorum helpers; the media driver,
+archive and clustered service are simulated in engine.sim_parts.  `engine.replay`, `engine.trace`
+and `engine.invariants` re-run recorded members and check them.
+
+What it may import: only `formats` (message types, recording.log and node-state.dat models).
+
+Invariants.  No wall clock: time is an input.  No randomness but the injected `RandomSource`
+(`JavaRandom`, bit-exact `java.util.Random`, or a replay's oracle).  No threads.  Outputs never
+depend on set or dict hash order.  The same inputs give the same outputs, byte for byte.
+"""
+
+from engine.config import Config
+from engine.election import Election, ElectionState
+from engine.flags import ModelFlags
+from engine.javarandom import JavaRandom, RandomSource
+from engine.members import ClusterMember, parse_cluster_members
+from engine.node import MemberStart, Node
+from engine.outputs import (
+    Divergence,
+    ElectionStarted,
+    Invariant,
+    LogAppend,
+    ModuleStateChange,
+    NodeStateWrite,
+    Output,
+    RecordingLogChange,
+    RoleChange,
+    Send,
+    StateChange,
+)
+
+__all__ = [
+    "ClusterMember",
+    "Config",
+    "Divergence",
+    "Election",
+    "ElectionStarted",
+    "ElectionState",
+    "Invariant",
+    "JavaRandom",
+    "LogAppend",
+    "MemberStart",
+    "ModelFlags",
+    "ModuleStateChange",
+    "Node",
+    "NodeStateWrite",
+    "Output",
+    "RandomSource",
+    "RecordingLogChange",
+    "RoleChange",
+    "Send",
+    "StateChange",
+    "parse_cluster_members",
+]

@@ -1,0 +1,1341 @@
+"""The parts of Aeron 1.47.3's `ConsensusModuleAgent` that touch elections (aeron-election.md §6).
+
+Theory of operation.  `ConsensusModuleAgent` owns one member's consensus state: its role, its
+`leadershipTermId`, the commit position, the timers of the leader heartbeat and the follower's
+AppendPosition, the current `Election` (or none), recording.log and node-state.dat.  The `Node`
+wrapper (`engine.node`) drives it with `duty_cycle(now_ns, message)`, which is Aeron's `doWork`:
+
+1. the slow tick, when due (every 10 ms; the leader's "inactive follower quorum" and the follower's
+   "leader heartbeat timeout" checks live there);
+2. the consensus message delivered in this cycle, if any, through the agent's wrappers (§6.3);
+3. `election.do_work(now)` during an election, else `consensus_work` (§6.4: the leader's
+   CommitPosition heartbeat and commit = quorum position; the follower's log polling and
+   AppendPosition);
+4. an exception from 1–3 goes to `election.handle_error` during an election (→ INIT).
+
+What the real agent gets from the media driver, the archive and the clustered service is simulated
+by `engine.sim_parts` (immediate success unless the capture has evidence).  Everything the member
+does that can be seen from outside is appended to `outputs` as `engine.outputs` records, stamped
+with `output_ts` (the time of the input being handled, or of the timer that fired).
+
+Files: recording.log and node-state.dat are `formats` models; every write Aeron makes goes through
+them here and is echoed as a `RecordingLogChange` / `NodeStateWrite` output.
+
+Determinism: no clock but `now_ns` handed in, no randomness but `random`, members always in
+configuration order, no dict iteration that depends on hashing.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from engine import members as cm
+from engine.config import PROTOCOL_SEMANTIC_VERSION, Config
+from engine.election import (
+    APPEND_POSITION_FLAG_CATCHUP,
+    APPEND_POSITION_FLAG_NONE,
+    NULL_SESSION_ID,
+    AeronError,
+    ClusterEvent,
+    ClusterException,
+    ClusterTermination,
+    Election,
+    ElectionState,
+)
+from engine.flags import ModelFlags
+from engine.members import NULL_POSITION, NULL_VALUE, ClusterMember
+from engine.outputs import (
+    ElectionStarted,
+    LogAppend,
+    ModuleStateChange,
+    NodeStateWrite,
+    RecordingLogChange,
+    RoleChange,
+    Send,
+    StateChange,
+)
+from engine.sim_parts import (
+    NEW_LEADERSHIP_TERM_EVENT_FRAME_LENGTH,
+    LogStore,
+    SimImage,
+    SimLogReplay,
+    SimReplication,
+    framed_length,
+)
+from formats.cluster_codecs import (
+    AppendPosition,
+    BooleanType,
+    CloseReason,
+    ClusterAction,
+    ClusterActionRequest,
+    ClusterTimeUnit,
+    CommitPosition,
+    NewLeadershipTerm,
+    NewLeadershipTermEvent,
+    SessionCloseEvent,
+    SessionMessageHeader,
+    SessionOpenEvent,
+    StopCatchup,
+    TerminationAck,
+)
+from formats.recording_log import EntryType, RecordingLog, RecordingLogError, entry_to_json
+from formats.sbe import encode
+
+SLOW_TICK_INTERVAL_NS = 10_000_000
+#: `ConsensusModule.Configuration.LIVE_ADD_MAX_WINDOW`: 32 MiB.
+LIVE_ADD_MAX_WINDOW = 32 * 1024 * 1024
+MS = 1_000_000
+#: The length of a SessionMessageHeader (8-byte SBE header + 24-byte block) before its payload.
+SESSION_HEADER_LENGTH = 32
+INT32_NULL = -(1 << 31)
+
+
+class Role(enum.Enum):
+    """`Cluster.Role` (node-role counter, type 201)."""
+
+    FOLLOWER = 0
+    CANDIDATE = 1
+    LEADER = 2
+
+
+class ModuleState(enum.Enum):
+    """`ConsensusModule.State`."""
+
+    INIT = 0
+    ACTIVE = 1
+    SUSPENDED = 2
+    SNAPSHOT = 3
+    QUITTING = 4
+    TERMINATING = 5
+    CLOSED = 6
+
+
+def _major(semantic_version: int) -> int:
+    return (semantic_version >> 16) & 0xFF
+
+
+class ConsensusModuleAgent:
+    Role = Role
+    ModuleState = ModuleState
+    __slots__ = (
+        "archive_evidence",
+        "catchup_log_destination",
+        "changes",
+        "commit_position",
+        "config",
+        "election",
+        "election_count",
+        "election_state_code",
+        "errors",
+        "flags",
+        "has_log_publication",
+        "is_passive",
+        "last_append_position",
+        "leader_member",
+        "leadership_term_id",
+        "live_log_destination",
+        "log",
+        "log_adapter_position",
+        "log_image",
+        "log_publication_count",
+        "log_publication_session_id",
+        "log_recording_id",
+        "log_recording_stop_position",
+        "log_subscription",
+        "member_by_id",
+        "member_id",
+        "members",
+        "next_cluster_session_id",
+        "next_correlation_id",
+        "node_state",
+        "notified_commit_position",
+        "now_ns",
+        "output_ts",
+        "outputs",
+        "protocol_version",
+        "random",
+        "ranked_positions",
+        "recording_active",
+        "recording_log",
+        "recovery_appended_log_position",
+        "recovery_last_leadership_term_id",
+        "recovery_last_term_base_log_position",
+        "role",
+        "session_id_base",
+        "slow_tick_deadline_ns",
+        "state",
+        "termination_position",
+        "this_member",
+        "time_of_last_append_position_send_ns",
+        "time_of_last_append_position_update_ns",
+        "time_of_last_leader_update_ns",
+        "time_of_last_log_update_ns",
+    )
+
+    def __init__(
+        self,
+        member_id: int,
+        members: list[ClusterMember],
+        *,
+        config: Config,
+        flags: ModelFlags,
+        random: Any,
+        recording_log: RecordingLog,
+        node_state: Any,
+        append_position: int,
+        log: LogStore,
+        archive_evidence: bool = False,
+        session_id_base: int = 0,
+    ) -> None:
+        self.member_id = member_id
+        self.members = members
+        self.member_by_id = {m.id: m for m in members}
+        this_member = self.member_by_id.get(member_id)
+        self.is_passive = this_member is None
+        self.this_member = this_member if this_member is not None else ClusterMember(member_id)
+        self.config = config
+        self.flags = flags
+        self.random = random
+        self.protocol_version = PROTOCOL_SEMANTIC_VERSION
+        self.recording_log = recording_log
+        self.node_state = node_state
+        self.ranked_positions = [0] * cm.quorum_threshold(len(members))
+
+        self.outputs: list[Any] = []
+        self.output_ts = 0
+        self.now_ns = 0  # the cluster clock (whole ms, in ns)
+        self.changes = 0  # bumped on every observable change, so the driver knows a cycle did work
+        self.errors = 0
+
+        self.role = Role.FOLLOWER
+        self.state = ModuleState.INIT
+        self.election: Election | None = None
+        self.election_state_code = ElectionState.CLOSED.code
+        self.election_count = 0
+        self.leader_member: ClusterMember | None = None
+
+        plan = recording_log.recovery_plan_terms(config.service_count)
+        self.recovery_last_leadership_term_id = plan.last_leadership_term_id
+        self.recovery_last_term_base_log_position = plan.last_term_base_log_position
+        self.recovery_appended_log_position = append_position
+        self.leadership_term_id = plan.last_leadership_term_id
+        snapshot_position = plan.snapshots[0].log_position if plan.snapshots else 0
+        self.commit_position = snapshot_position
+        self.notified_commit_position = snapshot_position
+        self.log_recording_id = recording_log.find_last_term_recording_id()
+
+        self.time_of_last_log_update_ns = 0
+        self.time_of_last_append_position_update_ns = 0
+        self.time_of_last_append_position_send_ns = 0
+        self.time_of_last_leader_update_ns = 0
+        self.slow_tick_deadline_ns = 0
+        self.last_append_position = NULL_POSITION
+        self.termination_position = NULL_POSITION
+
+        # The simulated log: the local recording, the leader's publication, the follower's image.
+        self.log = log
+        self.log_recording_stop_position = append_position
+        self.recording_active = False
+        self.log_adapter_position = snapshot_position
+        self.has_log_publication = False
+        self.log_publication_session_id = NULL_SESSION_ID
+        self.session_id_base = session_id_base
+        self.log_publication_count = 0
+        self.log_subscription: str | None = None
+        self.log_image: SimImage | None = None
+        self.catchup_log_destination: str | None = None
+        self.live_log_destination: str | None = None
+        self.archive_evidence = archive_evidence
+        self.next_cluster_session_id = 1
+        self.next_correlation_id = 1
+
+    # -- clocks -------------------------------------------------------------------------------------------
+
+    def clock_ns(self) -> int:
+        """`clusterClock.timeNanos()`: the millisecond cluster clock, in ns."""
+        return self.now_ns
+
+    def cluster_time(self) -> int:
+        """`clusterClock.time()` in the cluster's time unit (milliseconds)."""
+        return self.now_ns // MS
+
+    def epoch_ms(self) -> int:
+        """`epochClock.time()`: node-state.dat timestamps.  One clock drives both in the model."""
+        return self.now_ns // MS
+
+    @staticmethod
+    def ns_to_cluster_time(now_ns: int) -> int:
+        return now_ns // MS
+
+    @staticmethod
+    def cluster_time_to_ns(timestamp: int) -> int:
+        return timestamp * MS
+
+    def set_time(self, now_ns: int, output_ts: int) -> None:
+        self.now_ns = now_ns - now_ns % MS
+        self.output_ts = output_ts
+
+    # -- outputs ------------------------------------------------------------------------------------------
+
+    def emit(self, output: Any) -> None:
+        self.outputs.append(output)
+        self.changes += 1
+
+    def send(self, peer_id: int, message: Any) -> bool:
+        """The consensus publication to ``peer_id`` accepts ``message`` (the model has no back-pressure)."""
+        if peer_id == self.member_id or peer_id not in self.member_by_id:
+            return False
+        self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message))
+        return True
+
+    def _send_to_others(self, message: Any) -> None:
+        for member in self.members:
+            if member.id != self.member_id:
+                self.emit(Send(self.output_ts, self.member_id, member.id, "consensus", message))
+
+    def set_role(self, new_role: Role) -> None:
+        if new_role is not self.role:
+            self.emit(RoleChange(self.output_ts, self.member_id, self.role.name, new_role.name))
+            self.role = new_role
+
+    def set_state(self, new_state: ModuleState) -> None:
+        if new_state is not self.state:
+            self.emit(ModuleStateChange(self.output_ts, self.member_id, self.state.name, new_state.name))
+            self.state = new_state
+
+    def log_state_change(
+        self,
+        old_state: ElectionState,
+        new_state: ElectionState,
+        leader_id: int,
+        candidate_term_id: int,
+        leadership_term_id: int,
+        log_position: int,
+        log_leadership_term_id: int,
+        append_position: int,
+        catchup_position: int,
+        reason: str,
+    ) -> None:
+        self.emit(
+            StateChange(
+                self.output_ts,
+                self.member_id,
+                old_state.name,
+                new_state.name,
+                reason,
+                leader_id,
+                candidate_term_id,
+                leadership_term_id,
+                log_position,
+                log_leadership_term_id,
+                append_position,
+                catchup_position,
+            )
+        )
+
+    def count_error(self, ex: BaseException) -> None:
+        self.errors += 1
+
+    # -- files --------------------------------------------------------------------------------------------
+
+    def update_candidate_term_id(self, candidate_term_id: int, log_position: int, timestamp: int) -> None:
+        self.node_state.update_candidate_term_id(candidate_term_id, log_position, timestamp)
+        self.emit(NodeStateWrite(self.output_ts, self.member_id, candidate_term_id, log_position, timestamp))
+
+    def propose_max_candidate_term_id(self, candidate_term_id: int, log_position: int, timestamp: int) -> int:
+        existing = self.node_state.candidate_term.candidate_term_id
+        result = self.node_state.propose_max_candidate_term_id(candidate_term_id, log_position, timestamp)
+        if candidate_term_id > existing:
+            self.emit(NodeStateWrite(self.output_ts, self.member_id, candidate_term_id, log_position, timestamp))
+        return result
+
+    def flush_recording_log_changes(self) -> None:
+        for op, entry in self.recording_log.take_changes():
+            self.emit(RecordingLogChange(self.output_ts, self.member_id, op, entry))
+
+    def ensure_recording_log_coherent(
+        self,
+        recording_id: int,
+        initial_log_leadership_term_id: int,
+        initial_term_base_log_position: int,
+        leadership_term_id: int,
+        term_base_log_position: int,
+        log_position: int,
+        now_ns: int,
+    ) -> None:
+        try:
+            self.recording_log.ensure_coherent(
+                recording_id,
+                initial_log_leadership_term_id,
+                initial_term_base_log_position,
+                leadership_term_id,
+                term_base_log_position,
+                log_position,
+                self.ns_to_cluster_time(now_ns),
+                now_ns=now_ns,
+            )
+        except RecordingLogError as error:
+            raise ClusterException(str(error)) from None
+        finally:
+            self.flush_recording_log_changes()
+
+    def set_log_recording_id(self, recording_id: int) -> None:
+        self.log_recording_id = recording_id
+
+    # -- startup and the duty cycle ------------------------------------------------------------------------
+
+    def on_start(self, now_ns: int) -> None:
+        """§6.1 `onStart`: NEW_ELECTION "node started", the startup election's first `doWork`, ACTIVE."""
+        self.slow_tick_deadline_ns = self.now_ns
+        self.emit(
+            ElectionStarted(
+                self.output_ts,
+                self.member_id,
+                "node started",
+                self.leadership_term_id,
+                self.commit_position,
+                self.recovery_appended_log_position,
+            )
+        )
+        self.election = Election(
+            self,
+            is_node_startup=True,
+            graceful_closed_leader_id=NULL_VALUE,
+            leadership_term_id=self.recovery_last_leadership_term_id,
+            term_base_log_position=self.recovery_last_term_base_log_position,
+            log_position=self.commit_position,
+            append_position=self.recovery_appended_log_position,
+        )
+        self._guarded(lambda: self.election.do_work(self.now_ns))
+        self.set_state(ModuleState.ACTIVE)
+
+    def duty_cycle(self, message: Any = None, peer: int | None = None) -> None:
+        """One `doWork` at the current clock: slow tick, one consensus message, election or consensus work.
+
+        As in Aeron, one try covers the whole cycle: an exception skips the rest of the cycle and, during
+        an election, sends it to INIT (`handleError`); outside an election Aeron's agent runner reports it
+        and the next cycle carries on.
+        """
+        now_ns = self.now_ns
+        try:
+            if now_ns > self.slow_tick_deadline_ns:
+                self._realign_slow_tick(now_ns)
+            if now_ns >= self.slow_tick_deadline_ns:
+                work = self.slow_tick_work(now_ns)
+                self.slow_tick_deadline_ns = now_ns + 1 if work else now_ns + SLOW_TICK_INTERVAL_NS
+            if message is not None:
+                handler = _MESSAGE_HANDLERS.get(type(message))
+                if handler is not None:
+                    handler(self, message)
+            if self.state is ModuleState.CLOSED:
+                return
+            election = self.election
+            if election is not None:
+                election.do_work(now_ns)
+            else:
+                self.consensus_work(now_ns)
+        except ClusterTermination:
+            self.terminate()
+        except AeronError as ex:
+            if self.election is not None:
+                self.election.handle_error(now_ns, ex)
+            else:
+                self.count_error(ex)
+
+    def _guarded(self, work) -> int:
+        """Aeron's catch for work done outside `doWork` (the start-up election's first `doWork`)."""
+        try:
+            return work() or 0
+        except ClusterTermination:
+            self.terminate()
+            return 1
+        except AeronError as ex:
+            if self.election is not None:
+                self.election.handle_error(self.now_ns, ex)
+            else:
+                self.count_error(ex)
+            return 1
+
+    def _realign_slow_tick(self, now_ns: int) -> None:
+        """Keep the 10 ms slow-tick phase across milliseconds the driver skipped (nothing was due there)."""
+        deadline = self.slow_tick_deadline_ns
+        if deadline >= now_ns:
+            return
+        first = -(-deadline // MS) * MS  # the first tick at or after the deadline
+        if first < now_ns:
+            steps = -(-(now_ns - first) // SLOW_TICK_INTERVAL_NS)
+            self.slow_tick_deadline_ns = first + steps * SLOW_TICK_INTERVAL_NS
+
+    def slow_tick_at_or_after(self, time_ns: int) -> int:
+        deadline = self.slow_tick_deadline_ns
+        first = max(-(-deadline // MS) * MS, self.now_ns)
+        if time_ns <= first:
+            return first
+        return first + -(-(time_ns - first) // SLOW_TICK_INTERVAL_NS) * SLOW_TICK_INTERVAL_NS
+
+    def terminate(self) -> None:
+        self.set_state(ModuleState.CLOSED)
+        self.election = None
+
+    def slow_tick_work(self, now_ns: int) -> int:
+        """§6.4: during an election the heartbeat and session checks are skipped."""
+        if self.election is not None:
+            return 0
+        if self.role is Role.LEADER:
+            if self.state is ModuleState.ACTIVE and not cm.has_active_quorum(
+                self.members, now_ns, self.config.leader_heartbeat_timeout_ns
+            ):
+                self.enter_election(False, "inactive follower quorum")
+                return 1
+        elif self.state in (ModuleState.ACTIVE, ModuleState.SUSPENDED):
+            if (
+                self.termination_position == NULL_POSITION
+                and now_ns >= self.time_of_last_log_update_ns + self.config.leader_heartbeat_timeout_ns
+            ):
+                self.enter_election(False, "leader heartbeat timeout")
+                return 1
+        return 0
+
+    def consensus_work(self, now_ns: int) -> int:
+        if self.role is Role.LEADER:
+            if self.state is ModuleState.ACTIVE and self.recording_active:
+                return self.update_leader_position(now_ns, self.log.end)
+            return 0
+        work = 0
+        if self.state in (ModuleState.ACTIVE, ModuleState.SUSPENDED):
+            if self.termination_position != NULL_POSITION and self.log_adapter_position >= self.termination_position:
+                self._follower_terminate()
+                return 1
+            limit = self.log.end if self.recording_active else self.log_recording_stop_position
+            count = self.poll_log(min(self.notified_commit_position, limit))
+            if count == 0 and self.log_image is not None and self.log_image.is_closed:
+                is_eos = self.log_image.is_end_of_stream
+                self.count_error(ClusterEvent(f"log disconnected from leader: eos={_java_bool(is_eos)}"))
+                self.enter_election(is_eos, f"log disconnected from leader: eos={_java_bool(is_eos)}")
+                return 1
+            if self.log_adapter_position > self.commit_position:
+                self.commit_position = self.log_adapter_position
+            work += count
+        work += self.update_follower_position(now_ns)
+        return work
+
+    # -- election entry and exit ---------------------------------------------------------------------------
+
+    def enter_election(self, is_log_end_of_stream: bool, reason: str) -> None:
+        """§6.2."""
+        if self.election is not None:
+            raise ClusterException("election in progress")
+        self.set_role(Role.FOLLOWER)
+        term_entry = self.recording_log.find_term_entry(self.leadership_term_id)
+        term_base = term_entry.term_base_log_position if term_entry is not None else self.recovery_last_term_base_log_position
+        if self.recording_active:
+            appended = self.log.end
+        else:
+            appended = max(self.recovery_appended_log_position, self.log_recording_stop_position)
+        commit = self.commit_position
+        self.emit(ElectionStarted(self.output_ts, self.member_id, reason, self.leadership_term_id, commit, appended))
+        self.count_error(ClusterEvent(reason))
+        graceful = self.leader_member.id if is_log_end_of_stream and self.leader_member is not None else NULL_VALUE
+        self.election = Election(
+            self,
+            is_node_startup=False,
+            graceful_closed_leader_id=graceful,
+            leadership_term_id=self.leadership_term_id,
+            term_base_log_position=term_base,
+            log_position=commit,
+            append_position=appended,
+        )
+        self.election.do_work(self.now_ns)
+
+    def prepare_for_new_leadership(self, log_position: int, now_ns: int) -> int:
+        """§2.1: tear down the log and go back to the last recorded position."""
+        self.set_role(Role.FOLLOWER)
+        self.log_image = None
+        self.catchup_log_destination = None
+        self.live_log_destination = None
+        self.has_log_publication = False
+        if self.recording_active:
+            self.recording_active = False
+            self.log_recording_stop_position = self.log.end
+        if self.log_recording_id != NULL_VALUE:
+            self.last_append_position = self.log_recording_stop_position
+            self.time_of_last_append_position_update_ns = now_ns
+            self._rebuild_recovery_plan()
+            self.commit_position = log_position
+            self.log_adapter_position = log_position
+        return self.last_append_position
+
+    def _rebuild_recovery_plan(self) -> None:
+        """`recordingLog.createRecoveryPlan(...)`: what enterElection falls back on when no recording runs."""
+        plan = self.recording_log.recovery_plan_terms(self.config.service_count)
+        self.recovery_last_leadership_term_id = plan.last_leadership_term_id
+        self.recovery_last_term_base_log_position = plan.last_term_base_log_position
+        self.recovery_appended_log_position = self.log.end if self.recording_active else self.log_recording_stop_position
+
+    def election_complete(self, now_ns: int) -> None:
+        """§2.18 `electionComplete`."""
+        election = self.election
+        self.leadership_term_id = election.leadership_term_id
+        if self.role is Role.LEADER:
+            self.time_of_last_log_update_ns = now_ns - self.config.leader_heartbeat_interval_ns
+        else:
+            self.time_of_last_log_update_ns = now_ns
+            self.time_of_last_append_position_update_ns = now_ns
+            self.time_of_last_append_position_send_ns = now_ns
+        self._rebuild_recovery_plan()
+        self.notified_commit_position = election.log_position
+        self.commit_position = election.log_position
+        self.leader_member = election.leader()
+        leader_id = self.leader_member.id if self.leader_member is not None else NULL_VALUE
+        for member in self.members:
+            member.is_leader = member.id == leader_id
+        self.election = None
+        self.election_state_code = ElectionState.CLOSED.code
+
+    # -- the consensus adapter: message wrappers (§6.3) ------------------------------------------------------
+
+    def on_canvass_position(self, m: Any) -> None:
+        election = self.election
+        if election is not None:
+            election.on_canvass_position(
+                m.log_leadership_term_id, m.log_position, m.leadership_term_id, m.follower_member_id, m.protocol_version
+            )
+            return
+        if self.role is not Role.LEADER or m.log_leadership_term_id > self.leadership_term_id:
+            return
+        follower = self.member_by_id.get(m.follower_member_id)
+        if follower is None or follower.id == self.member_id:
+            return
+        self._stop_existing_catchup_replay(follower)
+        term_entry = self.recording_log.find_term_entry(self.leadership_term_id)
+        term_base = term_entry.term_base_log_position if term_entry is not None else NULL_POSITION
+        next_leadership_term_id = NULL_VALUE
+        next_term_base_log_position = NULL_POSITION
+        next_log_position = NULL_POSITION
+        if m.log_leadership_term_id < self.leadership_term_id:
+            next_entry = self.recording_log.find_term_entry(m.log_leadership_term_id + 1)
+            if next_entry is not None:
+                next_leadership_term_id = next_entry.leadership_term_id
+                next_term_base_log_position = next_entry.term_base_log_position
+                next_log_position = next_entry.log_position
+            else:
+                next_leadership_term_id = self.leadership_term_id
+                next_term_base_log_position = term_base
+        self.send(
+            follower.id,
+            NewLeadershipTerm(
+                log_leadership_term_id=m.log_leadership_term_id,
+                next_leadership_term_id=next_leadership_term_id,
+                next_term_base_log_position=next_term_base_log_position,
+                next_log_position=next_log_position,
+                leadership_term_id=self.leadership_term_id,
+                term_base_log_position=term_base,
+                log_position=self.log.end,
+                leader_recording_id=self.log_recording_id,
+                timestamp=self.cluster_time(),
+                leader_member_id=self.member_id,
+                log_session_id=self.log_publication_session_id,
+                app_version=self.config.app_version,
+                is_startup=BooleanType.FALSE,
+            ),
+        )
+
+    def on_request_vote(self, m: Any) -> None:
+        if self.election is not None:
+            self.election.on_request_vote(
+                m.log_leadership_term_id, m.log_position, m.candidate_term_id, m.candidate_member_id, m.protocol_version
+            )
+        elif m.candidate_term_id > self.leadership_term_id:
+            # The request itself is dropped, not handed to the new election.
+            self.enter_election(False, "unexpected vote request")
+
+    def on_vote(self, m: Any) -> None:
+        if self.election is not None:
+            self.election.on_vote(
+                m.candidate_term_id,
+                m.log_leadership_term_id,
+                m.log_position,
+                m.candidate_member_id,
+                m.follower_member_id,
+                _bool(m.vote),
+            )
+
+    def on_new_leadership_term(self, m: Any) -> None:
+        if _major(m.app_version) != _major(self.config.app_version):
+            self.count_error(ClusterException(f"incompatible version: {self.config.app_version} log={m.app_version}"))
+            raise ClusterTermination("incompatible version")
+        now_ns = self.now_ns
+        if m.leadership_term_id >= self.leadership_term_id:
+            self.time_of_last_leader_update_ns = now_ns
+        if self.election is not None:
+            self.election.on_new_leadership_term(
+                m.log_leadership_term_id,
+                m.next_leadership_term_id,
+                m.next_term_base_log_position,
+                m.next_log_position,
+                m.leadership_term_id,
+                m.term_base_log_position,
+                m.log_position,
+                m.leader_recording_id,
+                m.timestamp,
+                m.leader_member_id,
+                m.log_session_id,
+                _bool(m.is_startup),
+            )
+        elif (
+            self.role is Role.FOLLOWER
+            and m.leadership_term_id == self.leadership_term_id
+            and self.leader_member is not None
+            and m.leader_member_id == self.leader_member.id
+        ):
+            self.notified_commit_position = max(self.notified_commit_position, m.log_position)
+            self.time_of_last_log_update_ns = now_ns
+        elif m.leadership_term_id > self.leadership_term_id:
+            self.enter_election(False, "unexpected new leadership term event")
+
+    def on_append_position(self, m: Any) -> None:
+        if self.election is not None:
+            self.election.on_append_position(m.leadership_term_id, m.log_position, m.follower_member_id, m.flags)
+        elif self.role is Role.LEADER and m.leadership_term_id <= self.leadership_term_id:
+            follower = self.member_by_id.get(m.follower_member_id)
+            if follower is not None:
+                # 1.47.3 does not set the follower's leadershipTermId here (1.50.0 does).
+                follower.log_position = m.log_position
+                follower.time_of_last_append_position_ns = self.now_ns
+                self.track_catchup_completion(follower, m.leadership_term_id, m.flags)
+
+    def on_commit_position(self, m: Any) -> None:
+        now_ns = self.now_ns
+        if m.leadership_term_id >= self.leadership_term_id:
+            self.time_of_last_leader_update_ns = now_ns
+        if self.election is not None:
+            self.election.on_commit_position(m.leadership_term_id, m.log_position, m.leader_member_id)
+        elif (
+            self.role is Role.FOLLOWER
+            and m.leadership_term_id == self.leadership_term_id
+            and self.leader_member is not None
+            and m.leader_member_id == self.leader_member.id
+        ):
+            self.notified_commit_position = m.log_position
+            self.time_of_last_log_update_ns = now_ns
+        elif m.leadership_term_id > self.leadership_term_id:
+            self.enter_election(False, "unexpected commit position from new leader")
+
+    def on_catchup_position(self, m: Any) -> None:
+        """§3.12, leader side: start an archive replay of the log to the follower's catch-up endpoint."""
+        if m.leadership_term_id > self.leadership_term_id or self.role is not Role.LEADER:
+            return
+        follower = self.member_by_id.get(m.follower_member_id)
+        if follower is None or follower.id == self.member_id or follower.catchup_replay_session_id != NULL_VALUE:
+            return
+        follower.catchup_replay_session_id = self.log_publication_session_id
+        follower.catchup_replay_correlation_id = self._next_correlation_id()
+        self.changes += 1
+        self._send_log_frames(follower.id, m.log_position)
+
+    def on_stop_catchup(self, m: Any) -> None:
+        """§3.12, follower side: the leader says the catch-up replay is done; drop its destination."""
+        if m.leadership_term_id == self.leadership_term_id and m.follower_member_id == self.member_id:
+            if self.catchup_log_destination is not None:
+                self.catchup_log_destination = None
+                self.changes += 1
+
+    def on_termination_position(self, m: Any) -> None:
+        if self.role is Role.FOLLOWER and m.leadership_term_id == self.leadership_term_id:
+            self.termination_position = m.log_position
+            self.changes += 1
+
+    def track_catchup_completion(self, follower: ClusterMember, leadership_term_id: int, flags: int) -> None:
+        """§3.12: once a catching-up follower reaches the leader's log, stop its replay and tell it."""
+        if follower.catchup_replay_session_id == NULL_VALUE and not (flags & APPEND_POSITION_FLAG_CATCHUP):
+            return
+        if not self.has_log_publication or follower.log_position < self.log.end:
+            return
+        if follower.catchup_replay_correlation_id != NULL_VALUE:
+            follower.catchup_replay_correlation_id = NULL_VALUE
+        if self.send(follower.id, StopCatchup(leadership_term_id=leadership_term_id, follower_member_id=follower.id)):
+            follower.catchup_replay_session_id = NULL_VALUE
+
+    def _stop_existing_catchup_replay(self, follower: ClusterMember) -> None:
+        if follower.catchup_replay_session_id != NULL_VALUE:
+            follower.catchup_replay_session_id = NULL_VALUE
+            follower.catchup_replay_correlation_id = NULL_VALUE
+            self.changes += 1
+
+    def stop_all_catchups(self) -> None:
+        for member in self.members:
+            if member.catchup_replay_session_id != NULL_VALUE:
+                member.catchup_replay_session_id = NULL_VALUE
+                member.catchup_replay_correlation_id = NULL_VALUE
+
+    def _next_correlation_id(self) -> int:
+        value = self.next_correlation_id
+        self.next_correlation_id += 1
+        return value
+
+    # -- leader: positions, commit, log ---------------------------------------------------------------------
+
+    def quorum_position(self) -> int:
+        return cm.quorum_position(self.members, self.ranked_positions)
+
+    def publish_commit_position(self, position: int) -> None:
+        """CommitPosition with the *agent's* leadershipTermId (in LEADER_LOG_REPLICATION still the old one)."""
+        self._send_to_others(
+            CommitPosition(leadership_term_id=self.leadership_term_id, log_position=position, leader_member_id=self.member_id)
+        )
+
+    def update_leader_position(self, now_ns: int, position: int) -> int:
+        self.this_member.log_position = position
+        self.this_member.time_of_last_append_position_ns = now_ns
+        commit = min(self.quorum_position(), position)
+        if commit > self.commit_position or now_ns >= self.time_of_last_log_update_ns + self.config.leader_heartbeat_interval_ns:
+            self.publish_commit_position(commit)
+            self.commit_position = commit
+            self.time_of_last_log_update_ns = now_ns
+            return 1
+        return 0
+
+    def add_log_publication(self, append_position: int) -> int:
+        """The leader's log publication, created at ``append_position``; returns its session id."""
+        self.log.set_end(append_position)
+        self.has_log_publication = True
+        self.log_publication_count += 1
+        # Session ids are the driver's; the model derives them deterministically from the member.
+        self.log_publication_session_id = self.session_id_base + self.log_publication_count
+        return self.log_publication_session_id
+
+    def join_log_as_leader(self, leadership_term_id: int, log_position: int, log_session_id: int, is_startup: bool) -> None:
+        self.leadership_term_id = leadership_term_id
+        self._start_log_recording()
+
+    def _start_log_recording(self) -> None:
+        if self.log_recording_id == NULL_VALUE:
+            self.log_recording_id = self._new_recording_id()
+        self.recording_active = True
+
+    def _new_recording_id(self) -> int:
+        ids = [entry.recording_id for entry in self.recording_log.entries]
+        return max(ids) + 1 if ids else 0
+
+    def append_new_leadership_term_event(self, now_ns: int) -> bool:
+        election = self.election
+        position = self.log.end + NEW_LEADERSHIP_TERM_EVENT_FRAME_LENGTH
+        self.append_to_log(
+            NewLeadershipTermEvent(
+                leadership_term_id=election.leadership_term_id,
+                log_position=position,
+                timestamp=self.ns_to_cluster_time(now_ns),
+                term_base_log_position=election.log_position,
+                leader_member_id=self.member_id,
+                log_session_id=election.log_session_id,
+                time_unit=ClusterTimeUnit.MILLIS,
+                app_version=self.config.app_version,
+            ),
+            NEW_LEADERSHIP_TERM_EVENT_FRAME_LENGTH,
+        )
+        return True
+
+    def append_to_log(self, message: Any, frame_length: int) -> int:
+        """The leader appends one message: the recording grows and every follower's log endpoint gets it."""
+        position = self.log.end + frame_length
+        self.log.append(position, message)
+        self.emit(LogAppend(self.output_ts, self.member_id, position, message))
+        for member in self.members:
+            if member.id != self.member_id:
+                self.emit(Send(self.output_ts, self.member_id, member.id, "log", message, position))
+        return position
+
+    def _send_log_frames(self, peer_id: int, from_position: int) -> None:
+        """An archive replay of the leader's log from ``from_position`` to ``peer_id`` (catch-up)."""
+        for end, message in self.log_frames(from_position, self.log.end):
+            if message is None:
+                # Unknown content (e.g. replicated without evidence): stand in an empty session message.
+                message = SessionMessageHeader(leadership_term_id=self.leadership_term_id, cluster_session_id=-1, timestamp=0)
+            self.emit(Send(self.output_ts, self.member_id, peer_id, "log", message, end))
+
+    def log_frames(self, start: int, stop: int) -> list[tuple[int, Any]]:
+        """(end position, message | None) of the local log over (start, stop].
+
+        Where the content is unknown (replicated without evidence, or given only by its length), the
+        NewLeadershipTermEvent that must sit at the base of every term with content is put back from
+        recording.log, so that replaying such a stretch moves the terms on as Aeron's replay would.
+        """
+        frames: list[tuple[int, Any]] = []
+        for frame_start, frame_end, message in self.log.overlapping(start, stop):
+            if message is not None:
+                if frame_end <= stop:
+                    frames.append((frame_end, message))
+                continue
+            low, high = max(frame_start, start), min(frame_end, stop)
+            cursor = low
+            for base, event in self._term_events(low, high):
+                if base > cursor:
+                    frames.append((base, None))
+                cursor = base + NEW_LEADERSHIP_TERM_EVENT_FRAME_LENGTH
+                frames.append((cursor, event))
+            if high > cursor:
+                frames.append((high, None))
+        return frames
+
+    def _term_events(self, low: int, high: int) -> list[tuple[int, Any]]:
+        """NewLeadershipTermEvents implied by recording.log for terms with content based in [low, high)."""
+        terms = sorted(
+            (e for e in self.recording_log.entries if e.type == EntryType.TERM and e.is_valid),
+            key=lambda e: e.leadership_term_id,
+        )
+        events = []
+        for index, entry in enumerate(terms):
+            base = entry.term_base_log_position
+            next_base = terms[index + 1].term_base_log_position if index + 1 < len(terms) else None
+            if next_base is not None and next_base <= base:
+                continue  # an empty term: nothing was appended in it
+            end = base + NEW_LEADERSHIP_TERM_EVENT_FRAME_LENGTH
+            if base < low or end > high:
+                continue
+            events.append(
+                (
+                    base,
+                    NewLeadershipTermEvent(
+                        leadership_term_id=entry.leadership_term_id,
+                        log_position=end,
+                        timestamp=entry.timestamp,
+                        term_base_log_position=base,
+                        leader_member_id=NULL_VALUE,
+                        log_session_id=NULL_SESSION_ID,
+                        time_unit=ClusterTimeUnit.MILLIS,
+                        app_version=self.config.app_version,
+                    ),
+                )
+            )
+        return events
+
+    def on_ingress(self, message: Any, length: int | None) -> None:
+        """A client message reaches the leader: what Aeron appends to the log for it."""
+        if self.role is not Role.LEADER or self.election is not None or self.state is not ModuleState.ACTIVE:
+            return
+        timestamp = self.cluster_time()
+        name = type(message).__name__
+        if name == "SessionMessageHeader":
+            payload = max((length or SESSION_HEADER_LENGTH) - SESSION_HEADER_LENGTH, 0)
+            entry = SessionMessageHeader(
+                leadership_term_id=self.leadership_term_id,
+                cluster_session_id=message.cluster_session_id,
+                timestamp=timestamp,
+            )
+            self.append_to_log(entry, framed_length(SESSION_HEADER_LENGTH + payload))
+        elif name == "SessionConnectRequest":
+            session_id = self.next_cluster_session_id
+            self.next_cluster_session_id += 1
+            entry = SessionOpenEvent(
+                leadership_term_id=self.leadership_term_id,
+                correlation_id=message.correlation_id,
+                cluster_session_id=session_id,
+                timestamp=timestamp,
+                response_stream_id=message.response_stream_id,
+                response_channel=message.response_channel,
+                encoded_principal=b"",
+            )
+            self.append_to_log(entry, framed_length(len(encode(entry))))
+        elif name == "SessionCloseRequest":
+            entry = SessionCloseEvent(
+                leadership_term_id=self.leadership_term_id,
+                cluster_session_id=message.cluster_session_id,
+                timestamp=timestamp,
+                close_reason=CloseReason.CLIENT_ACTION,
+            )
+            self.append_to_log(entry, framed_length(len(encode(entry))))
+
+    # -- follower: log frames, polling, AppendPosition ---------------------------------------------------------
+
+    def on_log_frame(self, message: Any, log_position: int | None, length: int | None) -> None:
+        """A log frame reached this member (live log or catch-up replay)."""
+        if self.role is Role.LEADER or self.log_image is None or self.log_image.is_closed:
+            return
+        end = log_position if log_position is not None else self.log.end + framed_length(length or len(encode(message)))
+        if end > self.log.end:
+            self.log.append(end, message)
+            self.changes += 1
+
+    def on_log_end_of_stream(self) -> None:
+        if self.log_image is not None:
+            self.log_image.is_closed = True
+            self.log_image.is_end_of_stream = True
+            self.changes += 1
+
+    def poll_log(self, limit: int) -> int:
+        """The log adapter: process frames up to ``limit``; returns how many."""
+        position = self.log_adapter_position
+        if limit <= position:
+            return 0
+        count = 0
+        for _start, end, message in self.log.after(position, limit):
+            if type(message) is NewLeadershipTermEvent:
+                self.on_replay_new_leadership_term_event(message, end)
+            elif type(message) is ClusterActionRequest:
+                self.on_replay_cluster_action(message, end)
+            position = end
+            count += 1
+        if position > self.log_adapter_position:
+            self.log_adapter_position = position
+        return count
+
+    def on_replay_cluster_action(self, m: Any, position: int) -> None:
+        """A follower meets the leader's ClusterActionRequest in the log.  SUSPEND/RESUME move the module
+        state; SNAPSHOT takes a snapshot at ``position`` (the services acknowledge at once), which appends a
+        SNAPSHOT entry per service and then the consensus module's to recording.log."""
+        if m.leadership_term_id != self.leadership_term_id:
+            return
+        action = m.action
+        if action is ClusterAction.SUSPEND:
+            self.set_state(ModuleState.SUSPENDED)
+        elif action is ClusterAction.RESUME:
+            self.set_state(ModuleState.ACTIVE)
+        elif action is ClusterAction.SNAPSHOT and m.flags in (0, INT32_NULL):
+            previous = self.state
+            self.set_state(ModuleState.SNAPSHOT)
+            term = self.recording_log.find_term_entry(self.leadership_term_id)
+            base = term.term_base_log_position if term is not None else self.recovery_last_term_base_log_position
+            try:
+                for service_id in [*range(self.config.service_count), -1]:
+                    self.recording_log.append_snapshot(
+                        self._new_recording_id(), self.leadership_term_id, base, position, m.timestamp, service_id
+                    )
+            except RecordingLogError as error:
+                raise ClusterException(str(error)) from None
+            finally:
+                self.flush_recording_log_changes()
+            self.set_state(previous)
+
+    def on_replay_new_leadership_term_event(self, m: Any, position: int) -> None:
+        """§3.7 agent part: the agent's term moves on, then the election (if any) is told.  ``position``
+        is the log position after the event's frame (the LogAdapter passes `header.position()`)."""
+        if _major(m.app_version) != _major(self.config.app_version):
+            self.count_error(ClusterException(f"incompatible version: {self.config.app_version} log={m.app_version}"))
+            raise ClusterTermination("incompatible version")
+        self.leadership_term_id = m.leadership_term_id
+        if self.election is not None:
+            self.election.on_replay_new_leadership_term_event(
+                m.leadership_term_id, position, m.timestamp, m.term_base_log_position
+            )
+
+    def update_follower_position(self, now_ns: int) -> int:
+        recorded = self.log.end if self.recording_active else self.log_recording_stop_position
+        position = max(recorded, self.last_append_position)
+        return self._send_append_position(now_ns, self.leadership_term_id, position, APPEND_POSITION_FLAG_NONE)
+
+    def _send_append_position(self, now_ns: int, leadership_term_id: int, position: int, flags: int) -> int:
+        leader = self.leader_member if self.election is None else self.election.leader()
+        if leader is None:
+            return 0
+        if position > self.last_append_position or now_ns >= self.time_of_last_append_position_send_ns + self.config.leader_heartbeat_interval_ns:
+            if self.send(
+                leader.id,
+                AppendPosition(
+                    leadership_term_id=leadership_term_id, log_position=position, follower_member_id=self.member_id, flags=flags
+                ),
+            ):
+                if position > self.last_append_position:
+                    self.last_append_position = position
+                    self.time_of_last_append_position_update_ns = now_ns
+                self.time_of_last_append_position_send_ns = now_ns
+                return 1
+        return 0
+
+    def _follower_terminate(self) -> None:
+        """The log reached the leader's TerminationPosition: TERMINATING, the services acknowledge at once,
+        TerminationAck to the leader, CLOSED.  (The snapshot an orderly shutdown takes first is not modelled.)"""
+        self.set_state(ModuleState.TERMINATING)
+        leader = self.leader_member
+        if leader is not None:
+            self.send(
+                leader.id,
+                TerminationAck(
+                    leadership_term_id=self.leadership_term_id, log_position=self.termination_position, member_id=self.member_id
+                ),
+            )
+        self.set_state(ModuleState.CLOSED)
+
+    # -- follower: subscription, images, catch-up ----------------------------------------------------------------
+
+    def add_follower_subscription(self, log_session_id: int) -> str:
+        self.log_subscription = f"aeron:udp?control-mode=manual|session-id={log_session_id}|alias=log-cm"
+        self.changes += 1
+        return self.log_subscription
+
+    def close_log_subscription(self) -> None:
+        self.log_subscription = None
+        self.log_image = None
+        self.catchup_log_destination = None
+        self.live_log_destination = None
+
+    def add_catchup_log_destination(self, endpoint: str) -> None:
+        self.catchup_log_destination = f"aeron:udp?endpoint={endpoint}"
+
+    def add_live_log_destination(self, endpoint: str) -> None:
+        self.live_log_destination = f"aeron:udp?endpoint={endpoint}"
+
+    def resolved_catchup_endpoint(self) -> str | None:
+        # A ":0" catch-up endpoint gets its port from the OS; the model picks a fixed one.
+        return "0.0.0.0:40000"
+
+    def is_log_subscription_errored(self) -> bool:
+        return False
+
+    def log_subscription_channel(self) -> str:
+        return self.log_subscription or ""
+
+    def find_log_image(self, log_session_id: int, log_position: int) -> SimImage | None:
+        """`logSubscription.imageBySessionId`: in the model the image is there as soon as it is looked for,
+        joined where the election expects it."""
+        if self.log_subscription is None:
+            return None
+        if self.log_image is not None and self.log_image.session_id == log_session_id:
+            return self.log_image
+        return SimImage(log_session_id, log_position)
+
+    def try_join_log_as_follower(self, image: SimImage, is_leader_startup: bool, now_ns: int) -> bool:
+        """Start (or extend) the log recording at the join position and attach the image; services ack at once."""
+        self._start_log_recording()
+        self.log.set_end(image.join_position)
+        self.log_adapter_position = image.join_position
+        self.log_image = image
+        self.last_append_position = image.join_position
+        self.time_of_last_append_position_update_ns = now_ns
+        self.changes += 1
+        return True
+
+    def catchup_initiated(self, now_ns: int) -> None:
+        self.changes += 1
+        self.time_of_last_append_position_update_ns = now_ns
+        self.time_of_last_append_position_send_ns = now_ns
+
+    def catchup_poll(self, limit_position: int, now_ns: int) -> int:
+        work = 0
+        if self.state in (ModuleState.ACTIVE, ModuleState.SUSPENDED):
+            count = self.poll_log(min(self.log.end, limit_position))
+            work += count
+            if count == 0 and self.log_image is not None and self.log_image.is_closed:
+                raise ClusterEvent("unexpected image close during catchup")
+            if self.log_adapter_position > self.commit_position:
+                self.commit_position = self.log_adapter_position
+        election = self.election
+        work += self._send_append_position(now_ns, election.leadership_term_id, self.log.end, APPEND_POSITION_FLAG_CATCHUP)
+        if now_ns > self.time_of_last_append_position_update_ns + self.config.leader_heartbeat_timeout_ns and self.state is ModuleState.ACTIVE:
+            raise ClusterEvent(
+                f"no catchup progress commitPosition={self.commit_position} limitPosition={limit_position}"
+                f" lastAppendPosition={self.last_append_position}"
+                f" appendPosition={self.log.end if self.recording_active else NULL_POSITION}"
+                f" logPosition={election.log_position}"
+            )
+        return work
+
+    def is_catchup_near_live(self, position: int) -> bool:
+        if self.log_image is None:
+            return False
+        window = min(self.config.log_term_length >> 2, LIVE_ADD_MAX_WINDOW)
+        return self.log.end >= position - window
+
+    # -- the archive: local replay, replication, truncation ---------------------------------------------------------
+
+    def new_log_replay(self, start_position: int, stop_position: int) -> SimLogReplay:
+        self.changes += 1
+        return SimLogReplay(self, start_position, stop_position)
+
+    def replay_local_log(self, start_position: int, stop_position: int) -> None:
+        """Replay [start, stop) of the local log into the services: the CM sees its NewLeadershipTermEvents."""
+        for end, message in self.log_frames(start_position, stop_position):
+            if type(message) is NewLeadershipTermEvent:
+                self.on_replay_new_leadership_term_event(message, end)
+        if stop_position > self.commit_position:
+            self.commit_position = stop_position
+        self.log_adapter_position = max(self.log_adapter_position, stop_position)
+
+    def new_log_replication(
+        self,
+        archive_endpoint: str,
+        archive_response_endpoint: str | None,
+        leader_recording_id: int,
+        stop_position: int,
+        now_ns: int,
+    ) -> SimReplication:
+        recording_id = self.log_recording_id if self.log_recording_id != NULL_VALUE else self._new_recording_id()
+        replication = SimReplication(
+            recording_id=recording_id,
+            start_position=self.log.end,
+            stop_position=stop_position,
+            evidence_driven=self.archive_evidence,
+            now_ns=now_ns,
+            progress_timeout_ns=self.config.replication_progress_timeout_ns,
+            progress_check_interval_ns=self.config.leader_heartbeat_interval_ns,
+            src_archive_channel=f"aeron:udp?endpoint={archive_endpoint}",
+        )
+        self.changes += 1
+        if not replication.evidence_driven:
+            self.log_recording_id = recording_id
+            self.log.set_end(stop_position)
+            self.log_recording_stop_position = stop_position
+        return replication
+
+    def poll_archive_events(self) -> int:
+        return 0
+
+    def log_replication_ended(self, replication: SimReplication, leader_recording_id: int) -> None:
+        self.log.set_end(replication.position)
+        self.log_recording_stop_position = replication.position
+        self.log_recording_id = replication.recording_id
+
+    def on_recording_signal(self, correlation_id: int, recording_id: int, position: int, signal: str) -> None:
+        self.archive_evidence = True
+        if self.election is not None:
+            self.election.on_recording_signal(correlation_id, recording_id, position, signal)
+            return
+        if (
+            signal == "STOP"
+            and recording_id == self.log_recording_id
+            and self.state is ModuleState.ACTIVE
+            and self.recording_active
+        ):
+            is_eos = self.log_image is not None and self.log_image.is_end_of_stream
+            self.enter_election(is_eos, f"log recording stopped: eos={_java_bool(is_eos)}")
+
+    def truncate_log_entry(self, leadership_term_id: int, new_position: int) -> None:
+        """§3.9: truncate the recording and commit the term at the new position in recording.log."""
+        self.log.truncate(new_position)
+        if leadership_term_id != NULL_VALUE:
+            try:
+                self.recording_log.commit_log_position(leadership_term_id, new_position)
+            except RecordingLogError as error:
+                raise ClusterException(str(error)) from None
+            finally:
+                self.flush_recording_log_changes()
+        self.log_image = None
+        self.log_recording_stop_position = new_position
+
+    # -- scheduling ---------------------------------------------------------------------------------------------
+
+    def next_deadline_ns(self, after_ns: int) -> int | None:
+        """The earliest time after ``after_ns`` at which a duty cycle could act without a new input."""
+        if self.state is ModuleState.CLOSED:
+            return None
+        if self.election is not None:
+            return self.election.next_deadline_ns(after_ns)
+        config = self.config
+        best: int | None = None
+        if self.role is Role.LEADER:
+            if self.state is ModuleState.ACTIVE:
+                if self.recording_active:
+                    heartbeat = self.time_of_last_log_update_ns + config.leader_heartbeat_interval_ns
+                    if heartbeat > after_ns:
+                        best = heartbeat
+                expiry = self._active_quorum_expiry_ns()
+                if expiry is not None:
+                    check = self.slow_tick_at_or_after(expiry)
+                    if check > after_ns and (best is None or check < best):
+                        best = check
+        elif self.state is ModuleState.ACTIVE or self.state is ModuleState.SUSPENDED:
+            if self.leader_member is not None:
+                heartbeat = self.time_of_last_append_position_send_ns + config.leader_heartbeat_interval_ns
+                if heartbeat > after_ns:
+                    best = heartbeat
+            if self.termination_position == NULL_POSITION:
+                check = self.slow_tick_at_or_after(self.time_of_last_log_update_ns + config.leader_heartbeat_timeout_ns)
+                if check > after_ns and (best is None or check < best):
+                    best = check
+        return best
+
+    def _active_quorum_expiry_ns(self) -> int | None:
+        """When `has_active_quorum` turns false if no AppendPosition arrives (None: never)."""
+        threshold = cm.quorum_threshold(len(self.members))
+        timeout = self.config.leader_heartbeat_timeout_ns
+        leaders = sum(1 for m in self.members if m.is_leader)
+        if leaders >= threshold:
+            return None
+        expiries = sorted(
+            (m.time_of_last_append_position_ns + timeout for m in self.members if not m.is_leader), reverse=True
+        )
+        needed = threshold - leaders
+        if len(expiries) < needed:
+            return self.now_ns
+        return expiries[needed - 1] + 1
+
+    # -- inspection -------------------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        election = self.election
+        deadlines: dict[str, int] = {}
+        if election is not None:
+            deadline = election.next_deadline_ns(self.now_ns)
+            if deadline is not None:
+                deadlines["election"] = deadline
+            if election.state is ElectionState.NOMINATE:
+                deadlines["nomination"] = election.nomination_deadline_ns
+            if election.state is ElectionState.CANVASS:
+                deadlines["canvass"] = election.canvass_deadline_ns()
+        else:
+            if self.role is Role.LEADER:
+                deadlines["commitPositionHeartbeat"] = self.time_of_last_log_update_ns + self.config.leader_heartbeat_interval_ns
+                expiry = self._active_quorum_expiry_ns()
+                if expiry is not None:
+                    deadlines["inactiveFollowerQuorum"] = self.slow_tick_at_or_after(expiry)
+            else:
+                deadlines["appendPositionHeartbeat"] = (
+                    self.time_of_last_append_position_send_ns + self.config.leader_heartbeat_interval_ns
+                )
+                deadlines["leaderHeartbeatTimeout"] = self.slow_tick_at_or_after(
+                    self.time_of_last_log_update_ns + self.config.leader_heartbeat_timeout_ns
+                )
+        deadlines["slowTick"] = self.slow_tick_deadline_ns
+        leader = election.leader() if election is not None else self.leader_member
+        return {
+            "electionState": election.state.name if election is not None else ElectionState.CLOSED.name,
+            "role": self.role.name,
+            "moduleState": self.state.name,
+            "leadershipTermId": election.leadership_term_id if election is not None else self.leadership_term_id,
+            "logLeadershipTermId": election.log_leadership_term_id if election is not None else self.leadership_term_id,
+            "candidateTermId": election.candidate_term_id if election is not None else self.node_state.candidate_term.candidate_term_id,
+            "leaderMemberId": leader.id if leader is not None else NULL_VALUE,
+            "logPosition": election.log_position if election is not None else self.log_adapter_position,
+            "appendPosition": election.append_position if election is not None else self.log.end,
+            "commitPosition": self.commit_position,
+            "catchupJoinPosition": election.catchup_join_position if election is not None else NULL_POSITION,
+            "agentLeadershipTermId": self.leadership_term_id,
+            "notifiedCommitPosition": self.notified_commit_position,
+            "logRecordingId": self.log_recording_id,
+            "logSessionId": election.log_session_id if election is not None else self.log_publication_session_id,
+            "electionCount": self.election_count,
+            "errors": self.errors,
+            "deadlines": deadlines,
+            "members": [m.to_json() for m in self.members],
+            "nodeState": self.node_state.to_json(),
+            "recordingLog": [entry_to_json(e) for e in self.recording_log.entries],
+        }
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, BooleanType):
+        return value is BooleanType.TRUE
+    return bool(value)
+
+
+def _java_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _handlers() -> dict[type, Any]:
+    from formats import cluster_codecs as c
+
+    return {
+        c.CanvassPosition: ConsensusModuleAgent.on_canvass_position,
+        c.RequestVote: ConsensusModuleAgent.on_request_vote,
+        c.Vote: ConsensusModuleAgent.on_vote,
+        c.NewLeadershipTerm: ConsensusModuleAgent.on_new_leadership_term,
+        c.AppendPosition: ConsensusModuleAgent.on_append_position,
+        c.CommitPosition: ConsensusModuleAgent.on_commit_position,
+        c.CatchupPosition: ConsensusModuleAgent.on_catchup_position,
+        c.StopCatchup: ConsensusModuleAgent.on_stop_catchup,
+        c.TerminationPosition: ConsensusModuleAgent.on_termination_position,
+    }
+
+
+_MESSAGE_HANDLERS = _handlers()

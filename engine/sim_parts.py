@@ -1,0 +1,268 @@
+"""Simulated parts outside the consensus module: the local log recording, images, replays, replication.
+
+The real consensus module leans on the media driver (publications, subscriptions, images), the
+archive (the log recording, local replays, replication from the leader's archive) and the
+clustered service (ServiceAck).  The engine replaces them with small deterministic components:
+
+* They succeed at once by default: an image is there as soon as it is looked for (with the join
+  position the election expects), a local replay is done in its first `do_work`, a replication
+  reaches its stop position when it starts, services acknowledge at once.
+* When the capture has evidence, it drives them instead: log frames received (``in`` events on
+  channel ``log``) extend the local recording; a ``RecordingSignal`` local event moves a replication
+  (after the first signal a node has seen, replications wait for REPLICATE_END and STOP signals);
+  a ``LogEndOfStream`` local event closes the log image.
+
+`LogStore` is the content of the local log recording as far as it is known: a contiguous run of
+frames, each kept as (end position, message).  Stretches whose content is unknown (a replication
+without evidence, or a log given only by its length in `MemberStart`) are a single entry whose
+message is None.  Messages are immutable values, so copying a store copies two lists, not the
+messages.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Any
+
+from engine.election import ClusterException
+
+FRAME_ALIGNMENT = 32
+DATA_HEADER_LENGTH = 32
+#: NewLeadershipTermEvent: 8-byte SBE header + 48-byte block, in a 32-byte DATA frame, aligned: 96.
+NEW_LEADERSHIP_TERM_EVENT_FRAME_LENGTH = 96
+
+
+def align(value: int, alignment: int = FRAME_ALIGNMENT) -> int:
+    return (value + alignment - 1) & ~(alignment - 1)
+
+
+def framed_length(message_length: int) -> int:
+    """How far one unfragmented message moves the log position (Aeron's DATA frame framing)."""
+    return align(DATA_HEADER_LENGTH + message_length)
+
+
+class LogStore:
+    """The local log recording: frames from ``base`` to ``end``, each (end position, message | None)."""
+
+    __slots__ = ("base", "ends", "messages")
+
+    def __init__(self, base: int = 0) -> None:
+        self.base = base
+        self.ends: list[int] = []
+        self.messages: list[Any] = []
+
+    @property
+    def end(self) -> int:
+        return self.ends[-1] if self.ends else self.base
+
+    def append(self, end: int, message: Any) -> None:
+        if end > self.end:
+            self.ends.append(end)
+            self.messages.append(message)
+
+    def extend_unknown(self, end: int) -> None:
+        """The recording grew to ``end`` with content we do not know."""
+        if end > self.end:
+            self.ends.append(end)
+            self.messages.append(None)
+
+    def truncate(self, position: int) -> None:
+        """Keep what ends at or before ``position``; a frame cut in two becomes unknown content."""
+        if position >= self.end:
+            return
+        if position <= self.base:
+            self.base = position
+            self.ends.clear()
+            self.messages.clear()
+            return
+        index = bisect_right(self.ends, position)
+        del self.ends[index:]
+        del self.messages[index:]
+        if self.end < position:
+            self.extend_unknown(position)
+
+    def set_end(self, position: int) -> None:
+        if position > self.end:
+            self.extend_unknown(position)
+        else:
+            self.truncate(position)
+
+    def after(self, position: int, limit: int | None = None) -> list[tuple[int, int, Any]]:
+        """(start, end, message) of the frames ending after ``position`` (and at or before ``limit``)."""
+        index = bisect_right(self.ends, position)
+        out = []
+        ends = self.ends
+        count = len(ends)
+        while index < count:
+            end = ends[index]
+            if limit is not None and end > limit:
+                break
+            start = ends[index - 1] if index > 0 else self.base
+            out.append((start, end, self.messages[index]))
+            index += 1
+        return out
+
+    def overlapping(self, start: int, stop: int) -> list[tuple[int, int, Any]]:
+        """(start, end, message) of the frames that overlap (start, stop]."""
+        index = bisect_right(self.ends, start)
+        out = []
+        ends = self.ends
+        count = len(ends)
+        while index < count:
+            frame_start = ends[index - 1] if index > 0 else self.base
+            if frame_start >= stop:
+                break
+            out.append((frame_start, ends[index], self.messages[index]))
+            index += 1
+        return out
+
+    def __deepcopy__(self, memo: dict) -> LogStore:
+        other = LogStore(self.base)
+        other.ends = list(self.ends)
+        other.messages = list(self.messages)
+        return other
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+
+class SimImage:
+    """A log image as the consensus module sees it: where it joined, and whether it has closed."""
+
+    __slots__ = ("session_id", "join_position", "is_closed", "is_end_of_stream")
+
+    def __init__(self, session_id: int, join_position: int) -> None:
+        self.session_id = session_id
+        self.join_position = join_position
+        self.is_closed = False
+        self.is_end_of_stream = False
+
+
+class SimLogReplay:
+    """`LogReplay`: the local archive replays [from, to) of the log into the services.
+
+    The first `do_work` replays everything (immediate success); `events` are the
+    NewLeadershipTermEvents met on the way, handed to the agent as Aeron's LogAdapter would.
+    """
+
+    __slots__ = ("agent", "start_position", "stop_position", "done")
+
+    def __init__(self, agent: Any, start_position: int, stop_position: int) -> None:
+        self.agent = agent
+        self.start_position = start_position
+        self.stop_position = stop_position
+        self.done = False
+
+    def do_work(self) -> int:
+        if self.done:
+            return 0
+        self.agent.replay_local_log(self.start_position, self.stop_position)
+        self.done = True
+        return 1
+
+    def is_done(self) -> bool:
+        return self.done
+
+    def close(self) -> None:
+        pass
+
+
+class SimReplication:
+    """`RecordingReplication`: copy the leader's log recording up to ``stop_position``.
+
+    Without archive evidence it completes when created.  With evidence (the node has seen a
+    RecordingSignal) it follows the signals: EXTEND/SYNC/STOP positions move it, REPLICATE_END and
+    STOP complete it, DELETE fails it; and, as Aeron's, it fails after 10 s without progress.
+    """
+
+    __slots__ = (
+        "recording_id",
+        "stop_position",
+        "position",
+        "has_replication_ended",
+        "has_stopped",
+        "has_synced",
+        "evidence_driven",
+        "progress_timeout_ns",
+        "progress_check_interval_ns",
+        "progress_deadline_ns",
+        "progress_check_deadline_ns",
+        "last_position",
+        "src_archive_channel",
+        "error",
+    )
+
+    def __init__(
+        self,
+        *,
+        recording_id: int,
+        start_position: int,
+        stop_position: int,
+        evidence_driven: bool,
+        now_ns: int,
+        progress_timeout_ns: int,
+        progress_check_interval_ns: int,
+        src_archive_channel: str,
+    ) -> None:
+        self.recording_id = recording_id
+        self.stop_position = stop_position
+        self.evidence_driven = evidence_driven
+        self.progress_timeout_ns = progress_timeout_ns
+        self.progress_check_interval_ns = progress_check_interval_ns
+        self.progress_deadline_ns = now_ns + progress_timeout_ns
+        self.progress_check_deadline_ns = now_ns + progress_check_interval_ns
+        self.src_archive_channel = src_archive_channel
+        self.has_synced = False
+        self.error: str | None = None
+        if evidence_driven:
+            self.position = start_position
+            self.has_replication_ended = False
+            self.has_stopped = False
+        else:
+            self.position = stop_position
+            self.has_replication_ended = True
+            self.has_stopped = True
+            self.has_synced = True
+        self.last_position = self.position
+
+    def on_signal(self, correlation_id: int, recording_id: int, position: int, signal: str) -> None:
+        if signal == "DELETE":
+            self.error = f"recording was deleted during replication: recordingId={recording_id}"
+            return
+        if recording_id is not None and recording_id >= 0:
+            self.recording_id = recording_id
+        if signal == "SYNC":
+            self.has_synced = True
+        elif signal == "REPLICATE_END":
+            self.has_replication_ended = True
+            return
+        elif signal == "STOP":
+            self.has_stopped = True
+        # STOP carries the final position (§3.8); EXTEND and SYNC stand in for the recording counter
+        # Aeron polls, which the capture does not have.
+        if position is not None and position > self.position:
+            self.position = position
+
+    def poll(self, now_ns: int) -> None:
+        """Aeron checks progress every interval and gives up after the progress timeout."""
+        if self.error is not None:
+            raise ClusterException(self.error)
+        if not self.evidence_driven or self.has_replication_ended and self.has_stopped:
+            return
+        if now_ns >= self.progress_check_deadline_ns:
+            self.progress_check_deadline_ns = now_ns + self.progress_check_interval_ns
+            if self.position > self.last_position:
+                self.last_position = self.position
+                self.progress_deadline_ns = now_ns + self.progress_timeout_ns
+            elif now_ns >= self.progress_deadline_ns:
+                if self.position >= self.stop_position:
+                    raise ClusterException("log replication failed to stop")
+                raise ClusterException("log replication has not progressed")
+
+    def next_deadline_ns(self) -> int | None:
+        if not self.evidence_driven or self.has_replication_ended and self.has_stopped:
+            return None
+        return self.progress_check_deadline_ns
+
+    def close(self) -> None:
+        pass
