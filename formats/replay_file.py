@@ -36,6 +36,7 @@ from formats.events import Event
 FORMAT = "replay"
 FORMAT_VERSION = 1
 
+_OWN_KEYS = frozenset({"recount.format", "recount.formatVersion", "recount.source", "clusterMembers"})
 BASE_COLUMNS = ("seq", "ts", "node", "dir", "channel", "type", "peer", "payload", "fields", "extra")
 _DICT = pa.dictionary(pa.int32(), pa.string())
 
@@ -119,15 +120,20 @@ def events_to_table(
     return table.replace_schema_metadata(meta)
 
 
-def write_table(table: pa.Table, sink: Any) -> None:
-    """Write ``table`` to ``sink`` (a pyarrow output stream or file object) as an Arrow IPC file."""
-    with ipc.new_file(sink, table.schema) as writer:
+def write_table(table: pa.Table, sink: Any, *, compression: str | None = None) -> None:
+    """Write ``table`` to ``sink`` (a pyarrow output stream or file object) as an Arrow IPC file.
+
+    ``compression`` (``"zstd"`` or ``"lz4"``) shrinks the buffers; pyarrow and DuckDB-through-pyarrow
+    read either, but a reader without codec support needs the uncompressed default.
+    """
+    options = ipc.IpcWriteOptions(compression=compression)
+    with ipc.new_file(sink, table.schema, options=options) as writer:
         writer.write_table(table, max_chunksize=65536)
 
 
-def to_ipc_bytes(table: pa.Table) -> bytes:
+def to_ipc_bytes(table: pa.Table, *, compression: str | None = None) -> bytes:
     sink = pa.BufferOutputStream()
-    write_table(table, sink)
+    write_table(table, sink, compression=compression)
     return sink.getvalue().to_pybytes()
 
 
@@ -176,7 +182,7 @@ def check_metadata(schema: pa.Schema, *, name: str = "replay file") -> ReplayMet
         source=meta.get("recount.source", ""),
         format_version=version,
         cluster_members=meta.get("clusterMembers"),
-        extra={k: v for k, v in meta.items() if not k.startswith("recount.") and k != "clusterMembers"},
+        extra={k: v for k, v in meta.items() if k not in _OWN_KEYS},
     )
 
 

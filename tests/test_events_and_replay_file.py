@@ -123,3 +123,11 @@ def test_a_stream_format_file_is_accepted_and_a_cut_stream_keeps_whole_batches()
 def test_random_bytes_are_not_a_replay_file():
     with pytest.raises(DecodeError, match="not an Arrow IPC"):
         read_table(b"\x00\x01garbage" * 10, name="x.arrow")
+
+
+def test_compressed_files_read_back_and_other_metadata_is_kept():
+    table = events_to_table(_sample_events(), source="unit", metadata={"recount.seed": "42"})
+    small = to_ipc_bytes(table, compression="zstd")
+    back, meta = read_events(small)
+    assert len(back) == table.num_rows
+    assert meta.extra == {"recount.seed": "42"}
