@@ -42,31 +42,33 @@ _DICT = pa.dictionary(pa.int32(), pa.string())
 
 
 def _canonical_fields(event: Event) -> Mapping[str, Any]:
+    """Fields by Aeron name, in canonical form.
+
+    An event that came from bytes carries the decoder's own fields (importers guarantee that
+    ``fields`` is the decoding of ``payload``), so only hand-written message events, which may say
+    ``"vote": true`` for ``"TRUE"``, are rebuilt through their message class.
+    """
+    if event.payload is not None and event.fields:
+        return event.fields
     if event.is_message:
         return event.message().to_fields()
     return event.fields
 
 
 def _column_type(values: list[Any]) -> str:
-    kinds = set()
-    for value in values:
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            kinds.add("bool")
-        elif isinstance(value, int):
-            kinds.add("int" if -(1 << 63) <= value < (1 << 63) else "json")
-        elif isinstance(value, str):
-            kinds.add("str")
-        else:
-            kinds.add("json")
-    if len(kinds) == 1:
-        return kinds.pop()
+    kinds = {type(v) for v in values}
+    kinds.discard(type(None))
+    if kinds == {int}:
+        return "int" if all(v is None or -(1 << 63) <= v < (1 << 63) for v in values) else "json"
+    if kinds == {bool}:
+        return "bool"
+    if kinds == {str}:
+        return "str"
     return "json"
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_dumps = _ENCODER.encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +87,26 @@ def events_to_table(
     metadata: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """The replay table for ``events``, already in global order."""
-    events = list(events)
-    canonical = [_canonical_fields(e) for e in events]
-    names = sorted({name for fields in canonical for name in fields if name not in BASE_COLUMNS})
+    events = events if isinstance(events, list) else list(events)
+    count = len(events)
+    dumps = _dumps
+    fields_json: list[str] = []
+    extra_json: list[str | None] = []
+    # One pass over the events: every field value goes straight into its column's slot.
+    columns: dict[str, list[Any]] = {}
+    for i, event in enumerate(events):
+        fields = _canonical_fields(event)
+        fields_json.append(dumps(fields if type(fields) is dict else dict(fields)))
+        extra_json.append(dumps(dict(event.extra)) if event.extra else None)
+        for name, value in fields.items():
+            column = columns.get(name)
+            if column is None:
+                if name in BASE_COLUMNS:
+                    continue
+                column = columns[name] = [None] * count
+            column[i] = value
     arrays: dict[str, pa.Array] = {
-        "seq": pa.array(range(len(events)), type=pa.uint64()),
+        "seq": pa.array(range(count), type=pa.uint64()),
         "ts": pa.array([e.ts for e in events], type=pa.int64()),
         "node": pa.array([e.node for e in events], type=pa.int32()),
         "dir": pa.array([e.dir for e in events], type=pa.string()).dictionary_encode(),
@@ -97,11 +114,11 @@ def events_to_table(
         "type": pa.array([e.type for e in events], type=pa.string()).dictionary_encode(),
         "peer": pa.array([e.peer for e in events], type=pa.int32()),
         "payload": pa.array([e.payload for e in events], type=pa.binary()),
-        "fields": pa.array([_dumps(dict(f)) for f in canonical], type=pa.string()),
-        "extra": pa.array([_dumps(dict(e.extra)) if e.extra else None for e in events], type=pa.string()),
+        "fields": pa.array(fields_json, type=pa.string()),
+        "extra": pa.array(extra_json, type=pa.string()),
     }
-    for name in names:
-        values = [f.get(name) for f in canonical]
+    for name in sorted(columns):
+        values = columns[name]
         kind = _column_type(values)
         if kind == "int":
             arrays[name] = pa.array(values, type=pa.int64())
@@ -110,7 +127,7 @@ def events_to_table(
         elif kind == "str":
             arrays[name] = pa.array(values, type=pa.string())
         else:
-            arrays[name] = pa.array([None if v is None else _dumps(v) for v in values], type=pa.string())
+            arrays[name] = pa.array([None if v is None else dumps(v) for v in values], type=pa.string())
     meta = {"recount.format": FORMAT, "recount.formatVersion": str(FORMAT_VERSION), "recount.source": source}
     if cluster_members:
         meta["clusterMembers"] = cluster_members
