@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import sys
 
-import click
 import typer
 
 from cli.errors import UserError
@@ -23,10 +22,34 @@ app = typer.Typer(
 #: One module per command; each has `register(app)`.
 COMMAND_MODULES = (
     "cli.commands.inspect",
+    "cli.commands.convert",
+    "cli.commands.replay",
+    "cli.commands.query",
+    "cli.commands.simulate",
 )
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
+
+
+def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(Abort, ClickException, Exit) classes.  Typer >= 0.29 bundles its own click (`typer._click`,
+    with Abort and Exit in `typer.exceptions`); older Typer raises the `click` package's.  Catch
+    whichever exist, so a usage error is one message and exit 2 with either."""
+    found: dict[str, list[type]] = {"Abort": [], "ClickException": [], "Exit": []}
+    for module_name in ("typer.exceptions", "typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name, classes in found.items():
+            cls = getattr(module, name, None)
+            if isinstance(cls, type) and cls not in classes:
+                classes.append(cls)
+    return tuple(found["Abort"]), tuple(found["ClickException"]), tuple(found["Exit"])
+
+
+_ABORT, _CLICK_ERROR, _EXIT = _click_exceptions()
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -38,12 +61,12 @@ def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit status (tests call this directly)."""
     try:
         result = app(args=argv, standalone_mode=False, prog_name="recount")
-    except click.exceptions.Abort:
+    except _ABORT:
         return _fail("aborted", 130)
-    except click.exceptions.ClickException as error:
+    except _CLICK_ERROR as error:
         error.show()
         return error.exit_code
-    except click.exceptions.Exit as error:
+    except _EXIT as error:
         return error.exit_code
     except DecodeError as error:
         return _fail(str(error))

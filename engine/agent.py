@@ -48,6 +48,7 @@ from engine.members import NULL_POSITION, NULL_VALUE, ClusterMember
 from engine.outputs import (
     ElectionStarted,
     LogAppend,
+    MarkFileWrite,
     ModuleStateChange,
     NodeStateWrite,
     RecordingLogChange,
@@ -79,6 +80,8 @@ from formats.cluster_codecs import (
     StopCatchup,
     TerminationAck,
 )
+from formats.cluster_codecs_ext import NewLeadershipTerm as NewLeadershipTermV15
+from formats.cluster_codecs_ext import commit_position_of, with_commit_position
 from formats.recording_log import EntryType, RecordingLog, RecordingLogError, entry_to_json
 from formats.sbe import encode
 
@@ -341,14 +344,22 @@ class ConsensusModuleAgent:
 
     def update_candidate_term_id(self, candidate_term_id: int, log_position: int, timestamp: int) -> None:
         self.node_state.update_candidate_term_id(candidate_term_id, log_position, timestamp)
-        self.emit(NodeStateWrite(self.output_ts, self.member_id, candidate_term_id, log_position, timestamp))
+        self._candidate_term_written(candidate_term_id, log_position, timestamp)
 
     def propose_max_candidate_term_id(self, candidate_term_id: int, log_position: int, timestamp: int) -> int:
         existing = self.node_state.candidate_term.candidate_term_id
         result = self.node_state.propose_max_candidate_term_id(candidate_term_id, log_position, timestamp)
         if candidate_term_id > existing:
-            self.emit(NodeStateWrite(self.output_ts, self.member_id, candidate_term_id, log_position, timestamp))
+            self._candidate_term_written(candidate_term_id, log_position, timestamp)
         return result
+
+    def _candidate_term_written(self, candidate_term_id: int, log_position: int, timestamp: int) -> None:
+        if self.flags.node_state_file:
+            self.emit(NodeStateWrite(self.output_ts, self.member_id, candidate_term_id, log_position, timestamp))
+        else:
+            # Before 1.41.0 the term went to cluster-mark.dat, which keeps no position or timestamp.  The
+            # model still holds it in its NodeStateFile (the one place it reads the term back from).
+            self.emit(MarkFileWrite(self.output_ts, self.member_id, candidate_term_id))
 
     def flush_recording_log_changes(self) -> None:
         for op, entry in self.recording_log.take_changes():
@@ -388,16 +399,17 @@ class ConsensusModuleAgent:
     def on_start(self, now_ns: int) -> None:
         """§6.1 `onStart`: NEW_ELECTION "node started", the startup election's first `doWork`, ACTIVE."""
         self.slow_tick_deadline_ns = self.now_ns
-        self.emit(
-            ElectionStarted(
-                self.output_ts,
-                self.member_id,
-                "node started",
-                self.leadership_term_id,
-                self.commit_position,
-                self.recovery_appended_log_position,
+        if self.flags.new_election_event:
+            self.emit(
+                ElectionStarted(
+                    self.output_ts,
+                    self.member_id,
+                    "node started",
+                    self.leadership_term_id,
+                    self.commit_position,
+                    self.recovery_appended_log_position,
+                )
             )
-        )
         self.election = Election(
             self,
             is_node_startup=True,
@@ -534,7 +546,8 @@ class ConsensusModuleAgent:
         else:
             appended = max(self.recovery_appended_log_position, self.log_recording_stop_position)
         commit = self.commit_position
-        self.emit(ElectionStarted(self.output_ts, self.member_id, reason, self.leadership_term_id, commit, appended))
+        if self.flags.new_election_event:
+            self.emit(ElectionStarted(self.output_ts, self.member_id, reason, self.leadership_term_id, commit, appended))
         self.count_error(ClusterEvent(reason))
         graceful = self.leader_member.id if is_log_end_of_stream and self.leader_member is not None else NULL_VALUE
         self.election = Election(
@@ -622,24 +635,25 @@ class ConsensusModuleAgent:
             else:
                 next_leadership_term_id = self.leadership_term_id
                 next_term_base_log_position = term_base
-        self.send(
-            follower.id,
-            NewLeadershipTerm(
-                log_leadership_term_id=m.log_leadership_term_id,
-                next_leadership_term_id=next_leadership_term_id,
-                next_term_base_log_position=next_term_base_log_position,
-                next_log_position=next_log_position,
-                leadership_term_id=self.leadership_term_id,
-                term_base_log_position=term_base,
-                log_position=self.log.end,
-                leader_recording_id=self.log_recording_id,
-                timestamp=self.cluster_time(),
-                leader_member_id=self.member_id,
-                log_session_id=self.log_publication_session_id,
-                app_version=self.config.app_version,
-                is_startup=BooleanType.FALSE,
-            ),
+        message = NewLeadershipTerm(
+            log_leadership_term_id=m.log_leadership_term_id,
+            next_leadership_term_id=next_leadership_term_id,
+            next_term_base_log_position=next_term_base_log_position,
+            next_log_position=next_log_position,
+            leadership_term_id=self.leadership_term_id,
+            term_base_log_position=term_base,
+            log_position=self.log.end,
+            leader_recording_id=self.log_recording_id,
+            timestamp=self.cluster_time(),
+            leader_member_id=self.member_id,
+            log_session_id=self.log_publication_session_id,
+            app_version=self.config.app_version,
+            is_startup=BooleanType.FALSE,
         )
+        if self.flags.follower_replay_bounded_by_commit:
+            # Schema v15 (1.50.0): the leader says what is committed; outside an election, its commit position.
+            message = with_commit_position(message, self.commit_position)
+        self.send(follower.id, message)
 
     def on_request_vote(self, m: Any) -> None:
         if self.election is not None:
@@ -666,7 +680,7 @@ class ConsensusModuleAgent:
             self.count_error(ClusterException(f"incompatible version: {self.config.app_version} log={m.app_version}"))
             raise ClusterTermination("incompatible version")
         now_ns = self.now_ns
-        if m.leadership_term_id >= self.leadership_term_id:
+        if m.leadership_term_id >= self.leadership_term_id or not self.flags.leader_update_ignores_stale_terms:
             self.time_of_last_leader_update_ns = now_ns
         if self.election is not None:
             self.election.on_new_leadership_term(
@@ -682,6 +696,7 @@ class ConsensusModuleAgent:
                 m.leader_member_id,
                 m.log_session_id,
                 _bool(m.is_startup),
+                commit_position=commit_position_of(m),
             )
         elif (
             self.role is Role.FOLLOWER
@@ -701,13 +716,15 @@ class ConsensusModuleAgent:
             follower = self.member_by_id.get(m.follower_member_id)
             if follower is not None:
                 # 1.47.3 does not set the follower's leadershipTermId here (1.50.0 does).
+                if self.flags.consistent_follower_positions:
+                    follower.leadership_term_id = m.leadership_term_id
                 follower.log_position = m.log_position
                 follower.time_of_last_append_position_ns = self.now_ns
                 self.track_catchup_completion(follower, m.leadership_term_id, m.flags)
 
     def on_commit_position(self, m: Any) -> None:
         now_ns = self.now_ns
-        if m.leadership_term_id >= self.leadership_term_id:
+        if m.leadership_term_id >= self.leadership_term_id or not self.flags.leader_update_ignores_stale_terms:
             self.time_of_last_leader_update_ns = now_ns
         if self.election is not None:
             self.election.on_commit_position(m.leadership_term_id, m.log_position, m.leader_member_id)
@@ -777,13 +794,18 @@ class ConsensusModuleAgent:
     # -- leader: positions, commit, log ---------------------------------------------------------------------
 
     def quorum_position(self) -> int:
+        if self.flags.active_member_quorum:
+            # 1.50.0: only members heard from within the heartbeat timeout count (the leader always does).
+            return cm.active_quorum_position(
+                self.members, self.ranked_positions, self.this_member, self.now_ns, self.config.leader_heartbeat_timeout_ns
+            )
         return cm.quorum_position(self.members, self.ranked_positions)
 
-    def publish_commit_position(self, position: int) -> None:
-        """CommitPosition with the *agent's* leadershipTermId (in LEADER_LOG_REPLICATION still the old one)."""
-        self._send_to_others(
-            CommitPosition(leadership_term_id=self.leadership_term_id, log_position=position, leader_member_id=self.member_id)
-        )
+    def publish_commit_position(self, position: int, leadership_term_id: int | None = None) -> None:
+        """CommitPosition with the *agent's* leadershipTermId (in LEADER_LOG_REPLICATION still the old one),
+        unless the election gives its own (1.50.0, `commit_position_election_term`)."""
+        term = self.leadership_term_id if leadership_term_id is None else leadership_term_id
+        self._send_to_others(CommitPosition(leadership_term_id=term, log_position=position, leader_member_id=self.member_id))
 
     def update_leader_position(self, now_ns: int, position: int) -> int:
         self.this_member.log_position = position
@@ -960,8 +982,23 @@ class ConsensusModuleAgent:
     def on_log_end_of_stream(self) -> None:
         if self.log_image is not None:
             self.log_image.is_closed = True
-            self.log_image.is_end_of_stream = True
             self.changes += 1
+            if self.flags.graceful_leader_close_detection:
+                self.log_image.is_end_of_stream = True
+            else:
+                self._log_recording_ended()
+
+    def _log_recording_ended(self) -> None:
+        """Before 1.42.0 (#1472): the local recording of the log ends with the stream and its counter goes
+        away before the log adapter has read the end of stream, so the election starts without knowing
+        the leader closed gracefully (`isLogEndOfStream` false)."""
+        if (
+            self.election is None
+            and self.role is Role.FOLLOWER
+            and self.state in (ModuleState.ACTIVE, ModuleState.SUSPENDED)
+            and self.recording_active
+        ):
+            self.enter_election(False, "log recording ended unexpectedly")
 
     def poll_log(self, limit: int) -> int:
         """The log adapter: process frames up to ``limit``; returns how many."""
@@ -1196,8 +1233,14 @@ class ConsensusModuleAgent:
             and self.state is ModuleState.ACTIVE
             and self.recording_active
         ):
+            if not self.flags.graceful_leader_close_detection:
+                self._log_recording_ended()
+                return
             is_eos = self.log_image is not None and self.log_image.is_end_of_stream
-            self.enter_election(is_eos, f"log recording stopped: eos={_java_bool(is_eos)}")
+            if self.flags.recording_stopped_eos_reason:
+                self.enter_election(is_eos, f"log recording stopped: eos={_java_bool(is_eos)}")
+            else:
+                self.enter_election(is_eos, "log recording stopped")
 
     def truncate_log_entry(self, leadership_term_id: int, new_position: int) -> None:
         """§3.9: truncate the recording and commit the term at the new position in recording.log."""
@@ -1326,6 +1369,7 @@ def _handlers() -> dict[type, Any]:
     from formats import cluster_codecs as c
 
     return {
+        NewLeadershipTermV15: ConsensusModuleAgent.on_new_leadership_term,
         c.CanvassPosition: ConsensusModuleAgent.on_canvass_position,
         c.RequestVote: ConsensusModuleAgent.on_request_vote,
         c.Vote: ConsensusModuleAgent.on_vote,

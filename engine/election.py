@@ -36,6 +36,7 @@ from formats.cluster_codecs import (
     RequestVote,
     Vote,
 )
+from formats.cluster_codecs_ext import with_commit_position
 
 if TYPE_CHECKING:
     from engine.agent import ConsensusModuleAgent
@@ -154,6 +155,7 @@ class Election:
         "log_subscription",
         "log_replay",
         "log_replication",
+        "notified_commit_position",
     )
 
     def __init__(
@@ -203,15 +205,19 @@ class Election:
         self.log_replication = None
         self.nomination_deadline_ns = 0
         self.time_of_last_state_change_ns = 0
+        # 1.50.0 (`follower_replay_bounded_by_commit`): the commit position the leader has announced.
+        self.notified_commit_position = 0
 
         now_ns = agent.clock_ns()
         self.initial_time_of_last_update_ns = now_ns - DAY_NS
         self.time_of_last_update_ns = self.initial_time_of_last_update_ns
         self.time_of_last_commit_position_update_ns = self.initial_time_of_last_update_ns
         agent.election_state_code = S.INIT.code
-        agent.election_count += 1
+        if self.flags.new_election_event:
+            agent.election_count += 1
 
-        if self._is_single_node():
+        # Since 1.50.1/1.51.0 the single node goes through INIT like everyone else (`_init` bumps the term).
+        if self._is_single_node() and not self.flags.single_node_term_bump_in_init:
             self.candidate_term_id = max(
                 leadership_term_id + 1, agent.node_state.candidate_term.candidate_term_id + 1
             )
@@ -227,6 +233,12 @@ class Election:
 
     def _is_single_node(self) -> bool:
         return len(self.members) == 1 and self.this_member.id == self.members[0].id
+
+    def _answers_as_leader(self) -> bool:
+        """Whether to answer a lagging member with NewLeadershipTerm: by role since 1.43.0, by state before."""
+        if self.flags.leader_role_from_log_replication:
+            return self.agent.role is self.agent.Role.LEADER
+        return self.state in (S.LEADER_LOG_REPLICATION, S.LEADER_REPLAY, S.LEADER_INIT, S.LEADER_READY)
 
     # -- the duty cycle ------------------------------------------------------------------------------------
 
@@ -267,8 +279,10 @@ class Election:
         if follower is not None and self.this_member.id != follower_member_id:
             follower.leadership_term_id = log_leadership_term_id
             follower.log_position = log_position
+            if self.flags.consistent_follower_positions:
+                follower.time_of_last_append_position_ns = self.agent.clock_ns()
             if log_leadership_term_id < self.leadership_term_id:
-                if self.agent.role is self.agent.Role.LEADER:
+                if self._answers_as_leader():
                     self._publish_new_leadership_term(follower, log_leadership_term_id, self.agent.cluster_time())
             elif log_leadership_term_id > self.leadership_term_id:
                 if self.state in (S.LEADER_LOG_REPLICATION, S.LEADER_READY):
@@ -290,9 +304,14 @@ class Election:
             self._place_vote(candidate_term_id, candidate_id, False)
         elif cm.compare_log(self.log_leadership_term_id, self.append_position, log_leadership_term_id, log_position) > 0:
             self.candidate_term_id = agent.propose_max_candidate_term_id(candidate_term_id, log_position, agent.epoch_ms())
+            if not self.flags.worse_log_vote_keeps_state:
+                # Before 1.43.0 (258555b19c): back to INIT, then the NO vote.
+                self._state(S.INIT, agent.clock_ns(), "")
+                self._place_vote(candidate_term_id, candidate_id, False)
+                return
             self._place_vote(candidate_term_id, candidate_id, False)
             candidate = self.member_by_id.get(candidate_id)
-            if candidate is not None and agent.role is agent.Role.LEADER:
+            if candidate is not None and self._answers_as_leader():
                 self._publish_new_leadership_term(candidate, self.log_leadership_term_id, agent.cluster_time())
         elif self.state in (S.CANVASS, S.NOMINATE, S.CANDIDATE_BALLOT, S.FOLLOWER_BALLOT):
             now_ns = agent.clock_ns()
@@ -340,8 +359,10 @@ class Election:
         leader_member_id: int,
         log_session_id: int,
         is_startup: bool,
+        *,
+        commit_position: int | None = None,
     ) -> None:
-        """§3.4."""
+        """§3.4.  ``commit_position``: NewLeadershipTerm's schema-v15 field (Aeron 1.50.0), when sent."""
         if self.state is S.INIT:
             return
         leader = self.member_by_id.get(leader_member_id)
@@ -364,7 +385,7 @@ class Election:
                         agent.commit_position,
                         self.log_position,
                         self.append_position,
-                        log_position,
+                        self.append_position if self.flags.append_position_reset_on_truncation else log_position,
                         next_term_base_log_position,
                     )
                 self.leader_member = leader
@@ -374,6 +395,8 @@ class Election:
                 self.log_session_id = log_session_id
                 self.leader_recording_id = leader_recording_id
                 self.catchup_join_position = log_position if self.append_position < log_position else NULL_POSITION
+                if self.flags.follower_replay_bounded_by_commit and commit_position is not None:
+                    self.notified_commit_position = commit_position
 
                 if self.append_position < term_base_log_position:
                     if next_leadership_term_id != NULL_VALUE:
@@ -438,10 +461,26 @@ class Election:
             and leader_member_id == leader.id
         ):
             self.catchup_commit_position = max(self.catchup_commit_position, log_position)
+            if self.flags.follower_replay_bounded_by_commit:
+                self.notified_commit_position = log_position
         elif self.state is S.FOLLOWER_LOG_REPLICATION and leader is not None and leader_member_id == leader.id:
             self.replication_commit_position = max(self.replication_commit_position, log_position)
+            if self.flags.follower_replay_bounded_by_commit:
+                self.notified_commit_position = log_position
             self.replication_deadline_ns = self.agent.clock_ns() + self.config.leader_heartbeat_timeout_ns
         elif leadership_term_id > self.leadership_term_id and self.state is S.LEADER_READY:
+            if self.flags.replay_reasons:
+                # 1.49.0 names who and where (the text, double space and closing parenthesis as Aeron's).
+                raise ClusterEvent(
+                    "new leader detected due to commit position - "
+                    f" memberId={self.this_member.id}"
+                    f" this.leadershipTermId={self.leadership_term_id}"
+                    f" this.leaderMemberId={leader.id if leader is not None else NULL_VALUE}"
+                    f" this.logPosition={self.log_position}"
+                    f" newLeadershipTermId={leadership_term_id}"
+                    f" newLeaderMemberId={leader_member_id}"
+                    f" newCommitPosition={log_position})"
+                )
             raise ClusterEvent("new leader detected due to commit position")
 
     def on_replay_new_leadership_term_event(
@@ -471,6 +510,9 @@ class Election:
     ) -> None:
         """§3.9: truncate through the agent, then always throw (→ INIT)."""
         self.agent.truncate_log_entry(log_leadership_term_id, new_position)
+        if self.flags.append_position_reset_on_truncation:
+            # 1.50.0: the election's appendPosition follows the truncation at once.
+            self.append_position = new_position
         raise ClusterEvent(
             f"Truncating Cluster Log - memberId={member_id} state={state.name}"
             f" this.logLeadershipTermId={log_leadership_term_id} this.leadershipTermId={leadership_term_id}"
@@ -497,9 +539,20 @@ class Election:
                 self.agent.close_log_subscription()
                 self.log_subscription = None
 
+        if self.flags.follower_replay_bounded_by_commit:
+            self.notified_commit_position = 0
         self.candidate_term_id = max(self.agent.node_state.candidate_term.candidate_term_id, self.leadership_term_id)
         if self._is_single_node():
-            # Re-election of a single node reuses leadershipTermId: a known bug, fixed in 1.50.1/1.51.0.
+            if self.flags.single_node_term_bump_in_init:
+                # 1.50.1/1.51.0 (#1932): every election of a single node moves to a new term.
+                agent = self.agent
+                self.candidate_term_id = max(
+                    self.leadership_term_id + 1, agent.node_state.candidate_term.candidate_term_id + 1
+                )
+                self.leadership_term_id = self.candidate_term_id
+                self.leader_member = self.this_member
+                agent.update_candidate_term_id(self.candidate_term_id, self.log_position, agent.epoch_ms())
+            # Without the flag a re-election reuses leadershipTermId: the bug #1932 fixed.
             self._state(S.LEADER_LOG_REPLICATION, now_ns, "")
         else:
             self._state(S.CANVASS, now_ns, "")
@@ -659,15 +712,28 @@ class Election:
         agent = self.agent
         work_count = agent.update_leader_position(now_ns, self.append_position)
         work_count += self._publish_new_leadership_term_on_interval(now_ns)
-        if cm.has_voters_at_position(self.members, self.log_position, self.leadership_term_id) or (
-            now_ns >= self.time_of_last_state_change_ns + self.config.leader_heartbeat_timeout_ns
-            and cm.has_quorum_at_position(self.members, self.log_position, self.leadership_term_id)
-        ):
+        if self._is_leader_ready_complete(now_ns):
             if agent.append_new_leadership_term_event(now_ns):
                 agent.election_complete(now_ns)
                 self._state(S.CLOSED, now_ns, "")
                 work_count += 1
         return work_count
+
+    def _is_leader_ready_complete(self, now_ns: int) -> bool:
+        if self.flags.active_member_quorum:
+            # 1.50.0 (b999d5d91d, d37dfa873b): an active quorum at the position, no voters rule, no wait.
+            return cm.has_active_quorum_at_position(
+                self.members,
+                self.this_member,
+                self.log_position,
+                self.leadership_term_id,
+                now_ns,
+                self.config.leader_heartbeat_timeout_ns,
+            )
+        return cm.has_voters_at_position(self.members, self.log_position, self.leadership_term_id) or (
+            now_ns >= self.time_of_last_state_change_ns + self.config.leader_heartbeat_timeout_ns
+            and cm.has_quorum_at_position(self.members, self.log_position, self.leadership_term_id)
+        )
 
     def _follower_log_replication(self, now_ns: int) -> int:
         """§2.10."""
@@ -717,21 +783,46 @@ class Election:
         return work_count
 
     def _follower_replay(self, now_ns: int) -> int:
-        """§2.11.  The replay runs to appendPosition even past the cluster's commit (fixed in 1.50.0)."""
+        """§2.11.  The replay runs to appendPosition even past the cluster's commit (fixed in 1.50.0).
+
+        With `follower_replay_bounded_by_commit` (1.50.0) it stops at min(appendPosition,
+        notifiedCommitPosition).  Choice of the model: the uncommitted rest of the local log is then
+        taken through catch-up from the leader (catchupJoinPosition = appendPosition), which confirms it
+        against the leader's log before the services see it.
+        """
         work_count = 0
+        reasons = self.flags.replay_reasons
         if self.log_replay is None:
             work_count += 1
-            if self.log_position < self.append_position:
-                self.log_replay = self.agent.new_log_replay(self.log_position, self.append_position)
+            stop = self._replay_stop_position()
+            if self.log_position < stop:
+                self.log_replay = self.agent.new_log_replay(self.log_position, stop)
             else:
-                self._state(S.FOLLOWER_CATCHUP_INIT if self.catchup_join_position != NULL_POSITION else S.FOLLOWER_LOG_INIT, now_ns, "")
+                self._leave_follower_replay(now_ns, "skip log replay" if reasons else "")
         else:
             work_count += self.log_replay.do_work()
             if self.log_replay.is_done():
+                stop = self.log_replay.stop_position
                 self._stop_replay()
-                self.log_position = self.append_position
-                self._state(S.FOLLOWER_CATCHUP_INIT if self.catchup_join_position != NULL_POSITION else S.FOLLOWER_LOG_INIT, now_ns, "")
+                self.log_position = stop if self.flags.follower_replay_bounded_by_commit else self.append_position
+                self._leave_follower_replay(now_ns, "log replay done" if reasons else "")
         return work_count
+
+    def _replay_stop_position(self) -> int:
+        if self.flags.follower_replay_bounded_by_commit:
+            return min(self.append_position, max(self.notified_commit_position, self.log_position))
+        return self.append_position
+
+    def _leave_follower_replay(self, now_ns: int, reason: str) -> None:
+        if (
+            self.flags.follower_replay_bounded_by_commit
+            and self.log_position < self.append_position
+            and self.catchup_join_position == NULL_POSITION
+        ):
+            # The local log's uncommitted tail comes by catch-up.
+            self.catchup_join_position = self.append_position
+        next_state = S.FOLLOWER_CATCHUP_INIT if self.catchup_join_position != NULL_POSITION else S.FOLLOWER_LOG_INIT
+        self._state(next_state, now_ns, reason)
 
     def _follower_catchup_init(self, now_ns: int) -> int:
         """§2.12."""
@@ -787,7 +878,10 @@ class Election:
     def _follower_catchup(self, now_ns: int) -> int:
         """§2.14."""
         agent = self.agent
-        work_count = agent.catchup_poll(self.catchup_commit_position, now_ns)
+        limit = self.catchup_commit_position
+        if self.flags.follower_replay_bounded_by_commit:
+            limit = max(limit, self.notified_commit_position)
+        work_count = agent.catchup_poll(limit, now_ns)
         if agent.live_log_destination is None and agent.is_catchup_near_live(
             max(self.catchup_join_position, self.catchup_commit_position)
         ):
@@ -899,13 +993,18 @@ class Election:
         return 0
 
     def _publish_commit_position_on_interval(self, quorum_position: int, now_ns: int) -> int:
+        if self.flags.election_commit_bounded_by_append:
+            # a9d7215d74 (1.50.0): never announce more than the leader itself has.
+            quorum_position = min(self.append_position, quorum_position)
         if self.last_published_commit_position < quorum_position or (
             self.last_published_commit_position == quorum_position
             and now_ns - self.time_of_last_commit_position_update_ns >= self.config.leader_heartbeat_interval_ns
         ):
             self.time_of_last_commit_position_update_ns = now_ns
             self.last_published_commit_position = quorum_position
-            self.agent.publish_commit_position(quorum_position)
+            # Before 1.50.0 this went out with the agent's (previous) term.
+            term = self.leadership_term_id if self.flags.commit_position_election_term else None
+            self.agent.publish_commit_position(quorum_position, term)
             return 1
         return 0
 
@@ -921,24 +1020,26 @@ class Election:
             next_leadership_term_id = self.leadership_term_id
             next_term_base_log_position = self.append_position
             next_log_position = NULL_POSITION
-        self.agent.send(
-            member.id,
-            NewLeadershipTerm(
-                log_leadership_term_id=log_leadership_term_id,
-                next_leadership_term_id=next_leadership_term_id,
-                next_term_base_log_position=next_term_base_log_position,
-                next_log_position=next_log_position,
-                leadership_term_id=self.leadership_term_id,
-                term_base_log_position=self.append_position,
-                log_position=self.append_position,
-                leader_recording_id=self.agent.log_recording_id,
-                timestamp=timestamp,
-                leader_member_id=self.this_member.id,
-                log_session_id=self.log_session_id,
-                app_version=self.config.app_version,
-                is_startup=BooleanType.TRUE if self.is_leader_startup else BooleanType.FALSE,
-            ),
+        message = NewLeadershipTerm(
+            log_leadership_term_id=log_leadership_term_id,
+            next_leadership_term_id=next_leadership_term_id,
+            next_term_base_log_position=next_term_base_log_position,
+            next_log_position=next_log_position,
+            leadership_term_id=self.leadership_term_id,
+            term_base_log_position=self.append_position,
+            log_position=self.append_position,
+            leader_recording_id=self.agent.log_recording_id,
+            timestamp=timestamp,
+            leader_member_id=self.this_member.id,
+            log_session_id=self.log_session_id,
+            # Before 1.47.0 the Election did not fill in the configured appVersion (null value 0).
+            app_version=self.config.app_version if self.flags.election_app_version else 0,
+            is_startup=BooleanType.TRUE if self.is_leader_startup else BooleanType.FALSE,
         )
+        if self.flags.follower_replay_bounded_by_commit:
+            # Schema v15 (1.50.0): the quorum position goes with it, as Aeron's Election sends it.
+            message = with_commit_position(message, self.agent.quorum_position())
+        self.agent.send(member.id, message)
 
     def _publish_follower_replication_position(self, now_ns: int) -> int:
         position = self.log_replication.position
@@ -1038,8 +1139,11 @@ class Election:
         elif new_state is S.CANDIDATE_BALLOT:
             agent.set_role(agent.Role.CANDIDATE)
         elif new_state is S.LEADER_LOG_REPLICATION:
-            agent.set_role(agent.Role.LEADER)
+            if self.flags.leader_role_from_log_replication:
+                agent.set_role(agent.Role.LEADER)
             self.log_session_id = agent.add_log_publication(self.append_position)
+        elif new_state is S.LEADER_INIT and not self.flags.leader_role_from_log_replication:
+            agent.set_role(agent.Role.LEADER)  # before 1.43.0 the role changed only here
         elif new_state in (S.FOLLOWER_LOG_REPLICATION, S.FOLLOWER_REPLAY):
             agent.set_role(agent.Role.FOLLOWER)
 

@@ -256,6 +256,50 @@ def has_voters_at_position(members: Sequence[ClusterMember], position: int, lead
     return True
 
 
+def _is_active(member: ClusterMember, leader: ClusterMember, now_ns: int, timeout_ns: int) -> bool:
+    return member is leader or member.time_of_last_append_position_ns + timeout_ns > now_ns
+
+
+def active_quorum_position(
+    members: Sequence[ClusterMember], ranked_positions: list[int], leader: ClusterMember, now_ns: int, timeout_ns: int
+) -> int:
+    """1.50.0 (b999d5d91d): `quorum_position` over the members heard from within ``timeout_ns`` (the
+    leader always counts); the others are left out, as if they had no position."""
+    length = len(ranked_positions)
+    for i in range(length):
+        ranked_positions[i] = 0
+    for member in members:
+        if not _is_active(member, leader, now_ns, timeout_ns):
+            continue
+        new_position = member.log_position
+        for i in range(length):
+            if new_position > ranked_positions[i]:
+                ranked_positions[i + 1 :] = ranked_positions[i : length - 1]
+                ranked_positions[i] = new_position
+                break
+    return ranked_positions[length - 1]
+
+
+def has_active_quorum_at_position(
+    members: Sequence[ClusterMember],
+    leader: ClusterMember,
+    position: int,
+    leadership_term_id: int,
+    now_ns: int,
+    timeout_ns: int,
+) -> bool:
+    """1.50.0 (d37dfa873b): LEADER_READY's test, a quorum of active members at the term and position."""
+    count = 0
+    for member in members:
+        if (
+            _is_active(member, leader, now_ns, timeout_ns)
+            and member.leadership_term_id == leadership_term_id
+            and member.log_position >= position
+        ):
+            count += 1
+    return count >= quorum_threshold(len(members))
+
+
 def has_quorum_at_position(members: Sequence[ClusterMember], position: int, leadership_term_id: int) -> bool:
     count = 0
     for member in members:

@@ -47,6 +47,7 @@ from engine.config import Config
 from engine.flags import ModelFlags
 from engine.members import ClusterMember, parse_cluster_members
 from engine.sim_parts import LogStore
+from formats.cluster_codecs_ext import message_of
 from formats.errors import DecodeError
 from formats.node_state import NodeStateFile
 from formats.recording_log import RecordingLog, entry_from_json
@@ -204,7 +205,8 @@ class Node:
         if direction == "in":
             channel = event.channel
             if channel == "consensus":
-                message = event.message()
+                # NewLeadershipTerm of schema v15 (Aeron 1.50.0) keeps its commitPosition.
+                message = message_of(event)
                 self._tick(now_ns, message, event.peer)
             elif channel == "log":
                 message = event.message()

@@ -168,6 +168,21 @@ class NodeStateWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class MarkFileWrite:
+    """Before Aeron 1.41.0: the candidate term was proposed into cluster-mark.dat (the term only)."""
+
+    ts: int
+    node: int
+    candidate_term_id: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "markFile", "ts": self.ts, "node": self.node, "candidateTermId": self.candidate_term_id}
+
+    def describe(self) -> str:
+        return describe_record(self.to_json())
+
+
+@dataclass(frozen=True, slots=True)
 class RecordingLogChange:
     """recording.log changed: ``op`` is the Aeron method that wrote it, ``entry`` the entry after it."""
 
@@ -248,4 +263,6 @@ class Divergence:
         return describe_record(self.to_json())
 
 
-Output = Send | StateChange | RoleChange | ModuleStateChange | ElectionStarted | NodeStateWrite | RecordingLogChange | LogAppend
+Output = (
+    Send | StateChange | RoleChange | ModuleStateChange | ElectionStarted | NodeStateWrite | MarkFileWrite | RecordingLogChange | LogAppend
+)

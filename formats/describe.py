@@ -243,8 +243,11 @@ def describe_local(node: int, type_name: str, fields: Mapping[str, Any]) -> str:
         if "seed" in fields:
             parts.append(f"seed={_v(fields['seed'])}")
         return f"{node} MemberStart " + " ".join(parts)
-    if type_name == "ElectionStateChange":
-        return f"{node} observed {_v(fields.get('from', fields.get('oldState')))} {ARROW} {_v(fields.get('to', fields.get('newState')))}"
+    if type_name in ("ElectionStateChange", "RoleChange", "StateChange"):
+        what = {"ElectionStateChange": "", "RoleChange": "role ", "StateChange": "module "}[type_name]
+        return f"{node} {what}{_v(fields.get('from'))} {ARROW} {_v(fields.get('to'))} (observed)"
+    if type_name == "NewElection":
+        return f"{node} election {fields.get('reason')!r} term={_v(fields.get('leadershipTermId'))} (observed)"
     if not fields:
         return f"{node} {type_name}"
     return f"{node} {type_name} " + " ".join(f"{k}={_v(v)}" for k, v in fields.items())
@@ -335,6 +338,8 @@ def describe_record(record: Mapping[str, Any]) -> str:
         )
     if kind == "invariant":
         return f"{node} INVARIANT {record.get('name')}: {record.get('detail')}"
+    if kind == "random":
+        return f"{node} random {record.get('draw', 'nextDouble')}={_v(record.get('value'))} ({record.get('source')})"
     if kind == "summary":
         return f"summary model={record.get('model')} divergences={record.get('divergences')}"
     rest = {k: v for k, v in record.items() if k not in ("kind", "ts", "node")}
@@ -346,6 +351,8 @@ def _outline(value: Any) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, Mapping):
+        if "type" in value and "fields" in value and value.get("dir") == "local":
+            return describe_local(value.get("node"), str(value["type"]), value.get("fields") or {})
         if "type" in value and "fields" in value:
             sender = value.get("node") if value.get("dir", "out") == "out" else value.get("peer")
             receiver = value.get("peer") if value.get("dir", "out") == "out" else value.get("node")

@@ -80,6 +80,10 @@ def test_an_event_is_described_from_its_direction():
             "1 recording.log appendTerm term=0 base=0 pos=-1",
         ),
         (
+            {"kind": "random", "ts": 0, "node": 1, "draw": "nextDouble", "value": 0.25, "source": "seeded"},
+            "1 random nextDouble=0.25 (seeded)",
+        ),
+        (
             {"kind": "invariant", "ts": 0, "node": 1, "name": "log-contiguous", "detail": "gap"},
             "1 INVARIANT log-contiguous: gap",
         ),
@@ -108,3 +112,12 @@ def test_a_divergence_names_both_sides():
 def test_times_are_whole_milliseconds_when_they_can_be():
     assert format_ts(1_150_000_000) == "1150ms"
     assert format_ts(1_150_000_123) == "1150.000123ms"
+
+
+def test_a_divergence_on_an_observation_reads_like_the_agent_log_line():
+    record = {
+        "kind": "divergence", "ts": 0, "node": 0, "event": 3,
+        "expected": {"ts": 0, "node": 0, "dir": "local", "type": "ElectionStateChange", "fields": {"from": "INIT", "to": "CANVASS"}},
+        "actual": None, "state": {},
+    }
+    assert describe_record(record) == "0 DIVERGENCE expected 0 INIT → CANVASS (observed) actual nothing"

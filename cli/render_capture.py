@@ -1,0 +1,89 @@
+"""How `recount convert` shows reading captures: a progress bar by bytes, and what was read and skipped.
+
+Everything here goes to stderr, so that ``--json`` output on stdout stays one document.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from cli import output
+
+#: Inputs smaller than this are read before a bar would be worth drawing.
+PROGRESS_MIN_BYTES = 16 << 20
+#: Problems and notes shown in full; the rest are counted (all are in the --json summary).
+SHOWN = 10
+
+
+def _capture_bytes(inputs: Sequence[str]) -> int:
+    total = 0
+    for name in inputs:
+        if os.path.isfile(name) and name.lower().endswith((".pcap", ".pcapng", ".cap")):
+            total += os.path.getsize(name)
+    return total
+
+
+@contextmanager
+def progress_by_bytes(inputs: Sequence[str]) -> Iterator[Callable[[int], None] | None]:
+    """A callback advancing a progress bar by bytes read, or None for small inputs."""
+    total = _capture_bytes(inputs)
+    if total < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    columns = (TextColumn("reading captures"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=output.stderr, transient=True) as progress:
+        task = progress.add_task("read", total=total)
+        yield lambda advance: progress.advance(task, advance)
+
+
+def _micros(ns: int | None) -> str:
+    return "unbounded" if ns is None else f"{ns / 1000:.0f} µs"
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    """The capture summary for people: members, what was decoded, skipped, assumed and aligned."""
+    err = output.stderr
+    source = summary.get("clusterMembersFrom")
+    if source == "inferred":
+        output.warn(f"cluster members inferred from the traffic: {summary.get('clusterMembers')} (give --members)")
+    decoded = summary.get("decoded") or {}
+    if decoded:
+        messages = sum(decoded.get("messages", {}).values())
+        err.print(f"read {decoded.get('datagrams', 0)} datagrams: {messages} cluster messages")
+    for item in summary.get("inputs", []):
+        if item.get("kind") == "capture" and item.get("truncated"):
+            output.warn(f"{item['path']}: the file ends inside a packet (capture cut short); everything before"
+                        " it was read")
+    skipped = (decoded.get("skipped") or {}) if decoded else {}
+    if skipped:
+        err.print("skipped: " + ", ".join(f"{count} {category}" for category, count in skipped.items()))
+    problems = summary.get("problems", [])
+    for problem in problems[:SHOWN]:
+        where = ", ".join(str(p) for p in (problem.get("file"),
+                                           f"packet {problem['packet']}" if "packet" in problem else None,
+                                           f"offset {problem['offset']}" if "offset" in problem else None,
+                                           f"line {problem['line']}" if "line" in problem else None) if p)
+        output.warn(f"{where}: {problem['detail']}" if where else problem["detail"])
+    if len(problems) > SHOWN:
+        err.print(f"... and {len(problems) - SHOWN} more problem(s) (--json lists them)")
+    for alignment in summary.get("alignment", []):
+        err.print(f"member {alignment['node']}'s agent log: clock aligned by {alignment['method']},"
+                  f" within {_micros(alignment['boundNs'])}")
+    notes = summary.get("notes", [])
+    for note in notes[:SHOWN]:
+        err.print(f"note: {note}", markup=False)
+    if len(notes) > SHOWN:
+        err.print(f"... and {len(notes) - SHOWN} more note(s) (--json lists them)")

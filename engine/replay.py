@@ -1,0 +1,994 @@
+"""Node replay: re-run each member from its own recorded inbound events and compare what it sends.
+
+Theory of operation
+-------------------
+The input is a recording: events (contract §1) from every member.  For each member we build one
+`Node` from its ``MemberStart`` and feed it only what that member received (``dir: "in"``) and what
+happened inside it (``MemberStop``, ``MemberCrash``, ``End``, and evidence such as
+``RecordingSignal`` / ``LogEndOfStream``), on ONE global time line: events are ordered by
+``(ts, position in the input)`` and, whenever that time line enters a new millisecond, every live
+member is advanced to it first, so that the trace comes out in time order.  A member is never fed
+what another (replayed) member sent: in node replay each member sees the recording's messages, so
+one member's mistake does not spread to the others.
+
+What the member sent in the recording (``dir: "out"``) is the expected behaviour.  The model's
+`Send` outputs are compared with it by these rules:
+
+* The comparison is per (member, peer, message type), on the channels the model speaks for
+  (``consensus`` and ``log``; client egress, ingress, archive and service traffic are outside it).
+  A member's sends on a channel are compared only if the recording has some ``out`` event of that
+  member on that channel (a capture that did not record a member's sends cannot contradict them).
+* The fields ``timestamp`` (a wall clock), ``logSessionId`` (chosen at random by the media driver)
+  and ``catchupEndpoint`` (may carry an ephemeral port) are not compared.
+* Significant messages (RequestVote, Vote, NewLeadershipTerm, CatchupPosition, StopCatchup,
+  TerminationPosition, TerminationAck), and every other message that is not periodic (log frames),
+  are compared by all other fields: every value the model
+  sends must have been sent by the recorded member to the same peer within ±``tolerance_ns`` of the
+  model's send, and every value the recording shows must be sent by the model within ±tolerance of
+  the recorded one.  Consecutive equal sends form one run and are checked once (a NewLeadershipTerm
+  repeated on the 200 ms heartbeat is one run, whatever the count).
+* Periodic messages (CanvassPosition, AppendPosition, CommitPosition) are compared as time series
+  of their distinct values: at each change of value on one side, the other side must, within
+  ±tolerance, have sent the same non-position fields with a ``logPosition`` range that contains the
+  new value (so a follower that reports its position in bigger or smaller steps than the real one
+  did is not a divergence, but one that reports a position the real member never came near is).
+* When the recording holds agent-log observations for a member (``ElectionStateChange`` and
+  ``RoleChange`` with ``from``/``to`` as the agent log prints them, ``NewElection`` with its
+  ``reason`` and ``leadershipTermId``), every election-state change, role change and election start
+  of the model must match one within ±tolerance, and vice versa.
+* A check whose window reaches past the end of the evidence (``--until``, the member's ``End``,
+  crash or the last event) is not reported when it fails: what would match it may lie past the
+  end (so a behaviour in the last ``tolerance_ns`` of a capture is never a divergence).
+
+A failed check is a ``divergence`` record whose ``ts`` is the time of the unmatched send or
+observation, ``event`` the seq (replay file) or line (JSON Lines) of the recorded event concerned
+(or null), ``expected``/``actual`` the two sides (null for "nothing"), and ``state`` the member's
+state when the divergence was established (at most ``tolerance_ns`` later).
+
+Randomness: each member's nomination delay comes from a `JavaRandom` seeded with
+``MemberStart.seed`` when the recording has one and no ``seed`` is given, else ``seed + memberId``
+(``seed`` defaults to 0).  A real cluster's draw is unseeded and cannot be reproduced, so with
+``nomination="auto"`` (the default) a member whose MemberStart has no seed, when no seed is given
+and the recording has what the member sent on the consensus channel, uses the delay the recording
+implies instead (`RecordedNomination`): the ``nextDouble()`` that puts its nomination on the
+millisecond of its next recorded RequestVote, or the longest delay when it sent none within reach
+(it did not nominate before a vote or a leader ended its NOMINATE).  ``"seeded"`` and ``"recorded"``
+force one source for every member.  Every draw is a ``random`` record saying which source gave it;
+the summary lists each member's seed and source.
+
+Raft safety properties are checked as records come out (`engine.invariants`).  Everything here is
+pure: no I/O, no clock, no threads; the same events, model and seed give the same records, byte
+for byte once encoded by `engine.trace`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.flags import ModelFlags
+from engine.invariants import InvariantChecker
+from engine.javarandom import JavaRandom
+from engine.node import MemberStart, Node
+from engine.trace import TraceHasher, canonical, encode_record, summary_record
+from formats.errors import DecodeError
+from formats.events import MESSAGE_CLASSES, Event
+
+MS = 1_000_000
+
+#: Model versions `replay` knows, and the behaviour flags each one means.
+MODELS: dict[str, ModelFlags] = {"1.47.3": ModelFlags()}
+
+DEFAULT_TOLERANCE_NS = 500 * MS
+#: Settled checks between two prunings of the comparison series (memory stays bounded by the window).
+PRUNE_EVERY = 4096
+
+SIGNIFICANT = frozenset(
+    {"RequestVote", "Vote", "NewLeadershipTerm", "CatchupPosition", "StopCatchup", "TerminationPosition", "TerminationAck"}
+)
+#: Periodic message type -> the position field compared by range.
+PERIODIC = {"CanvassPosition": "logPosition", "AppendPosition": "logPosition", "CommitPosition": "logPosition"}
+UNCOMPARED_FIELDS = frozenset({"timestamp", "logSessionId", "catchupEndpoint"})
+
+#: The channels whose sends the model produces, and so compares.
+COMPARED_CHANNELS = frozenset({"consensus", "log"})
+
+#: Local events the member's Node is fed; other local events are observations, compared or ignored.
+LOCAL_INPUTS = frozenset({"MemberStop", "MemberCrash", "End", "RecordingSignal", "LogEndOfStream"})
+#: Agent-log observation type -> the kind of model record it is compared with.
+#: (The agent log's module StateChange is not compared: a capture's stop or kill of a member reaches
+#: the replay only when its importer turns it into a MemberStop/MemberCrash input, and an ACTIVE ->
+#: CLOSED the model was never told about says more about the import than about the model.)
+OBSERVATIONS = {"ElectionStateChange": "state", "RoleChange": "role", "NewElection": "election"}
+#: Model record kind -> the observation type, and the fields compared (the agent log's names).
+OBSERVED_KINDS = {kind: name for name, kind in OBSERVATIONS.items()}
+OBSERVATION_KEYS = {
+    "state": ("from", "to"),
+    "role": ("from", "to"),
+    "election": ("reason", "leadershipTermId"),
+}
+
+#: The keys of node.inspect() that a divergence and the summary show.
+STATE_KEYS = (
+    "electionState",
+    "role",
+    "leadershipTermId",
+    "logLeadershipTermId",
+    "candidateTermId",
+    "leaderMemberId",
+    "logPosition",
+    "appendPosition",
+    "commitPosition",
+)
+SUMMARY_KEYS = (
+    "electionState",
+    "role",
+    "leadershipTermId",
+    "leaderMemberId",
+    "candidateTermId",
+    "logPosition",
+    "appendPosition",
+    "commitPosition",
+)
+
+NOMINATION_SOURCES = ("auto", "seeded", "recorded")
+
+
+class UnknownModelError(ValueError):
+    def __init__(self, model: str) -> None:
+        super().__init__(f"unknown model {model!r}; known models: {', '.join(sorted(MODELS))}")
+
+
+def flags_for(model: str) -> ModelFlags:
+    try:
+        return MODELS[model]
+    except KeyError:
+        raise UnknownModelError(model) from None
+
+
+# -- randomness --------------------------------------------------------------------------------------
+
+
+class SeededNomination:
+    """`JavaRandom(seed)` that remembers its draws (for the trace)."""
+
+    __slots__ = ("seed", "random", "draws")
+    source = "seeded"
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.random = JavaRandom(seed)
+        self.draws: list[float] = []
+
+    def next_double(self) -> float:
+        value = self.random.next_double()
+        self.draws.append(value)
+        return value
+
+
+class RecordedNomination:
+    """The oracle: the ``nextDouble()`` that puts the nomination where the recording shows it.
+
+    ``nominations_ns`` are the times the member was seen sending its first RequestVote of each
+    candidate term.  At a draw at time ``now`` (read from ``clock``) the oracle takes the first of
+    them at or after ``now`` not yet used, and returns ``(delay + 0.5) / (electionTimeoutNs >> 1)``,
+    so that Aeron's ``(long)(d * (electionTimeoutNs >> 1))`` gives back ``delay`` = that time
+    (truncated to the millisecond tick) minus ``now``.  When no recorded nomination is within reach
+    of this draw, the member did not nominate before something else ended its NOMINATE (a vote, a
+    new leader): any delay that long fits, and the oracle returns the longest one.
+    """
+
+    __slots__ = ("nominations_ns", "half_timeout_ns", "clock", "seed", "draws", "_next")
+
+    def __init__(self, nominations_ns: Sequence[int], election_timeout_ns: int, clock: Callable[[], int], seed: int):
+        self.nominations_ns = sorted(nominations_ns)
+        self.half_timeout_ns = election_timeout_ns >> 1
+        self.clock = clock
+        self.seed = seed  # stated in the trace; the oracle itself draws nothing
+        self.draws: list[tuple[float, str]] = []
+        self._next = 0
+
+    def next_double(self) -> float:
+        now = self.clock()
+        now_tick = now - now % MS
+        times = self.nominations_ns
+        half = self.half_timeout_ns
+        delay = half - 1
+        i = bisect.bisect_left(times, now_tick, lo=self._next)
+        if i < len(times):
+            target = times[i] - times[i] % MS
+            if target - now_tick < half:
+                delay = target - now_tick
+                self._next = i + 1
+        value = (delay + 0.5) / half
+        self.draws.append((value, "recorded"))
+        return value
+
+
+def member_seed(member_id: int, start_fields: Mapping[str, Any], seed: int | None) -> int:
+    """MemberStart.seed when present and no seed is given, else ``(seed or 0) + memberId``."""
+    recorded = start_fields.get("seed")
+    if seed is None and isinstance(recorded, int) and not isinstance(recorded, bool):
+        return recorded
+    return (seed or 0) + member_id
+
+
+# -- the comparison ------------------------------------------------------------------------------------
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, Mapping):
+        return tuple((k, _freeze(v)) for k, v in value.items())
+    return value
+
+
+def _normal(value: Any) -> Any:
+    """Field values as a recording and the model may spell them: BooleanType true/"TRUE" alike."""
+    if value is True:
+        return "TRUE"
+    if value is False:
+        return "FALSE"
+    return value
+
+
+#: Per message type, the fields compared exactly, in schema order (built on first use).
+_KEY_FIELDS: dict[str, tuple[str, ...]] = {}
+_SPECIAL = (bool, list, tuple, dict)
+
+
+def _key_fields(type_name: str, fields: Mapping[str, Any]) -> tuple[str, ...]:
+    names = _KEY_FIELDS.get(type_name)
+    if names is None:
+        cls = MESSAGE_CLASSES.get(type_name)
+        if cls is None:
+            return tuple(sorted(n for n in fields if n not in UNCOMPARED_FIELDS))
+        block = cls.BLOCK
+        every = [f.name for f in block.fields] + [g.name for g in block.groups] + [v.name for v in block.var_data]
+        position_field = PERIODIC.get(type_name)
+        names = _KEY_FIELDS[type_name] = tuple(n for n in every if n not in UNCOMPARED_FIELDS and n != position_field)
+    return names
+
+
+def comparison_key(type_name: str, fields: Mapping[str, Any]) -> tuple[tuple[Any, ...], int | None]:
+    """(the values compared exactly, in schema order; the position compared by range, or None)."""
+    get = fields.get
+    values = [get(name) for name in _key_fields(type_name, fields)]
+    for i, value in enumerate(values):
+        if isinstance(value, _SPECIAL):
+            values[i] = _freeze(_normal(value))
+    position_field = PERIODIC.get(type_name)
+    return tuple(values), (get(position_field) if position_field is not None else None)
+
+
+class _Run:
+    """Consecutive equal sends (or observations) on one side of one (member, peer, type)."""
+
+    __slots__ = ("start", "end", "key", "position", "ref", "record")
+
+    def __init__(self, start: int, key: Any, position: int | None, ref: Any, record: dict[str, Any]):
+        self.start = start
+        self.end = start
+        self.key = key
+        self.position = position
+        self.ref = ref
+        self.record = record
+
+
+class _KeyRuns:
+    """The runs of one series that have one comparison key: time-ordered, so the runs overlapping a
+    window are a contiguous slice found by bisection; positions are kept beside them, with a flag
+    saying whether they never went down (then the slice's range is its two ends)."""
+
+    __slots__ = ("starts", "ends", "positions", "monotonic")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.positions: list[int | None] = []
+        self.monotonic = True
+
+    def add(self, start: int, position: int | None) -> None:
+        positions = self.positions
+        if positions and position is not None and positions[-1] is not None and position < positions[-1]:
+            self.monotonic = False
+        self.starts.append(start)
+        self.ends.append(start)
+        positions.append(position)
+
+    def window(self, low: int, high: int) -> tuple[int, int]:
+        """Indexes [first, last] of the runs overlapping [low, high] (empty when first > last)."""
+        return bisect.bisect_left(self.ends, low), bisect.bisect_right(self.starts, high) - 1
+
+    def covers(self, position: int | None, low: int, high: int) -> bool:
+        first, last = self.window(low, high)
+        if first > last:
+            return False
+        if position is None:
+            return True
+        positions = self.positions
+        if self.monotonic:
+            lowest, highest = positions[first], positions[last]
+        else:
+            values = [p for p in positions[first : last + 1] if p is not None]
+            if not values:
+                return False
+            lowest, highest = min(values), max(values)
+        return lowest is not None and highest is not None and lowest <= position <= highest
+
+    def prune(self, cutoff: int) -> None:
+        drop = bisect.bisect_left(self.ends, cutoff)
+        if drop:
+            del self.starts[:drop], self.ends[:drop], self.positions[:drop]
+
+
+class _Series:
+    """One side's runs for one (member, peer, channel, type), in time order, indexed by key."""
+
+    __slots__ = ("runs", "starts", "by_key")
+
+    def __init__(self) -> None:
+        self.runs: list[_Run] = []
+        self.starts: list[int] = []
+        self.by_key: dict[Any, _KeyRuns] = {}
+
+    def add(self, ts: int, key: Any, position: int | None, ref: Any, record: Callable[[], dict[str, Any]]) -> _Run | None:
+        """Extend the last run, or start a new one (returned)."""
+        runs = self.runs
+        if runs:
+            last = runs[-1]
+            if last.key == key and last.position == position:
+                last.end = ts
+                self.by_key[key].ends[-1] = ts
+                return None
+        run = _Run(ts, key, position, ref, record())
+        runs.append(run)
+        self.starts.append(ts)
+        index = self.by_key.get(key)
+        if index is None:
+            index = self.by_key[key] = _KeyRuns()
+        index.add(ts, position)
+        return run
+
+    def covers(self, run: _Run, low: int, high: int) -> bool:
+        """Does this side have ``run``'s key, with its position in range, within [low, high]?"""
+        index = self.by_key.get(run.key)
+        return index is not None and index.covers(run.position, low, high)
+
+    def nearest(self, ts: int) -> _Run | None:
+        if not self.runs:
+            return None
+        i = bisect.bisect_left(self.starts, ts)
+        candidates = [self.runs[j] for j in (i - 1, i) if 0 <= j < len(self.runs)]
+        return min(candidates, key=lambda r: (min(abs(r.start - ts), abs(r.end - ts)), r.start))
+
+    def prune(self, cutoff: int) -> None:
+        """Forget runs that ended before ``cutoff``: no check can look at them any more."""
+        runs = self.runs
+        drop = 0
+        while drop < len(runs) - 1 and runs[drop].end < cutoff:
+            drop += 1
+        if drop:
+            del runs[:drop], self.starts[:drop]
+        for index in self.by_key.values():
+            index.prune(cutoff)
+
+
+@dataclass(slots=True)
+class _Check:
+    due: int
+    side: str  # "actual": a model run needs a recorded counterpart; "expected": the reverse
+    node: int
+    series: tuple[Any, ...]
+    run: _Run
+
+
+# -- the driver --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Member:
+    node: Node
+    random: Any
+    source: str
+    started_at: int
+    ended: bool = False
+    last_ms: int = -1
+
+
+class _Driver:
+    """All mutable replay state; `ReplaySession` feeds it events and checkpoints it."""
+
+    def __init__(
+        self,
+        *,
+        nodes: frozenset[int] | None,
+        until: int | None,
+        seed: int | None,
+        model: str,
+        nomination: str,
+        tolerance_ns: int,
+        compared_channels: Mapping[int, frozenset[str]],
+        observed_kinds: Mapping[int, frozenset[str]],
+        nominations: Mapping[int, Sequence[int]],
+    ) -> None:
+        self.flags = flags_for(model)
+        self.model = model
+        self.selected = nodes
+        self.until = until
+        self.seed = seed
+        self.nomination = nomination
+        self.tolerance_ns = tolerance_ns
+        self.compared_channels = compared_channels
+        self.observed_kinds = observed_kinds
+        self.nominations = nominations
+        self.members: dict[int, _Member] = {}
+        self.seeds: dict[int, int] = {}
+        self.sources: dict[int, str] = {}
+        self.horizon: dict[int, int] = {}
+        self.actual: dict[tuple[Any, ...], _Series] = {}
+        self.expected: dict[tuple[Any, ...], _Series] = {}
+        self.checks: list[tuple[int, int, _Check]] = []
+        self.check_seq = 0
+        self.settled = 0  # checks settled since the comparison series were last pruned
+        self.invariants = InvariantChecker()
+        self.hasher = TraceHasher()
+        self.keep_lines = False  # also keep each record's encoded line (`ReplaySession.lines`)
+        self.lines: list[str] = []
+        self.divergences = 0
+        self.now = None  # the time line's current time
+        self.draws_seen: dict[int, int] = {}
+
+    # -- feeding ------------------------------------------------------------------------------------
+
+    def feed(self, event: Event, ref: Any, ref_kind: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        ts = event.ts
+        self.now = ts
+        self._advance_all(ts, out)
+        node_id = event.node
+        if self.selected is not None and node_id not in self.selected:
+            self._resolve_due(ts, out)
+            return self._emit(out)
+        self.horizon[node_id] = ts
+        if event.dir == "local" and event.type == "MemberStart":
+            self._start(event, ref, ref_kind, out)
+        elif event.dir == "out":
+            self._expect_send(event, ref, out)
+        elif event.dir == "local" and event.type in OBSERVATIONS:
+            self._expect_observation(event, ref)
+        elif event.dir == "in" or event.type in LOCAL_INPUTS:
+            member = self.members.get(node_id)
+            if member is None:
+                raise DecodeError(
+                    f"member {node_id} has a {event.type} event before its MemberStart",
+                    offset=ref,
+                    unit=ref_kind,
+                )
+            if event.dir == "in" and event.type == "CommitPosition":
+                position = event.fields.get("logPosition")
+                if isinstance(position, int):
+                    self.invariants.observe_committed(position)
+            if member.node.is_running and not member.ended:
+                member.node.step(event, ts)
+                self._collect(node_id, out)
+                if event.type == "End" or not member.node.is_running:
+                    member.ended = True
+        self._resolve_due(ts, out)
+        return self._emit(out)
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Advance every live member to the end of the evidence, settle the checks, add the summary."""
+        out: list[dict[str, Any]] = []
+        final = self.until if self.until is not None else self.now
+        if final is not None:
+            self.now = final
+            self._advance_all(final, out, force=True)
+            for node_id, member in self.members.items():
+                if not member.ended:
+                    self.horizon[node_id] = max(self.horizon.get(node_id, final), final)
+        self._resolve_due(None, out)
+        records = self._emit(out)
+        records.append(self._summary(final))
+        return records
+
+    # -- members --------------------------------------------------------------------------------------
+
+    def _start(self, event: Event, ref: Any, ref_kind: str, out: list) -> None:
+        """A member starts, or restarts: a restart keeps the files the event does not give (Node's rule)."""
+        node_id = event.node
+        try:
+            start = MemberStart.from_event(event)
+        except DecodeError as error:
+            raise DecodeError(error.expected, offset=ref, unit=ref_kind) from None
+        seed = member_seed(node_id, event.fields, self.seed)
+        recorded = self.nominations.get(node_id, ())
+        use_recorded = self.nomination == "recorded" or (
+            self.nomination == "auto"
+            and self.seed is None
+            and "seed" not in event.fields
+            and "consensus" in self.compared_channels.get(node_id, ())
+        )
+        clock = _NodeClock()
+        if use_recorded:
+            timeout = start.config.election_timeout_ns
+            random: Any = RecordedNomination(recorded, timeout, clock, seed)
+            source = "recorded"
+        else:
+            random = SeededNomination(seed)
+            source = "seeded"
+        previous = self.members.get(node_id)
+        if previous is None:
+            node = Node(node_id, start, random=random, flags=self.flags)
+        else:
+            node = previous.node
+            node.random = random  # a new process draws from a new generator
+            node.step(event, event.ts)
+        clock.node = node
+        self.members[node_id] = _Member(node, random, source, event.ts)
+        self.seeds[node_id] = seed
+        self.sources[node_id] = source
+        self.draws_seen[node_id] = 0
+        self.invariants.member_started(node_id, event.fields, restart=previous is not None)
+        node.advance(event.ts)
+        self.members[node_id].last_ms = event.ts // MS
+        self._collect(node_id, out)
+
+    def _advance_all(self, ts: int, out: list, *, force: bool = False) -> None:
+        ms = ts // MS
+        members = self.members
+        for node_id in sorted(members) if len(members) > 1 else members:
+            member = members[node_id]
+            if (member.last_ms < ms or force) and not member.ended and member.node.is_running:
+                member.last_ms = ms
+                member.node.advance(ts)
+                self._collect(node_id, out)
+
+    def _collect(self, node_id: int, out: list) -> None:
+        member = self.members[node_id]
+        outputs = member.node.take_outputs()
+        if not outputs:
+            return
+        records = [o.to_json() for o in outputs]
+        records = self._with_draws(node_id, member, records)
+        compared = self.compared_channels.get(node_id, frozenset())
+        observed = self.observed_kinds.get(node_id, frozenset())
+        for record in records:
+            kind = record["kind"]
+            if kind == "send" and record.get("channel") in compared:
+                self._actual_send(node_id, record, out)
+            elif kind in observed and (kind == "election" or record.get("from") is not None):
+                self._actual_observation(node_id, record)
+        out.extend(records)
+        out.extend(self.invariants.observe(node_id, records, member.node.inspect))
+
+    def _with_draws(self, node_id: int, member: _Member, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Put a ``random`` record before each CANVASS → NOMINATE that drew a value."""
+        draws = member.random.draws
+        seen = self.draws_seen[node_id]
+        if len(draws) == seen:
+            return records
+        fresh = draws[seen:]
+        self.draws_seen[node_id] = len(draws)
+        result: list[dict[str, Any]] = []
+        for record in records:
+            if fresh and record["kind"] == "state" and record.get("to") == "NOMINATE":
+                result.append(self._draw_record(record["ts"], node_id, member, fresh.pop(0)))
+            result.append(record)
+        for draw in fresh:  # a draw the model did not follow with NOMINATE (should not happen)
+            result.append(self._draw_record(self.now, node_id, member, draw))
+        return result
+
+    @staticmethod
+    def _draw_record(ts: int | None, node_id: int, member: _Member, draw: Any) -> dict[str, Any]:
+        value, source = draw if isinstance(draw, tuple) else (draw, member.source)
+        return {"kind": "random", "ts": ts, "node": node_id, "draw": "nextDouble", "value": value, "source": source}
+
+    # -- the two sides -------------------------------------------------------------------------------
+
+    def _expect_send(self, event: Event, ref: Any, out: list) -> None:
+        if event.channel not in self.compared_channels.get(event.node, frozenset()):
+            return
+        try:
+            fields = event.message().to_fields() if event.payload is not None else dict(event.fields)
+        except DecodeError:
+            fields = dict(event.fields)
+        key, position = comparison_key(event.type, fields)
+        series = (event.node, event.peer, event.channel, event.type)
+
+        def record() -> dict[str, Any]:
+            return {"ts": event.ts, "node": event.node, "dir": "out", "peer": event.peer, "type": event.type, "fields": fields}
+
+        run = self.expected.setdefault(series, _Series()).add(event.ts, key, position, ref, record)
+        if run is not None:
+            self._schedule("expected", event.node, series, run)
+
+    def _actual_send(self, node_id: int, record: dict[str, Any], out: list) -> None:
+        key, position = comparison_key(record["type"], record["fields"])
+        series = (node_id, record.get("peer"), record.get("channel"), record["type"])
+        run = self.actual.setdefault(series, _Series()).add(record["ts"], key, position, None, lambda: record)
+        if run is not None:
+            self._schedule("actual", node_id, series, run)
+
+    def _expect_observation(self, event: Event, ref: Any) -> None:
+        kind = OBSERVATIONS[event.type]
+        fields = event.fields
+        key = tuple(fields.get(name) for name in OBSERVATION_KEYS[kind])
+        series = (event.node, None, "observation", kind)
+
+        def record() -> dict[str, Any]:
+            return {"ts": event.ts, "node": event.node, "dir": "local", "type": event.type, "fields": dict(fields)}
+
+        run = self.expected.setdefault(series, _Series()).add(event.ts, key, None, ref, record)
+        if run is not None:
+            self._schedule("expected", event.node, series, run)
+
+    def _actual_observation(self, node_id: int, record: dict[str, Any]) -> None:
+        key = tuple(record.get(name) for name in OBSERVATION_KEYS[record["kind"]])
+        series = (node_id, None, "observation", record["kind"])
+        run = self.actual.setdefault(series, _Series()).add(record["ts"], key, None, None, lambda: record)
+        if run is not None:
+            self._schedule("actual", node_id, series, run)
+
+    def _schedule(self, side: str, node_id: int, series: tuple[Any, ...], run: _Run) -> None:
+        # Settled at once when the other side already matches: more evidence in the window can only
+        # add matches (and widen a position range), never take one away.  Only a check that fails so
+        # far waits for its window to close.
+        other = (self.expected if side == "actual" else self.actual).get(series)
+        if other is not None and other.covers(run, run.start - self.tolerance_ns, run.start + self.tolerance_ns):
+            return
+        due = run.start + self.tolerance_ns
+        self.check_seq += 1
+        heapq.heappush(self.checks, (due, self.check_seq, _Check(due, side, node_id, series, run)))
+
+    def _resolve_due(self, now: int | None, out: list) -> None:
+        """Settle the checks whose window has closed (all of them when ``now`` is None)."""
+        checks = self.checks
+        settled = 0
+        while checks and (now is None or checks[0][0] < now):
+            _, _, check = heapq.heappop(checks)
+            self._settle(check, complete=now is not None or check.due <= self.horizon.get(check.node, -1), out=out)
+            settled += 1
+        self.settled += settled
+        if now is not None and self.settled >= PRUNE_EVERY:
+            self.settled = 0
+            # The oldest check still pending looks back to its start - tolerance: older runs can go.
+            oldest = checks[0][0] if checks else now
+            cutoff = oldest - 3 * self.tolerance_ns
+            for side in (self.actual, self.expected):
+                for series in side.values():
+                    series.prune(cutoff)
+
+    def _settle(self, check: _Check, *, complete: bool, out: list) -> None:
+        run = check.run
+        low, high = run.start - self.tolerance_ns, run.start + self.tolerance_ns
+        other_side = self.expected if check.side == "actual" else self.actual
+        series = other_side.get(check.series)
+        if series is not None and series.covers(run, low, high):
+            return
+        if not complete:
+            return  # the evidence that could match it lies past the end of the replay
+        nearest = series.nearest(run.start) if series is not None else None
+        if check.side == "actual":
+            expected = nearest.record if nearest is not None else None
+            actual = run.record
+            ref = nearest.ref if nearest is not None else None
+        else:
+            expected = run.record
+            actual = nearest.record if nearest is not None else None
+            ref = run.ref
+        self.divergences += 1
+        out.append(
+            {
+                "kind": "divergence",
+                "ts": run.start,
+                "node": check.node,
+                "event": ref,
+                "expected": _side(expected),
+                "actual": _side(actual),
+                "state": self._state(check.node),
+            }
+        )
+
+    def _state(self, node_id: int) -> dict[str, Any] | None:
+        member = self.members.get(node_id)
+        if member is None:
+            return None
+        state = member.node.inspect()
+        return {key: state.get(key) for key in STATE_KEYS}
+
+    # -- output -------------------------------------------------------------------------------------------
+
+    def _emit(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        result = []
+        keep = self.lines if self.keep_lines else None
+        for record in records:
+            record = canonical(record)
+            line = self.hasher.add(record)
+            if keep is not None:
+                keep.append(line)
+            result.append(record)
+        return result
+
+    def _summary(self, final: int | None) -> dict[str, Any]:
+        nodes = {}
+        for node_id in sorted(self.members):
+            state = self.members[node_id].node.inspect()
+            nodes[str(node_id)] = {key: state.get(key) for key in SUMMARY_KEYS}
+        return summary_record(
+            ts=final,
+            model=self.model,
+            seed=self.seed if self.seed is not None else 0,
+            nodes=nodes,
+            divergences=self.divergences,
+            trace_sha256=self.hasher.hexdigest(),
+            seeds={str(n): self.seeds[n] for n in sorted(self.seeds)},
+            nominationDelay={str(n): self.sources[n] for n in sorted(self.sources)},
+            toleranceNs=self.tolerance_ns,
+        )
+
+    def clone(self) -> _Driver:
+        """A deep copy, Nodes cloned with `Node.clone()` (for `ReplaySession` checkpoints)."""
+        members = self.members
+        self.members = {}
+        try:
+            twin = copy.deepcopy(self)
+        finally:
+            self.members = members
+        for node_id, member in members.items():
+            node = member.node.clone()
+            random = node_random(node, member.random)
+            twin.members[node_id] = _Member(node, random, member.source, member.started_at, member.ended, member.last_ms)
+        return twin
+
+
+def node_random(node: Node, fallback: Any) -> Any:
+    """The RandomSource a cloned Node draws from (so the draw records follow the clone)."""
+    for name in ("random", "_random"):
+        source = getattr(node, name, None)
+        if source is not None and hasattr(source, "next_double"):
+            return source
+    return fallback
+
+
+class _NodeClock:
+    """The Node's current tick, read during a draw (the nomination oracle's clock).  An object,
+    not a closure, so that `Node.clone()` copies it along with the node it reads."""
+
+    __slots__ = ("node",)
+
+    def __init__(self) -> None:
+        self.node: Node | None = None
+
+    def __call__(self) -> int:
+        return self.node.agent.clock_ns() if self.node is not None else 0
+
+
+def _side(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A divergence's expected/actual side, JSON-ready: ts, node, dir, peer, type, fields."""
+    if record is None:
+        return None
+    if record.get("kind") == "send":
+        return {
+            "ts": record["ts"],
+            "node": record["node"],
+            "dir": "out",
+            "peer": record.get("peer"),
+            "type": record["type"],
+            "fields": record["fields"],
+        }
+    if record.get("kind") in OBSERVED_KINDS:
+        kind = record["kind"]
+        return {
+            "ts": record["ts"],
+            "node": record["node"],
+            "dir": "local",
+            "type": OBSERVED_KINDS[kind],
+            "fields": {name: record.get(name) for name in OBSERVATION_KEYS[kind]},
+        }
+    return dict(record)
+
+
+# -- the session -------------------------------------------------------------------------------------------
+
+
+def _prescan(ordered: Sequence[tuple[int, int, Event]]) -> tuple[dict, dict, dict]:
+    channels: dict[int, set[str]] = {}
+    observed: dict[int, set[str]] = {}
+    nominations: dict[int, dict[int, int]] = {}
+    for _, _, event in ordered:
+        if event.dir == "out":
+            if event.channel in COMPARED_CHANNELS:
+                channels.setdefault(event.node, set()).add(event.channel)
+            if event.type == "RequestVote":
+                term = event.fields.get("candidateTermId")
+                first = nominations.setdefault(event.node, {})
+                if term not in first:
+                    first[term] = event.ts
+        elif event.dir == "local" and event.type in OBSERVATIONS:
+            observed.setdefault(event.node, set()).add(OBSERVATIONS[event.type])
+    return (
+        {n: frozenset(c) for n, c in channels.items()},
+        {n: frozenset(k) for n, k in observed.items()},
+        {n: sorted(t.values()) for n, t in nominations.items()},
+    )
+
+
+class ReplaySession:
+    """A node replay that can be stepped event by event, and rewound through checkpoints.
+
+    ``events`` may be in any order; they are replayed by ``(ts, input position)``.  ``refs`` names
+    each input event in divergence records and errors (``ref_kind`` ``"seq"`` or ``"line"``); by
+    default the input position.  `records()` runs it all; `step()` feeds one event; `seek(k)`
+    returns to the state after the first ``k`` events (restoring the nearest checkpoint, taken every
+    ``checkpoint_every`` events, and replaying the rest); `states()` is every member's inspect().
+    """
+
+    def __init__(
+        self,
+        events: Iterable[Event],
+        *,
+        refs: Sequence[Any] | None = None,
+        ref_kind: str = "seq",
+        nodes: Iterable[int] | None = None,
+        until: int | None = None,
+        seed: int | None = None,
+        model: str = "1.47.3",
+        nomination: str = "auto",
+        tolerance_ns: int = DEFAULT_TOLERANCE_NS,
+        checkpoint_every: int | None = None,
+    ) -> None:
+        flags_for(model)
+        if nomination not in NOMINATION_SOURCES:
+            raise ValueError(f"nomination must be one of {', '.join(NOMINATION_SOURCES)}, got {nomination!r}")
+        if tolerance_ns < 0:
+            raise ValueError("tolerance_ns must not be negative")
+        events = list(events)
+        self.refs = list(refs) if refs is not None else list(range(len(events)))
+        if len(self.refs) != len(events):
+            raise ValueError("refs must name every event")
+        self.ref_kind = ref_kind
+        ordered = sorted(((e.ts, i, e) for i, e in enumerate(events)), key=lambda t: (t[0], t[1]))
+        if until is not None:
+            ordered = [t for t in ordered if t[0] <= until]
+        self.ordered = ordered
+        channels, observed, nominations = _prescan(ordered)
+        self._driver = _Driver(
+            nodes=frozenset(nodes) if nodes is not None else None,
+            until=until,
+            seed=seed,
+            model=model,
+            nomination=nomination,
+            tolerance_ns=tolerance_ns,
+            compared_channels=channels,
+            observed_kinds=observed,
+            nominations=nominations,
+        )
+        self.position = 0
+        self.finished = False
+        self.checkpoint_every = checkpoint_every
+        self._checkpoints: list[tuple[int, _Driver]] = []
+        if checkpoint_every:
+            self._checkpoints.append((0, self._driver.clone()))
+
+    def __len__(self) -> int:
+        return len(self.ordered)
+
+    def event(self, k: int) -> tuple[Event, Any]:
+        """The k-th event in replay order and its ref."""
+        _, index, event = self.ordered[k]
+        return event, self.refs[index]
+
+    def step(self) -> list[dict[str, Any]]:
+        """Feed the next event; returns the records it produced ([] at the end)."""
+        if self.position >= len(self.ordered):
+            return []
+        _, index, event = self.ordered[self.position]
+        records = self._driver.feed(event, self.refs[index], self.ref_kind)
+        self.position += 1
+        every = self.checkpoint_every
+        if every and self.position % every == 0 and self._checkpoints[-1][0] < self.position:
+            self._checkpoints.append((self.position, self._driver.clone()))
+        return records
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The end of the replay: final advance, pending checks, and the summary record (last)."""
+        if self.finished:
+            return []
+        while self.position < len(self.ordered):
+            self.step()
+        self.finished = True
+        return self._driver.finish()
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every trace record from here to the summary."""
+        while self.position < len(self.ordered):
+            yield from self.step()
+        yield from self.finish()
+
+    def lines(self) -> Iterator[str]:
+        """The same trace as canonical JSON lines (`engine.trace`), each encoded once: the bytes the
+        hash is over, then the summary's line."""
+        driver = self._driver
+        driver.keep_lines = True
+        try:
+            while self.position < len(self.ordered):
+                self.step()
+                yield from self._driver.lines
+                self._driver.lines.clear()
+            *records, summary = self.finish()
+            yield from self._driver.lines
+            self._driver.lines.clear()
+            yield encode_record(summary)
+        finally:
+            self._driver.keep_lines = False
+
+    def seek(self, k: int) -> None:
+        """Return to the state just after the first ``k`` events."""
+        if not 0 <= k <= len(self.ordered):
+            raise IndexError(f"event {k} is outside 0..{len(self.ordered)}")
+        if k < self.position or self.finished:
+            if not self._checkpoints:
+                raise ValueError("this session keeps no checkpoints (checkpoint_every was not set)")
+            i = bisect.bisect_right([p for p, _ in self._checkpoints], k) - 1
+            position, driver = self._checkpoints[i]
+            self._driver = driver.clone()
+            self.position = position
+            self.finished = False
+        while self.position < k:
+            self.step()
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        """Each started member's ``inspect()`` now."""
+        return {n: m.node.inspect() for n, m in sorted(self._driver.members.items())}
+
+
+def replay(
+    events: Iterable[Event],
+    *,
+    nodes: Iterable[int] | None = None,
+    until: int | None = None,
+    seed: int | None = None,
+    model: str = "1.47.3",
+    nomination: str = "auto",
+    tolerance_ns: int = DEFAULT_TOLERANCE_NS,
+    refs: Sequence[Any] | None = None,
+    ref_kind: str = "seq",
+) -> Iterator[dict[str, Any]]:
+    """Node replay of ``events``: trace records (contract §3), the summary last.  Pure."""
+    session = ReplaySession(
+        events,
+        refs=refs,
+        ref_kind=ref_kind,
+        nodes=nodes,
+        until=until,
+        seed=seed,
+        model=model,
+        nomination=nomination,
+        tolerance_ns=tolerance_ns,
+    )
+    return session.records()
+
+
+def replay_lines(events: Iterable[Event], **options: Any) -> Iterator[str]:
+    """`replay`, as the canonical JSON lines of its trace (what `recount replay --json` prints)."""
+    return ReplaySession(events, **options).lines()
+
+
+__all__ = [
+    "DEFAULT_TOLERANCE_NS",
+    "MODELS",
+    "RecordedNomination",
+    "ReplaySession",
+    "SeededNomination",
+    "UnknownModelError",
+    "comparison_key",
+    "member_seed",
+    "replay",
+    "replay_lines",
+]

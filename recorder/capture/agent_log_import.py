@@ -1,0 +1,190 @@
+"""aeron-agent logs (Aeron 1.47 text) in: local observation events on the capture's timeline.
+
+Each CLUSTER line becomes one ``local`` event at the member it names (``memberId``; a log normally
+holds one member, but one JVM running several members logs them all):
+
+====================================  ==========================================================
+ELECTION_STATE_CHANGE                 ``ElectionStateChange`` (``from``, ``to``, ``reason`` and
+                                      every logged field: leaderId, candidateTermId, ...)
+ROLE_CHANGE / STATE_CHANGE            ``RoleChange`` / ``StateChange`` (``from``, ``to``)
+NEW_ELECTION                          ``NewElection``
+TRUNCATE_LOG_ENTRY                    ``TruncateLogEntry``
+REPLAY_NEW_LEADERSHIP_TERM            ``ReplayNewLeadershipTerm``
+REPLICATION_ENDED                     ``ReplicationEnded``
+any other CLUSTER event               ``AgentEvent`` with ``event`` = its name (e.g. the receipt
+                                      lines CANVASS_POSITION, COMMIT_POSITION, ...)
+====================================  ==========================================================
+
+Fields keep the names Aeron prints.  Booleans are written as Aeron's BooleanType names ("TRUE",
+"FALSE"), as the decoded messages' columns hold them, so a column such as ``isStartup`` has one type
+in a replay file.  Each event has the extra keys ``line`` (its line number) and ``nanoTime`` (the
+time as logged).  Lines of other contexts (DRIVER, ARCHIVE, ...) are counted and skipped; a line
+that cannot be read is a problem naming the line, and reading goes on.
+
+Times: ``ts = nanoTime + offset`` of the line's *segment* (a log appended to by several runs starts
+a new clock at each ``log started`` line), with the offset from `recorder.capture.align`: the
+``log started`` wall clock, refined with the capture's packets when one is given.
+
+`parse_agent_log` and `agent_log_events` are pure; `read_agent_log_file` does the file I/O.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formats.agent_log import AgentLogRecord, LogStarted, read_agent_log
+from formats.errors import DecodeError
+from formats.events import Event
+from recorder.capture.align import ClockAlignment, align_with_capture, from_log_started
+from recorder.capture.datagrams import Problem
+
+#: Agent events with their own observation type (formats.events.LOCAL_OBSERVATION_TYPES).
+OBSERVATION_TYPES = {
+    "ELECTION_STATE_CHANGE": "ElectionStateChange",
+    "ROLE_CHANGE": "RoleChange",
+    "STATE_CHANGE": "StateChange",
+    "NEW_ELECTION": "NewElection",
+    "TRUNCATE_LOG_ENTRY": "TruncateLogEntry",
+    "REPLAY_NEW_LEADERSHIP_TERM": "ReplayNewLeadershipTerm",
+    "REPLICATION_ENDED": "ReplicationEnded",
+}
+
+#: Agent logs are text of modest size; refuse something far bigger (a wrong file) before reading it.
+MAX_AGENT_LOG_BYTES = 4 << 30
+
+
+@dataclass(slots=True)
+class Segment:
+    """The lines logged between one ``log started`` line and the next: one JVM clock."""
+
+    started: LogStarted | None
+    records: list[AgentLogRecord] = field(default_factory=list)
+    alignment: ClockAlignment | None = None
+
+
+@dataclass(slots=True)
+class ParsedAgentLog:
+    source: str
+    node: int | None  #: the member the log is about (the most frequent memberId of its CLUSTER lines)
+    segments: list[Segment]
+    problems: list[Problem]
+    skipped: Counter[str]
+
+    @property
+    def records(self) -> list[AgentLogRecord]:
+        return [record for segment in self.segments for record in segment.records]
+
+    def nodes(self) -> list[int]:
+        return sorted({_node_of(r, self.node) for r in self.records} - {None})
+
+
+def _node_of(record: AgentLogRecord, default: int | None) -> int | None:
+    member = record.fields.get("memberId")
+    return member if isinstance(member, int) and member >= 0 else default
+
+
+def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
+    """Split a log into clock segments of CLUSTER records; count what is not ours."""
+    log = read_agent_log(text, source=source)
+    problems = [Problem("unreadable line", error.expected, source, line=error.offset) for error in log.problems]
+    skipped: Counter[str] = Counter()
+    segments: list[Segment] = []
+    current: Segment | None = None
+    members: Counter[int] = Counter()
+    for record in log.records:
+        if type(record) is LogStarted:
+            current = Segment(record)
+            segments.append(current)
+            continue
+        if type(record) is not AgentLogRecord:
+            skipped[f"{record.context} lines"] += 1
+            continue
+        if current is None:
+            current = Segment(None)
+            segments.append(current)
+        current.records.append(record)
+        member = record.fields.get("memberId")
+        if isinstance(member, int) and member >= 0:
+            members[member] += 1
+    node = min(members, key=lambda m: (-members[m], m)) if members else None
+    for segment in segments:
+        segment.alignment = from_log_started(segment.started)
+    return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped)
+
+
+def align_agent_log(parsed: ParsedAgentLog, captured: Sequence[Event] | None) -> None:
+    """Refine each segment's clock with the captured events (of the same members) when given."""
+    if not captured:
+        return
+    nodes = set(parsed.nodes())
+    relevant = [event for event in captured if event.node in nodes and event.channel == "consensus"]
+    for segment in parsed.segments:
+        if segment.records:
+            segment.alignment = align_with_capture(segment.records, relevant, segment.alignment)
+
+
+def _value(value):
+    if value is True:
+        return "TRUE"
+    if value is False:
+        return "FALSE"
+    return value
+
+
+def agent_log_events(parsed: ParsedAgentLog) -> list[Event]:
+    """The log's observation events, in log order, timed on the aligned timeline."""
+    events = []
+    for segment in parsed.segments:
+        offset = segment.alignment.offset_ns if segment.alignment is not None else 0
+        for record in segment.records:
+            node = _node_of(record, parsed.node)
+            if node is None:
+                continue
+            fields = {name: _value(value) for name, value in record.fields.items()}
+            kind = OBSERVATION_TYPES.get(record.event)
+            if kind is None:
+                kind = "AgentEvent"
+                fields = {"event": record.event, **fields}
+            extra = {"line": record.line_number, "nanoTime": record.ts_ns}
+            if record.truncated:
+                extra["truncated"] = True
+            events.append(Event(ts=record.ts_ns + offset, node=node, dir="local", peer=None, channel="local",
+                                type=kind, fields=fields, extra=extra))
+    return events
+
+
+def read_agent_log_file(path: str | os.PathLike[str]) -> ParsedAgentLog:
+    """Read and parse one agent log file (text; bytes that are not UTF-8 are replaced)."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_AGENT_LOG_BYTES:
+        raise DecodeError(f"{size} bytes is larger than any agent log we read; wrong file?", source=str(path))
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    parsed = parse_agent_log(text, source=str(path))
+    if not parsed.records:
+        what = "no aeron-agent CLUSTER events"
+        if parsed.problems:
+            what += f" (line {parsed.problems[0].line}: {parsed.problems[0].detail})"
+        raise DecodeError(what + "; expected lines like '[1.000000000] CLUSTER: ELECTION_STATE_CHANGE ...'",
+                          source=str(path))
+    if parsed.node is None:
+        raise DecodeError("no CLUSTER line names a memberId >= 0: cannot tell which member logged it",
+                          source=str(path))
+    return parsed
+
+
+def looks_like_agent_log(head: bytes) -> bool:
+    """Whether a file's first bytes are an aeron-agent log line (``[seconds.nanos] ...``)."""
+    text = head.lstrip()[:64]
+    if not text.startswith(b"["):
+        return False
+    close = text.find(b"]")
+    if close < 0:
+        return False
+    stamp = text[1:close].lstrip(b"-")
+    seconds, dot, nanos = stamp.partition(b".")
+    return bool(dot) and seconds.isdigit() and nanos.isdigit() and len(nanos) == 9

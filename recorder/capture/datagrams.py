@@ -1,0 +1,819 @@
+"""The one decoder from captured UDP datagrams to recount events (contract §1), sans-I/O.
+
+Every capture source (pcap/pcapng files, the recording proxy) ends here: a `Datagram` (defined with
+the proxy's recordings in `recorder.record.reader`; a `formats.pcap.Packet` has the same attributes
+and may be fed as it is) is fed with its packet number, and `DatagramDecoder` returns the events that
+became certain (see "Receivers" below for why an ``in`` event can come a little later); `finish`
+returns the rest.
+
+How a datagram becomes events:
+
+1. `formats.udp.decode_datagram` splits it into Aeron frames.  SETUP, DATA, PAD and heartbeats go to
+   a `formats.reassembly.Reassembler` per stream (source endpoint, destination endpoint, session,
+   stream id), which rebuilds whole messages with their stream positions and drops retransmitted and
+   duplicate frames, so a message never becomes two events.  NAK, RTTM and other control frames are
+   only counted; status messages (SM) are counted and tell whether the receiver was alive.
+2. The destination says the channel: a member's consensus endpoint on the consensus stream (108)
+   is ``consensus``; its log or catch-up endpoint on the log stream (100) is ``log``; its ingress
+   endpoint on the ingress stream (101) is ``ingress``; the egress stream (102) to anyone else is
+   ``egress``.  Archive streams (10, 20) and traffic to endpoints that are no member's are counted and
+   skipped, with an example packet number.
+3. Each message is SBE-decoded (cluster schema 111).  Other schemas, unknown template ids and
+   corrupt messages are counted and skipped with their packet number; nothing stops the decoding.
+4. The *sender* is never known from the port (members send from ephemeral ports).  In order:
+   the message's own member-id field (`members.SENDER_FIELD`: CanvassPosition.followerMemberId,
+   RequestVote.candidateMemberId, Vote.followerMemberId, NewLeadershipTerm.leaderMemberId, ...), which
+   also identifies every other message of the same publication (source endpoint + session + stream);
+   the source IP when exactly one member lives there; for the log, the NewLeadershipTerm whose
+   logSessionId is the stream's session; then a media driver's habit of numbering its publications'
+   session ids consecutively (a publication whose session id is within `SESSION_WINDOW` of the
+   identified publications of exactly one member is that member's, noted); for the log and catch-up,
+   finally, the receiver's leader as its last NewLeadershipTerm named it.  Messages wait until their
+   publication's sender is known, and keep their capture time and order.
+5. Events: a consensus message is an ``in`` event at the receiver (peer = sender) and an ``out``
+   event at the sender (peer = receiver); a log message an ``in`` event at the receiving member
+   (peer = leader) with the extra key ``logPosition`` = the stream position after the message (what
+   Aeron Cluster calls its log position); ingress an ``in`` event at the receiving member (peer
+   null); egress an ``out`` event at the sending member (peer null).  An end-of-stream flag on a log
+   stream is a ``LogEndOfStream`` local event at the receiver.  ``payload`` holds the exact SBE bytes;
+   every event has the extra key ``packet`` (the packet number, as Wireshark numbers it).
+
+Several captures (one per host): feed them all to one decoder with ``capture=`` set, and give
+``local_members`` (capture → the members whose host it was taken on, see `members.local_members`).
+A member's events then come only from its own host's capture (its ``in`` events with its own clock,
+its ``out`` events as it sent them).  A member whose host was not captured gets its events from
+whichever capture saw them; either way each message is taken once (the first capture to show it
+wins), a message being identified by its publication, destination and stream position.
+
+Times: an event has the capture time of the datagram that completed its message; a message held
+back behind a hole is received when a captured frame (a retransmission) fills it, as Aeron's
+receiver delivers in stream order.  A hole the capture never fills was a frame the capture missed
+but the member got: the messages behind it keep the time their own frames were captured.
+
+Receivers (Aeron's image rules).  A member receives a stream only while it has an *image* of it.
+A receiver without one (it restarted) answers data with a status message carrying the SEND_SETUP
+flag; from then on nothing is delivered to it until the publisher's SETUP, and then only from that
+SETUP's position (the image's join position; a first SETUP seen before any data sets it too).  So an
+``in`` event is held until the receiver's next status message: a regular one releases it, a
+SEND_SETUP one drops what reached the member after it went down, "down" being a silence of more
+than `RESTART_SILENCE_NS` in everything the member sends, from `HEARTBEAT_INTERVAL_NS` after the
+last thing it sent before the silence.  The sender's ``out`` events stand either way.  Dropped
+messages are reported ("not received").  A capture without status messages releases everything at
+`finish`.
+
+Deterministic: no clocks, no threads; output order is ``(ts, capture, packet, order)``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
+from formats.errors import DecodeError
+from formats.events import Event
+from formats.reassembly import Gap, Message, Reassembler
+from formats.sbe import decode_message
+from formats.udp import (
+    BEGIN_FLAG,
+    HDR_TYPE_NAK,
+    HDR_TYPE_RTTM,
+    HDR_TYPE_SM,
+    NAK_LENGTH,
+    RTTM_LENGTH,
+    SM_LENGTH,
+    SM_SEND_SETUP_FLAG,
+    DataFrame,
+    PadFrame,
+    SetupFrame,
+    compute_position,
+    decode_datagram,
+    position_bits_to_shift,
+)
+from recorder.capture.members import LOG_ROLES, SENDER_FIELD, MemberMap, TrafficSurvey
+from recorder.record.reader import Datagram  # the one definition, shared with the proxy's recordings
+
+#: How far apart (in session ids) two publications of one media driver may be and still be matched.
+SESSION_WINDOW = 256
+#: Problems kept with their details per category (all are counted).
+MAX_EXAMPLES = 10
+#: A member silent this long was down (a live member sends status messages and publication data or
+#: heartbeats at least every 200 ms).
+RESTART_SILENCE_NS = 500_000_000
+#: A live member's media driver sends data or a heartbeat on each publication at least this often
+#: (Aeron's publication heartbeat interval): what reached a member that long after it last sent
+#: anything, before a silence, arrived when it was down.
+HEARTBEAT_INTERVAL_NS = 100_000_000
+#: Decoded messages kept by their bytes (a cache: heartbeats repeat exactly).
+MAX_DECODED = 4096
+#: Arrival times kept per stream for messages not yet delivered.
+MAX_ARRIVALS = 1 << 16
+
+_SBE_HEADER = struct.Struct("<HHHH")
+_FRAME_HEADER = struct.Struct("<iBBH")
+_SESSION_STREAM = struct.Struct("<ii")
+#: Control frames counted without decoding: type → (name, smallest valid frame_length).
+_COUNTED_CONTROL = {HDR_TYPE_SM: ("SM", SM_LENGTH), HDR_TYPE_NAK: ("NAK", NAK_LENGTH), HDR_TYPE_RTTM: ("RTTM", RTTM_LENGTH)}
+
+
+@dataclass(frozen=True, slots=True)
+class Streams:
+    """The Aeron stream ids of the cluster's channels (defaults as in aeron-formats.md §8.1)."""
+
+    consensus: int = 108
+    log: int = 100
+    ingress: int = 101
+    egress: int = 102
+    archive: tuple[int, ...] = (10, 20)
+
+
+DEFAULT_STREAMS = Streams()
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something that was skipped: where (file, packet number, byte offset or line) and why."""
+
+    category: str
+    detail: str
+    file: str | None = None
+    packet: int | None = None
+    offset: int | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = [part for part in (self.file, f"packet {self.packet}" if self.packet is not None else None,
+                                   f"offset {self.offset}" if self.offset is not None else None,
+                                   f"line {self.line}" if self.line is not None else None) if part]
+        return (", ".join(where) + ": " if where else "") + self.detail
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"category": self.category, "detail": self.detail}
+        for key in ("file", "packet", "offset", "line"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class DecodedMessage(NamedTuple):
+    """What the observer sees for each decoded cluster message, before it becomes events."""
+
+    ts_ns: int
+    capture: int
+    packet: int
+    channel: str
+    sender: int | None
+    receiver: int | None
+    session_id: int
+    stream_id: int
+    start_position: int
+    end_position: int
+    type: str
+    message: Any
+    payload: bytes
+
+
+class _Publication:
+    """One sender's publication (source endpoint, session, stream), whatever its destinations."""
+
+    __slots__ = ("key", "sender", "how", "pending")
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+        self.sender: int | None = None
+        self.how = ""
+        self.pending: list[tuple] = []
+
+
+class _Stream:
+    """One (capture, source, destination, session, stream): what it carries and its reassembly."""
+
+    __slots__ = ("channel", "receiver", "role", "publication", "reassembler", "eos_seen", "destination", "skip",
+                 "last_ts", "last_packet", "end_position", "arrivals", "seen_data", "awaiting_setup", "join", "held",
+                 "unreceived")
+
+    def __init__(self, channel: str | None, receiver: int | None, role: str | None, publication: _Publication,
+                 destination: tuple[str, int], skip: str | None) -> None:
+        self.channel = channel
+        self.receiver = receiver
+        self.role = role
+        self.publication = publication
+        self.destination = destination
+        self.skip = skip
+        self.reassembler = Reassembler() if skip is None else None
+        self.eos_seen = False
+        self.last_ts = 0
+        self.last_packet = 0
+        self.end_position = 0
+        #: (term_id, term_offset) of each message's BEGIN frame → (ts, packet) it arrived with
+        self.arrivals: dict[tuple[int, int], tuple[int, int]] = {}
+        self.seen_data = False
+        #: the receiver asked for a SETUP (it has no image): nothing is delivered until one comes
+        self.awaiting_setup = False
+        #: (join position, position bits, initial term id) of the receiver's image, until a frame there
+        self.join: tuple[int, int, int] | None = None
+        #: ``in`` events since the receiver's last status message: it was alive to receive them only
+        #: if its next one is a regular SM, not a request for a SETUP
+        self.held: list[Keyed] = []
+        #: start positions of messages completed while the receiver had no image
+        self.unreceived: set[int] = set()
+
+
+Keyed = tuple[tuple, Event]
+
+
+class DatagramDecoder:
+    """Datagrams in, events out.  See the module docstring for the rules."""
+
+    def __init__(
+        self,
+        members: MemberMap,
+        *,
+        streams: Streams = DEFAULT_STREAMS,
+        observer: Callable[[DecodedMessage], None] | None = None,
+        local_members: Mapping[int, frozenset[int]] | None = None,
+        sources: Mapping[int, str] | None = None,
+    ) -> None:
+        self.members = members
+        self.streams = streams
+        self.observer = observer
+        self.local_members = dict(local_members) if local_members is not None else None
+        self._local_anywhere = frozenset().union(*self.local_members.values()) if self.local_members else frozenset()
+        self.sources = dict(sources or {})
+        self.problems: list[Problem] = []
+        self.notes: list[str] = []
+        self.skipped: Counter[str] = Counter()
+        self.frames: Counter[str] = Counter()
+        self.messages: Counter[str] = Counter()
+        self.datagrams = 0
+        self._streams: dict[tuple, _Stream] = {}
+        self._publications: dict[tuple, _Publication] = {}
+        self._log_sessions: dict[int, int] = {}
+        self._leader_of: dict[int, int] = {}
+        self._emitted: set[tuple] = set()
+        self._decoded: dict[bytes, tuple[Any, dict[str, Any]]] = {}
+        self._last_sent: dict[tuple[int, int], int] = {}  # (capture, member) → when it last sent anything
+        self._down_since: dict[tuple[int, int], int] = {}  # (capture, member) → when it last fell silent
+        self._order = 0
+        self._finished = False
+
+    # --- public ---------------------------------------------------------------------------------
+    def feed(self, datagram: Datagram, packet_index: int, *, capture: int = 0,
+             payload_offset: int | None = None) -> list[Event]:
+        return [event for _, event in self.feed_keyed(datagram, packet_index, capture=capture,
+                                                      payload_offset=payload_offset)]
+
+    def finish(self) -> tuple[list[Event], list[Problem]]:
+        return [event for _, event in self.finish_keyed()], self.problems
+
+    def feed_keyed(self, datagram: Datagram, packet_index: int, *, capture: int = 0,
+                   payload_offset: int | None = None) -> list[Keyed]:
+        """As `feed`, each event with its sort key ``(ts, capture, packet, order, in/out)``."""
+        self.datagrams += 1
+        out: list[Keyed] = []
+        payload = datagram.payload
+        if len(payload) >= 8:
+            # Status messages, NAKs and RTTMs (a fifth of a cluster's datagrams) are only counted:
+            # check their header and length without building them.
+            frame_length, version, flags, frame_type = _FRAME_HEADER.unpack_from(payload, 0)
+            minimum = _COUNTED_CONTROL.get(frame_type)
+            if minimum is not None and version == 0 and minimum[1] <= frame_length <= len(payload):
+                self.frames[minimum[0]] += 1
+                if frame_type == HDR_TYPE_SM:
+                    self._on_status(datagram, payload, capture, bool(flags & SM_SEND_SETUP_FLAG), packet_index, out)
+                return out
+        try:
+            frames = decode_datagram(payload)
+        except DecodeError as error:
+            self._on_undecodable(datagram, packet_index, capture, error, payload_offset)
+            return out
+        for frame in frames:
+            kind = type(frame)
+            if kind is DataFrame or kind is PadFrame:
+                self._on_term_frame(datagram, frame, packet_index, capture, out)
+            elif kind is SetupFrame:
+                self.frames["SETUP"] += 1
+                self._on_setup(datagram, frame, packet_index, capture)
+            else:
+                self.frames[_FRAME_NAMES.get(kind.__name__, kind.__name__)] += 1
+        return out
+
+    def finish_keyed(self) -> list[Keyed]:
+        """The capture(s) ended: flush streams, settle senders still unknown, report assumptions."""
+        out: list[Keyed] = []
+        if self._finished:
+            return out
+        self._finished = True
+        for key, stream in self._streams.items():
+            if stream.reassembler is None:
+                continue
+            for item in stream.reassembler.finish():
+                # Released only now that the capture ended: it arrived with its frames.
+                arrival = stream.arrivals.pop((item.term_id, item.term_offset), None) if type(item) is Message else None
+                ts, packet = arrival if arrival is not None else (stream.last_ts, stream.last_packet)
+                self._on_item(stream, item, ts, packet, key[0], out)
+        for publication in self._publications.values():
+            if publication.pending:
+                self._settle_at_end(publication, out)
+        for key, stream in self._streams.items():
+            if stream.held:
+                out += stream.held
+                stream.held = []
+            if stream.reassembler is not None:
+                for note in stream.reassembler.notes:
+                    self.notes.append(f"{self._describe_stream(key)}: {note}")
+        return out
+
+    # --- frames ---------------------------------------------------------------------------------
+    def _on_undecodable(self, datagram: Datagram, packet: int, capture: int, error: DecodeError,
+                        payload_offset: int | None) -> None:
+        to_member = self.members.lookup(datagram.dst_ip, datagram.dst_port)
+        from_member = self.members.lookup(datagram.src_ip, datagram.src_port)
+        offset = None
+        if payload_offset is not None and error.offset is not None:
+            offset = payload_offset + error.offset
+        if to_member is not None or from_member is not None:
+            self._problem("corrupt frame", f"not a valid Aeron frame ({error.expected})", capture, packet, offset)
+        else:
+            self._problem(
+                "not Aeron",
+                f"UDP {datagram.src_ip}:{datagram.src_port} → {datagram.dst_ip}:{datagram.dst_port} is not"
+                f" Aeron traffic ({error.expected})",
+                capture,
+                packet,
+                offset,
+            )
+
+    def _on_status(self, datagram: Datagram, payload: bytes | memoryview, capture: int, asks_setup: bool,
+                   packet: int, out: list[Keyed]) -> None:
+        """A receiver's status message: it is alive with an image, or (SEND_SETUP) it has none."""
+        session_id, stream_id = _SESSION_STREAM.unpack_from(payload, 8)
+        owner = self.members.lookup(datagram.src_ip, datagram.src_port)
+        receiver = (capture, owner[0]) if owner is not None else None
+        ts = datagram.ts_ns
+        if receiver is not None:
+            self._transmitted(receiver, ts)
+        key = (capture, datagram.dst_ip, datagram.dst_port, datagram.src_ip, datagram.src_port, session_id, stream_id)
+        stream = self._streams.get(key)
+        if stream is None or stream.reassembler is None:
+            return
+        if not asks_setup:
+            if stream.held:
+                out += stream.held
+                stream.held = []
+            return
+        # No image: the receiver restarted (Aeron answers data it has no image for with this request).
+        # It went down when it last fell silent; what reached it after that was not received.
+        down = self._down_since.get(receiver) if receiver is not None else None
+        if stream.held:
+            kept = [item for item in stream.held if down is not None and item[0][0] <= down]
+            lost = len(stream.held) - len(kept)
+            out += kept
+            stream.held = []
+            if lost:
+                self._problem("not received", f"{lost} message(s) to member {stream.receiver} arrived while it was"
+                              " down or had no image (it asked for a SETUP): not received", capture, packet)
+        if stream.seen_data:
+            stream.awaiting_setup = True
+
+    def _transmitted(self, member: tuple[int, int], ts: int) -> None:
+        """A member sent something; a long silence before it means the member was down (restarted)."""
+        last = self._last_sent.get(member)
+        if last is None or ts > last:
+            if last is not None and ts - last > RESTART_SILENCE_NS:
+                # It sent nothing for a while: it went down at most a heartbeat interval after `last`.
+                self._down_since[member] = last + HEARTBEAT_INTERVAL_NS
+            self._last_sent[member] = ts
+
+    def _on_setup(self, datagram: Datagram, frame: SetupFrame, packet: int, capture: int) -> None:
+        stream = self._stream(datagram, frame.session_id, frame.stream_id, capture)
+        if stream.reassembler is None:
+            return
+        try:
+            if stream.awaiting_setup or not stream.seen_data:
+                # The receiver's image starts here (Aeron's join position): a new image after a restart
+                # starts over, and frames before the SETUP's position are not delivered to it.
+                shift = position_bits_to_shift(frame.term_length)
+                if stream.awaiting_setup:
+                    stream.reassembler = Reassembler()
+                    stream.arrivals.clear()
+                    stream.awaiting_setup = stream.eos_seen = False
+                    self.notes.append(f"{self._describe_stream(self._key_of(datagram, frame, capture))}: the"
+                                      f" receiver asked for a SETUP (no image: it restarted?); a new image"
+                                      f" starts at packet {packet}")
+                if stream.join is None or not stream.seen_data:
+                    join = compute_position(frame.active_term_id, frame.term_offset, shift, frame.initial_term_id)
+                    stream.join = (join, shift, frame.initial_term_id)
+            stream.reassembler.on_setup(frame)
+        except ValueError as error:
+            self._problem("corrupt frame", f"SETUP for session {frame.session_id}: {error}", capture, packet)
+
+    @staticmethod
+    def _key_of(datagram: Datagram, frame: SetupFrame, capture: int) -> tuple:
+        return (capture, datagram.src_ip, datagram.src_port, datagram.dst_ip, datagram.dst_port, frame.session_id,
+                frame.stream_id)
+
+    def _on_term_frame(self, datagram: Datagram, frame: DataFrame | PadFrame, packet: int, capture: int,
+                       out: list[Keyed]) -> None:
+        self.frames["DATA" if type(frame) is DataFrame else "PAD"] += 1
+        stream = self._stream(datagram, frame.session_id, frame.stream_id, capture)
+        if stream.reassembler is None:
+            self._problem("skipped stream", stream.skip, capture, packet)
+            return
+        sender = stream.publication.sender
+        if sender is None:
+            sender = self.members.member_at_ip(datagram.src_ip)
+        if sender is not None:
+            self._transmitted((capture, sender), datagram.ts_ns)
+        if stream.awaiting_setup:
+            # Sent, so its sender's out event stands; not received: the receiver has no image.
+            self.frames["DATA before a new image's SETUP"] += 1
+        elif stream.join is not None:
+            join, shift, initial = stream.join
+            if compute_position(frame.term_id, frame.term_offset, shift, initial) < join:
+                self.frames["DATA before the image's join position"] += 1
+                return
+            stream.join = None  # from here on the reassembler's own position rules
+        stream.seen_data = True
+        try:
+            items = stream.reassembler.on_frame(frame)
+        except ValueError as error:
+            self._problem("corrupt frame", f"session {frame.session_id} stream {frame.stream_id}: {error}",
+                          capture, packet)
+            return
+        ts = datagram.ts_ns
+        stream.last_ts = ts
+        stream.last_packet = packet
+        arrivals = stream.arrivals
+        if frame.flags & BEGIN_FLAG and type(frame) is DataFrame and frame.frame_length:
+            arrivals.setdefault((frame.term_id, frame.term_offset), (ts, packet))
+            if len(arrivals) > MAX_ARRIVALS:  # begin frames seen again after their message was delivered
+                del arrivals[next(iter(arrivals))]
+        given_up = False
+        for item in items:
+            if stream.awaiting_setup and type(item) is Message:
+                stream.unreceived.add(item.start_position)
+            if type(item) is Message:
+                # Delivered by this frame (which may fill a hole that held later messages back, as a
+                # captured retransmission does): received now.  Released because a hole was given up
+                # (the capture missed a frame the member got): received when its own frames came.
+                arrival = arrivals.pop((item.term_id, item.term_offset), None)
+                if given_up and arrival is not None:
+                    self._on_item(stream, item, arrival[0], arrival[1], capture, out)
+                    continue
+            else:
+                given_up = True
+            self._on_item(stream, item, ts, packet, capture, out)
+        if (stream.channel == "log" and not stream.eos_seen and stream.reassembler.end_of_stream
+                and stream.receiver is not None):
+            stream.eos_seen = True
+            publication = stream.publication
+            node = stream.receiver
+            position = stream.end_position  # the end of the last message: where the stream ended
+            key = (datagram.ts_ns, capture, packet, self._next_order(), 2)
+            if self._keep(node, capture, ("eos", node, publication.key)):
+                out.append((key, Event(
+                    ts=datagram.ts_ns, node=node, dir="local", peer=None, channel="local", type="LogEndOfStream",
+                    fields={"logSessionId": frame.session_id, "logPosition": position},
+                    extra={"packet": packet},
+                )))
+
+    def _stream(self, datagram: Datagram, session_id: int, stream_id: int, capture: int) -> _Stream:
+        key = (capture, datagram.src_ip, datagram.src_port, datagram.dst_ip, datagram.dst_port, session_id,
+               stream_id)
+        stream = self._streams.get(key)
+        if stream is not None:
+            return stream
+        pub_key = (datagram.src_ip, datagram.src_port, session_id, stream_id)
+        publication = self._publications.get(pub_key)
+        if publication is None:
+            publication = self._publications[pub_key] = _Publication(pub_key)
+        destination = (datagram.dst_ip, datagram.dst_port)
+        channel, receiver, role, skip = self._classify(destination, stream_id)
+        stream = self._streams[key] = _Stream(channel, receiver, role, publication, destination, skip)
+        return stream
+
+    def _classify(self, destination: tuple[str, int], stream_id: int):
+        streams = self.streams
+        owner = self.members.lookup(*destination)
+        where = f"{destination[0]}:{destination[1]}"
+        if stream_id in streams.archive:
+            return None, None, None, f"archive traffic (stream {stream_id}, schema 101): not decoded"
+        if owner is not None:
+            member, role = owner
+            if role == "consensus" and stream_id == streams.consensus:
+                return "consensus", member, role, None
+            if role in LOG_ROLES and stream_id == streams.log:
+                return "log", member, role, None
+            if role == "ingress" and stream_id == streams.ingress:
+                return "ingress", member, role, None
+            return None, member, role, f"stream {stream_id} to member {member}'s {role} endpoint {where}: not decoded"
+        if stream_id == streams.egress:
+            return "egress", None, None, None
+        return None, None, None, f"stream {stream_id} to {where}, which is no member endpoint: not decoded"
+
+    # --- messages -------------------------------------------------------------------------------
+    def _on_item(self, stream: _Stream, item: Message | Gap, ts: int, packet: int, capture: int,
+                 out: list[Keyed]) -> None:
+        if type(item) is Gap:
+            self._problem(
+                "lost stream data",
+                f"{stream.channel} stream session {item.session_id} to {stream.destination[0]}:"
+                f"{stream.destination[1]}: bytes {item.start_position}..{item.end_position} lost ({item.reason})",
+                capture,
+                packet,
+            )
+            return
+        stream.end_position = item.end_position
+        payload = item.payload
+        if len(payload) < 8:
+            self._problem("corrupt message", f"a {len(payload)}-byte message, shorter than an SBE header",
+                          capture, packet)
+            return
+        _, template_id, schema_id, _ = _SBE_HEADER.unpack_from(payload, 0)
+        if schema_id != SCHEMA_ID:
+            self._problem("other schema", f"{stream.channel} message of schema {schema_id} (template {template_id}),"
+                          f" not the cluster schema {SCHEMA_ID}: skipped", capture, packet)
+            return
+        spec = MESSAGES_BY_TEMPLATE_ID.get(template_id)
+        if spec is None:
+            self._problem("unknown template", f"{stream.channel} message with unknown templateId {template_id}:"
+                          " skipped", capture, packet)
+            return
+        decoded = self._decoded.get(payload)
+        if decoded is None:
+            try:
+                message = decode_message(payload).message
+            except DecodeError as error:
+                self._problem("corrupt message", f"{spec.name}: {error.expected}", capture, packet)
+                return
+            # Heartbeats repeat byte for byte (CommitPosition, AppendPosition while idle): decode once.
+            if len(self._decoded) >= MAX_DECODED:
+                self._decoded.clear()
+            decoded = self._decoded[payload] = (message, message.to_fields())
+        message = decoded[0]
+        type_name = spec.name
+        self.messages[f"{stream.channel}/{type_name}"] += 1
+        info = (ts, capture, packet, self._next_order(), stream, item, message, type_name)
+        publication = stream.publication
+        channel = stream.channel
+        if channel == "consensus":
+            attr = SENDER_FIELD.get(type_name)
+            sender = getattr(message, attr) if attr is not None else None
+            if type_name == "NewLeadershipTerm":
+                self._leader_of[stream.receiver] = message.leader_member_id
+                self._learn_log_session(message.log_session_id, message.leader_member_id, out)
+            if sender is not None:
+                if publication.sender is None:
+                    self._identify(publication, sender, f"{type_name} names its sender", out)
+                elif publication.sender != sender:
+                    self._problem("sender mismatch", f"{type_name} names member {sender} as sender, but earlier"
+                                  f" messages of the same publication came from member {publication.sender}",
+                                  capture, packet)
+                self._emit(info, sender, out)
+                return
+        elif channel == "log":
+            if type_name == "NewLeadershipTermEvent" and message.log_session_id == item.session_id:
+                self._learn_log_session(message.log_session_id, message.leader_member_id, out)
+        elif channel == "egress":
+            if publication.sender is None:
+                if type_name == "SessionEvent" and getattr(message.code, "name", "") == "OK":
+                    self._identify(publication, message.leader_member_id, "SessionEvent OK comes from the leader",
+                                   out)
+                elif type_name == "NewLeaderEvent":
+                    self._identify(publication, message.leader_member_id, "NewLeaderEvent comes from the leader",
+                                   out)
+        elif channel == "ingress":
+            self._emit(info, None, out)
+            return
+        if publication.sender is None:
+            self._resolve(publication, stream, out)
+        if publication.sender is None:
+            leader = self._leader_of.get(stream.receiver) if channel == "log" else None
+            publication.pending.append(info + (leader,))
+            return
+        self._emit(info, publication.sender, out)
+
+    def _identify(self, publication: _Publication, sender: int, how: str, out: list[Keyed]) -> None:
+        publication.sender = sender
+        publication.how = how
+        if publication.pending:
+            pending, publication.pending = publication.pending, []
+            for entry in pending:
+                self._emit(entry[:8], sender, out)
+
+    def _learn_log_session(self, log_session_id: int, leader: int, out: list[Keyed]) -> None:
+        if self._log_sessions.get(log_session_id) == leader:
+            return
+        self._log_sessions[log_session_id] = leader
+        for publication in self._publications.values():
+            if (publication.sender is None and publication.key[2] == log_session_id
+                    and publication.key[3] == self.streams.log):
+                self._identify(publication, leader, "NewLeadershipTerm.logSessionId names its leader", out)
+
+    def _resolve(self, publication: _Publication, stream: _Stream, out: list[Keyed] | None) -> None:
+        """Find an unknown sender from the source IP, the log session or the session numbering."""
+        src_ip, _, session_id, stream_id = publication.key
+        member = self.members.member_at_ip(src_ip)
+        if member is not None:
+            self._identify(publication, member, f"the only member at {src_ip}", out or [])
+            return
+        if stream.channel == "log":
+            leader = self._log_sessions.get(session_id)
+            if leader is not None:
+                self._identify(publication, leader, "NewLeadershipTerm.logSessionId names its leader", out or [])
+                return
+        member = self._nearest_session(session_id)
+        if member is not None:
+            self._identify(publication, member, "session ids numbered by the same media driver", out or [])
+            self.notes.append(
+                f"publication {src_ip}:{publication.key[1]} session {session_id} stream {stream_id} attributed to"
+                f" member {member}: its session id is next to that member's other publications"
+            )
+
+    def _nearest_session(self, session_id: int) -> int | None:
+        best: dict[int, int] = {}
+        for other in self._publications.values():
+            if other.sender is None or other.how.startswith("session ids"):
+                continue
+            distance = abs(((other.key[2] - session_id + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000)
+            if distance <= SESSION_WINDOW:
+                best[other.sender] = min(distance, best.get(other.sender, distance))
+        if len(best) == 1:
+            return next(iter(best))
+        return None
+
+    def _settle_at_end(self, publication: _Publication, out: list[Keyed]) -> None:
+        pending, publication.pending = publication.pending, []
+        stream = pending[0][4]
+        self._resolve(publication, stream, None)
+        for entry in pending:
+            info, leader = entry[:8], entry[8]
+            sender = publication.sender
+            if sender is None and leader is not None and info[4].channel == "log":
+                sender = leader
+                self.notes.append(
+                    f"log message at packet {info[2]} attributed to member {leader}, the receiver's leader"
+                    " per its last NewLeadershipTerm"
+                )
+            if sender is None:
+                stream = info[4]
+                if stream.channel == "egress":
+                    self._problem("unattributed", f"egress {info[7]} from an unidentified member: skipped",
+                                  info[1], info[2])
+                    continue
+                self._problem("unattributed", f"{stream.channel} {info[7]} to member {stream.receiver}: sender"
+                              " unknown, kept with peer null", info[1], info[2])
+            self._emit(info, sender, out)
+
+    def _emit(self, info: tuple, sender: int | None, out: list[Keyed]) -> None:
+        ts, capture, packet, order, stream, item, message, type_name = info
+        channel = stream.channel
+        receiver = stream.receiver
+        if self.observer is not None:
+            self.observer(DecodedMessage(ts, capture, packet, channel, sender, receiver, item.session_id,
+                                         item.stream_id, item.start_position, item.end_position, type_name,
+                                         message, item.payload))
+        cached = self._decoded.get(item.payload)
+        fields = dict(cached[1]) if cached is not None else message.to_fields()
+        payload = item.payload
+        identity = (stream.publication.key, stream.destination, item.start_position)
+        received = True
+        if stream.unreceived and item.start_position in stream.unreceived:
+            stream.unreceived.discard(item.start_position)
+            received = False
+            self._problem("not received", f"{type_name} to member {receiver} while it had no image (it had asked"
+                          " for a SETUP): not received", capture, packet)
+        if channel == "consensus":
+            if sender is not None and self._keep(sender, capture, ("out", sender, identity)):
+                out.append(((ts, capture, packet, order, 0), Event(
+                    ts=ts, node=sender, dir="out", peer=receiver, channel=channel, type=type_name, fields=fields,
+                    payload=payload, extra={"packet": packet})))
+            if received and self._keep(receiver, capture, ("in", receiver, identity)):
+                stream.held.append(((ts, capture, packet, order, 1), Event(
+                    ts=ts, node=receiver, dir="in", peer=sender, channel=channel, type=type_name, fields=fields,
+                    payload=payload, extra={"packet": packet})))
+        elif channel == "log":
+            if received and self._keep(receiver, capture, ("in", receiver, identity)):
+                stream.held.append(((ts, capture, packet, order, 1), Event(
+                    ts=ts, node=receiver, dir="in", peer=sender, channel=channel, type=type_name, fields=fields,
+                    payload=payload, extra={"logPosition": item.end_position, "packet": packet})))
+        elif channel == "ingress":
+            if received and self._keep(receiver, capture, ("in", receiver, identity)):
+                stream.held.append(((ts, capture, packet, order, 1), Event(
+                    ts=ts, node=receiver, dir="in", peer=None, channel=channel, type=type_name, fields=fields,
+                    payload=payload, extra={"packet": packet})))
+        elif channel == "egress" and sender is not None:
+            if self._keep(sender, capture, ("out", sender, identity)):
+                out.append(((ts, capture, packet, order, 0), Event(
+                    ts=ts, node=sender, dir="out", peer=None, channel=channel, type=type_name, fields=fields,
+                    payload=payload, extra={"packet": packet})))
+
+    def _keep(self, node: int, capture: int, identity: tuple) -> bool:
+        """Whether this capture is where ``node``'s event should come from (several captures)."""
+        if self.local_members is None:
+            return True
+        if node not in self.local_members.get(capture, ()) and node in self._local_anywhere:
+            return False
+        if identity in self._emitted:  # already taken from another capture (of the same host, or any)
+            return False
+        self._emitted.add(identity)
+        return True
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+    def _next_order(self) -> int:
+        self._order += 1
+        return self._order
+
+    def _problem(self, category: str, detail: str, capture: int, packet: int | None,
+                 offset: int | None = None) -> None:
+        self.skipped[category] += 1
+        if self.skipped[category] <= MAX_EXAMPLES:
+            self.problems.append(Problem(category, detail, self.sources.get(capture), packet, offset))
+
+    def _describe_stream(self, key: tuple) -> str:
+        capture, src_ip, src_port, dst_ip, dst_port, session_id, stream_id = key
+        source = self.sources.get(capture)
+        prefix = f"{source}: " if source else ""
+        return f"{prefix}stream {stream_id} session {session_id} {src_ip}:{src_port} → {dst_ip}:{dst_port}"
+
+
+_FRAME_NAMES = {
+    "StatusMessage": "SM",
+    "Nak": "NAK",
+    "Rttm": "RTTM",
+    "ErrorFrame": "ERR",
+    "RspSetup": "RSP_SETUP",
+    "ResolutionFrame": "RES",
+    "UnknownFrame": "unknown frame type",
+}
+
+
+def survey_datagrams(datagrams, *, streams: Streams = DEFAULT_STREAMS) -> TrafficSurvey:
+    """A first pass for `members.infer_members`: who sends consensus messages to which endpoint.
+
+    ``datagrams`` yields `Datagram`s.  Only consensus-stream messages are reassembled and decoded.
+    """
+    survey = TrafficSurvey()
+    reassemblers: dict[tuple, Reassembler] = {}
+    for datagram in datagrams:
+        try:
+            frames = decode_datagram(datagram.payload)
+        except DecodeError:
+            continue
+        destination = (datagram.dst_ip, datagram.dst_port)
+        for frame in frames:
+            kind = type(frame)
+            if kind is not DataFrame and kind is not PadFrame and kind is not SetupFrame:
+                continue
+            if frame.stream_id == streams.log:
+                survey.log_destinations.add(destination)
+                continue
+            if frame.stream_id == streams.ingress:
+                survey.ingress_destinations.add(destination)
+                continue
+            if frame.stream_id != streams.consensus:
+                continue
+            key = (datagram.src_ip, datagram.src_port, destination, frame.session_id)
+            reassembler = reassemblers.get(key)
+            if reassembler is None:
+                reassembler = reassemblers[key] = Reassembler()
+            try:
+                if kind is SetupFrame:
+                    reassembler.on_setup(frame)
+                    continue
+                items = reassembler.on_frame(frame)
+            except ValueError:
+                continue
+            for item in items:
+                if type(item) is not Message:
+                    continue
+                try:
+                    decoded = decode_message(item.payload)
+                except DecodeError:
+                    continue
+                survey.on_consensus(datagram.src_ip, destination, decoded.message.BLOCK.name, decoded.message)
+    return survey
+
+
+@dataclass(slots=True)
+class DecodeSummary:
+    """Counts for the convert summary."""
+
+    datagrams: int = 0
+    frames: Mapping[str, int] = field(default_factory=dict)
+    messages: Mapping[str, int] = field(default_factory=dict)
+    skipped: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, decoder: DatagramDecoder) -> DecodeSummary:
+        return cls(
+            datagrams=decoder.datagrams,
+            frames=dict(sorted(decoder.frames.items())),
+            messages=dict(sorted(decoder.messages.items())),
+            skipped=dict(sorted(decoder.skipped.items())),
+        )

@@ -1,0 +1,243 @@
+"""pcap and pcapng captures in: one or several files → datagrams → events (`datagrams.DatagramDecoder`).
+
+Files are memory-mapped and read by `formats.pcap.PcapReader`, which yields each UDP datagram and
+keeps going past what it cannot use: a file cut short (tcpdump killed) gives every whole packet
+before the cut, then a problem naming the offset; non-UDP packets are counted.  Everything read is
+decoded; everything skipped is reported with its file, packet number or byte offset, and why.
+
+Several captures of one incident (one per host) are decoded together: a first pass over each file
+finds which members' hosts it was taken on (`members.local_members`: the member addresses present
+in every member-to-member datagram of that capture), so that each member's events come from its own
+host's capture.  Where that cannot tell captures apart (a two-member cluster: both hosts are in
+every datagram), each message is taken once, from the first capture given that shows it, and a note
+says so.  With no members string, a first pass over the consensus traffic infers one
+(`members.infer_members`), with a warning.
+
+`decode_captures` takes the captures' bytes (tests build them in memory); `import_pcaps` opens the
+files.  A packet without a timestamp (pcapng Simple Packet Block) takes the previous packet's time.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from formats.errors import DecodeError
+from formats.events import Event
+from formats.pcap import PcapReader
+from recorder.capture.datagrams import (
+    DEFAULT_STREAMS,
+    DatagramDecoder,
+    DecodeSummary,
+    Problem,
+    Streams,
+    survey_datagrams,
+)
+from recorder.capture.members import MemberMap, infer_members, local_members
+
+#: How often (in packets) the progress callback hears about bytes read.
+PROGRESS_EVERY = 4096
+
+
+@dataclass(slots=True)
+class CaptureFile:
+    """What one capture file held and what was read of it."""
+
+    path: str
+    format: str
+    size: int
+    packets: int = 0
+    udp_packets: int = 0
+    truncated: bool = False
+    first_ts_ns: int | None = None
+    last_ts_ns: int | None = None
+    local_members: tuple[int, ...] = ()
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "bytes": self.size,
+            "packets": self.packets,
+            "udpPackets": self.udp_packets,
+            "truncated": self.truncated,
+            "firstTs": self.first_ts_ns,
+            "lastTs": self.last_ts_ns,
+            "localMembers": list(self.local_members),
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+
+
+@dataclass(slots=True)
+class PcapImport:
+    events: list[Event]
+    files: list[CaptureFile]
+    members: MemberMap
+    summary: DecodeSummary
+    problems: list[Problem]
+    notes: list[str]
+
+    @property
+    def first_ts_ns(self) -> int | None:
+        times = [f.first_ts_ns for f in self.files if f.first_ts_ns is not None]
+        return min(times) if times else None
+
+    @property
+    def last_ts_ns(self) -> int | None:
+        times = [f.last_ts_ns for f in self.files if f.last_ts_ns is not None]
+        return max(times) if times else None
+
+    def end_of(self, member: int) -> int | None:
+        """When the capture of ``member``'s host ended (else when the last capture ended)."""
+        own = [f.last_ts_ns for f in self.files if member in f.local_members and f.last_ts_ns is not None]
+        return max(own) if own else self.last_ts_ns
+
+
+class _Timestamps:
+    """Fills in packets without a timestamp with the previous packet's."""
+
+    def __init__(self, packets) -> None:
+        self._packets = packets
+        self.missing = 0
+
+    def __iter__(self):
+        last = 0
+        for packet in self._packets:
+            if packet.ts_ns is None:
+                self.missing += 1
+                packet = packet._replace(ts_ns=last)
+            else:
+                last = packet.ts_ns
+            yield packet
+
+
+def decode_captures(
+    captures: Sequence[tuple[str, bytes | bytearray | memoryview]],
+    members: MemberMap | None = None,
+    *,
+    streams: Streams = DEFAULT_STREAMS,
+    progress: Callable[[int], None] | None = None,
+) -> PcapImport:
+    """Decode captures given as (name, bytes).  Raises DecodeError only when nothing can be read."""
+    readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
+    notes: list[str] = []
+    if members is None:
+        survey = survey_datagrams(p for _, reader, _ in readers for p in _Timestamps(reader.packets()))
+        members, warnings = infer_members(survey)
+        notes += warnings
+        if members is None:
+            names = ", ".join(name for name, _, _ in readers)
+            raise DecodeError(f"no Aeron cluster consensus traffic found ({warnings[0]}); give --members", source=names)
+    local: dict[int, frozenset[int]] | None = None
+    files = [CaptureFile(name, reader.format, size) for name, reader, size in readers]
+    if len(readers) > 1:
+        local = {}
+        for index, (_, reader, _) in enumerate(readers):
+            counts: Counter[str] = Counter()
+            total = 0
+            for packet in reader.packets():
+                if members.lookup(packet.dst_ip, packet.dst_port) or members.lookup(packet.src_ip, packet.src_port):
+                    total += 1
+                    counts[packet.src_ip] += 1
+                    if packet.dst_ip != packet.src_ip:
+                        counts[packet.dst_ip] += 1
+            local[index] = local_members(members, counts, total)
+            files[index].local_members = tuple(sorted(local[index]))
+        for file in files:
+            where = ", ".join(map(str, file.local_members)) or "none (a capture between hosts)"
+            notes.append(f"{file.path}: taken on the host of member(s) {where}")
+        shared = sorted({m for i, f in enumerate(files) for m in f.local_members
+                         if any(m in g.local_members for g in files[i + 1 :])})
+        if shared:
+            first = next(f.path for f in files if shared[0] in f.local_members)
+            notes.append(
+                f"member(s) {', '.join(map(str, shared))} look local to several captures (every datagram of each"
+                f" involves them, as with two members): each message is taken once, from the first capture that"
+                f" shows it ({first} first)"
+            )
+    decoder = DatagramDecoder(members, streams=streams, local_members=local,
+                              sources={i: name for i, (name, _, _) in enumerate(readers)})
+    keyed: list[tuple[tuple, Event]] = []
+    problems: list[Problem] = []
+    for index, (name, reader, size) in enumerate(readers):
+        file = files[index]
+        feed = decoder.feed_keyed
+        done = 0
+        stamped = _Timestamps(reader.packets())
+        count = 0
+        for packet in stamped:
+            count += 1
+            if file.first_ts_ns is None:
+                file.first_ts_ns = packet.ts_ns
+            file.last_ts_ns = packet.ts_ns
+            keyed += feed(packet, packet.index, capture=index, payload_offset=packet.payload_offset)
+            if progress is not None and count % PROGRESS_EVERY == 0:
+                progress(packet.file_offset - done)
+                done = packet.file_offset
+        if progress is not None:
+            progress(size - done)
+        file.packets = reader.packet_count
+        file.udp_packets = reader.udp_count
+        file.truncated = reader.truncated
+        file.skipped = dict(reader.skipped)
+        if stamped.missing:
+            notes.append(f"{name}: {stamped.missing} packet(s) carry no timestamp (pcapng Simple Packet Blocks):"
+                         " each takes the previous packet's time")
+        for error in reader.problems:
+            problems.append(Problem("capture file", error.expected, name, None, error.offset))
+    keyed += decoder.finish_keyed()
+    keyed.sort(key=lambda item: item[0])
+    problems += decoder.problems
+    notes += decoder.notes
+    events = [event for _, event in keyed]
+    if not events:
+        names = ", ".join(f.path for f in files)
+        udp = sum(f.udp_packets for f in files)
+        seen = "; ".join(f"{count} {category}" for category, count in sorted(decoder.skipped.items())) or "nothing"
+        raise DecodeError(
+            f"no Aeron cluster messages found for the members {members.text!r} ({udp} UDP packet(s); skipped: {seen})",
+            source=names,
+        )
+    return PcapImport(events, files, members, DecodeSummary.of(decoder), problems, notes)
+
+
+def import_pcaps(
+    paths: Sequence[str | os.PathLike[str]],
+    members: MemberMap | None = None,
+    *,
+    streams: Streams = DEFAULT_STREAMS,
+    progress: Callable[[int], None] | None = None,
+) -> PcapImport:
+    """Memory-map each capture file and decode them together.
+
+    The maps are left to the garbage collector rather than closed here: views of them may still be
+    referenced (by an exception's traceback, say), and an mmap with live views cannot be closed.
+    """
+    captures = []
+    for path in paths:
+        name = os.fspath(path)
+        with open(name, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size == 0:
+                raise DecodeError("empty file: expected a pcap or pcapng capture", source=name, offset=0)
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        captures.append((name, memoryview(mapped)))
+    return decode_captures(captures, members, streams=streams, progress=progress)
+
+
+PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+
+
+def sniff_capture(head: bytes) -> str | None:
+    """"pcap", "pcapng" or None from a file's first bytes."""
+    if head[:4] in PCAP_MAGICS:
+        return "pcap"
+    if head[:4] == PCAPNG_MAGIC:
+        return "pcapng"
+    return None
