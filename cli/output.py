@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 from rich.console import Console
 
+
+def _width() -> int | None:
+    """The terminal's width; when stdout is a pipe or a file, wide enough for the summary tables
+    (rich would otherwise assume 80 columns and truncate them).  COLUMNS still wins when set."""
+    if os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return None
+    return 160
+
+
 #: Tables, timelines and summaries for people.
-stdout = Console(highlight=False, soft_wrap=True)
+stdout = Console(highlight=False, soft_wrap=True, width=_width())
 #: Progress, warnings and anything that must not mix with --json on stdout.
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
