@@ -26,6 +26,10 @@ COMMAND_MODULES = (
     "cli.commands.replay",
     "cli.commands.query",
     "cli.commands.simulate",
+    "cli.commands.versions",
+    "cli.commands.diff",
+    "cli.commands.bisect",
+    "cli.commands.export_scenario",
 )
 
 for _name in COMMAND_MODULES:

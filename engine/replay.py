@@ -80,8 +80,40 @@ from formats.events import MESSAGE_CLASSES, Event
 
 MS = 1_000_000
 
+class _KnownModels(Mapping[str, ModelFlags]):
+    """Model name -> behaviour flags, for every model `engine.versions` knows: the modelled Aeron
+    releases (1.40.0 … 1.51.x, the baseline 1.47.3) and the user models installed under the
+    `recount.models` entry-point group.  Looked up on demand, so an installed model needs no restart."""
+
+    def __getitem__(self, name: str) -> ModelFlags:
+        return _model(name).flags
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            _model(name)
+        except ValueError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        from engine.versions import all_models
+
+        return iter([m.name for m in all_models()])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _model(name: str):
+    from engine.versions import model_for
+
+    return model_for(name)
+
+
 #: Model versions `replay` knows, and the behaviour flags each one means.
-MODELS: dict[str, ModelFlags] = {"1.47.3": ModelFlags()}
+MODELS: Mapping[str, ModelFlags] = _KnownModels()
 
 DEFAULT_TOLERANCE_NS = 500 * MS
 #: Settled checks between two prunings of the comparison series (memory stays bounded by the window).
@@ -146,7 +178,7 @@ class UnknownModelError(ValueError):
 def flags_for(model: str) -> ModelFlags:
     try:
         return MODELS[model]
-    except KeyError:
+    except ValueError:
         raise UnknownModelError(model) from None
 
 
@@ -418,6 +450,7 @@ class _Driver:
         nominations: Mapping[int, Sequence[int]],
     ) -> None:
         self.flags = flags_for(model)
+        self._factory = _model(model)
         self.model = model
         self.selected = nodes
         self.until = until
@@ -524,7 +557,7 @@ class _Driver:
             source = "seeded"
         previous = self.members.get(node_id)
         if previous is None:
-            node = Node(node_id, start, random=random, flags=self.flags)
+            node = self._factory.new_node(node_id, start, random=random)
         else:
             node = previous.node
             node.random = random  # a new process draws from a new generator

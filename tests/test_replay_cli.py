@@ -117,8 +117,9 @@ def test_an_event_before_its_member_start_is_exit_2_naming_the_line(tmp_path, ca
 
 
 def test_an_unknown_model_is_exit_2_listing_the_known_ones(capture, capsys):
-    assert run(["replay", str(capture), "--model", "1.40.0"]) == 2
-    assert "known models: 1.47.3" in capsys.readouterr().err
+    assert run(["replay", str(capture), "--model", "9.9.9"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown model '9.9.9'" in err and "1.47.3" in err and "1.40.0" in err
 
 
 def test_a_missing_file_is_exit_2(tmp_path, capsys):

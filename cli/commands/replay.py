@@ -43,8 +43,7 @@ def replay_command(
     ] = None,
     model: Annotated[
         str,
-        typer.Option("--model", help=f"Aeron version to model (node mode: {', '.join(MODELS)}; cluster mode: any release or user model"
-                                     " listed by `recount versions`)."),
+        typer.Option("--model", help="Aeron version to model: any release or user model listed by `recount versions`."),
     ] = "1.47.3",
     mode: Annotated[
         str,
