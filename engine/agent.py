@@ -140,6 +140,7 @@ class ConsensusModuleAgent:
         "live_log_destination",
         "log",
         "log_adapter_position",
+        "log_evidence",
         "log_image",
         "log_publication_count",
         "log_publication_session_id",
@@ -190,6 +191,7 @@ class ConsensusModuleAgent:
         log: LogStore,
         archive_evidence: bool = False,
         session_id_base: int = 0,
+        log_evidence: bool = False,
     ) -> None:
         self.member_id = member_id
         self.members = members
@@ -250,6 +252,10 @@ class ConsensusModuleAgent:
         self.catchup_log_destination: str | None = None
         self.live_log_destination: str | None = None
         self.archive_evidence = archive_evidence
+        #: The capture shows this member's own log appends (`on_log_append`): what it appends as leader
+        #: comes from them, not from ingress (the model cannot see timers, session timeouts or the
+        #: operator's cluster actions, which append too).
+        self.log_evidence = log_evidence
         self.next_cluster_session_id = 1
         self.next_correlation_id = 1
 
@@ -932,8 +938,26 @@ class ConsensusModuleAgent:
             )
         return events
 
+    def on_log_append(self, message: Any, log_position: int | None, length: int | None) -> None:
+        """Evidence: the capture shows this member, as leader, sending ``message`` on its log publication,
+        ending at ``log_position``.  What lies past the local log is appended as Aeron did (the frame goes
+        to every follower); what is already there (the election's own NewLeadershipTermEvent, a catch-up
+        replay of older frames) is not appended twice.  A ClusterActionRequest takes effect at the leader
+        as it does when a follower meets it in the log (the services acknowledge at once)."""
+        if not self.has_log_publication or self.role is not Role.LEADER:
+            return  # the model is not leading with a publication: the recorded send will not be matched
+        end = log_position if log_position is not None else self.log.end + framed_length(length or len(encode(message)))
+        if end <= self.log.end:
+            return
+        self.append_to_log(message, end - self.log.end)
+        if type(message) is ClusterActionRequest and self.election is None:
+            self.on_replay_cluster_action(message, end)
+
     def on_ingress(self, message: Any, length: int | None) -> None:
-        """A client message reaches the leader: what Aeron appends to the log for it."""
+        """A client message reaches the leader: what Aeron appends to the log for it (unless the capture
+        shows the appends themselves)."""
+        if self.log_evidence:
+            return
         if self.role is not Role.LEADER or self.election is not None or self.state is not ModuleState.ACTIVE:
             return
         timestamp = self.cluster_time()

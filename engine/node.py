@@ -32,7 +32,10 @@ node-state.dat and the log recording unless the event gives them), ``MemberStop`
 ``MemberCrash`` (nothing more is sent or written), ``End``, and the evidence events
 ``RecordingSignal`` and ``LogEndOfStream``.  ``in`` events on channel ``consensus`` are consensus
 messages; on ``log``, log frames (with an optional top-level ``logPosition``, the position after the
-frame); on ``ingress``, client messages the leader appends to its log.  Anything else is ignored.
+frame); on ``ingress``, client messages the leader appends to its log.  ``out`` events on channel
+``log`` are evidence of the member's own appends as leader (`ConsensusModuleAgent.on_log_append`);
+after `expect_log_evidence()` the leader appends only what they show (timers, session closes and
+cluster actions included) and nothing for ingress.  Anything else is ignored.
 """
 
 from __future__ import annotations
@@ -166,7 +169,18 @@ class MemberStart:
 class Node:
     """One cluster member, driven by its inputs and the passing of time."""
 
-    __slots__ = ("member_id", "random", "flags", "agent", "is_running", "start", "_tick_ns", "_now_ns", "_outputs")
+    __slots__ = (
+        "member_id",
+        "random",
+        "flags",
+        "agent",
+        "is_running",
+        "start",
+        "log_evidence",
+        "_tick_ns",
+        "_now_ns",
+        "_outputs",
+    )
 
     def __init__(
         self, member_id: int, start: MemberStart, *, random: Any, flags: ModelFlags = ModelFlags()
@@ -174,6 +188,7 @@ class Node:
         self.member_id = member_id
         self.random = random
         self.flags = flags
+        self.log_evidence = False
         self._outputs: list[Any] = []
         members = start.members()
         if member_id not in {m.id for m in members}:
@@ -220,6 +235,16 @@ class Node:
                 agent.set_time(now_ns, now_ns)
                 agent.on_ingress(message, len(event.payload) if event.payload is not None else None)
                 self._tick(now_ns)
+        elif direction == "out":
+            if event.channel == "log":
+                log_position = (event.extra or {}).get("logPosition")
+                agent.set_time(now_ns, now_ns)
+                agent.on_log_append(
+                    event.message(),
+                    log_position if _is_int(log_position) else None,
+                    len(event.payload) if event.payload is not None else None,
+                )
+                self._tick(now_ns)
         elif direction == "local":
             if kind == "MemberCrash":
                 self.is_running = False
@@ -246,6 +271,12 @@ class Node:
                 agent.set_time(now_ns, now_ns)
                 agent.on_log_end_of_stream()
                 self._tick(now_ns)
+
+    def expect_log_evidence(self) -> None:
+        """The inputs will include this member's own log appends (``out`` events on channel ``log``):
+        as leader it appends what they show and nothing for ingress (kept across restarts)."""
+        self.log_evidence = True
+        self.agent.log_evidence = True
 
     def advance(self, now_ns: int) -> None:
         """Let time pass up to and including ``now_ns``: run every tick at which a timer can act."""
@@ -314,6 +345,7 @@ class Node:
             log=log,
             archive_evidence=archive_evidence,
             session_id_base=self.member_id * 1000,
+            log_evidence=self.log_evidence,
         )
         self.agent.outputs = self._outputs
         self.is_running = True

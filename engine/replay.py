@@ -5,17 +5,22 @@ Theory of operation
 The input is a recording: events (contract §1) from every member.  For each member we build one
 `Node` from its ``MemberStart`` and feed it only what that member received (``dir: "in"``) and what
 happened inside it (``MemberStop``, ``MemberCrash``, ``End``, and evidence such as
-``RecordingSignal`` / ``LogEndOfStream``), on ONE global time line: events are ordered by
-``(ts, position in the input)`` and, whenever that time line enters a new millisecond, every live
-member is advanced to it first, so that the trace comes out in time order.  A member is never fed
-what another (replayed) member sent: in node replay each member sees the recording's messages, so
-one member's mistake does not spread to the others.
+``RecordingSignal`` / ``LogEndOfStream``), and, as evidence, its own log appends (``out`` events on
+channel ``log``: a leader's appends come from timers, session timeouts and operator actions the
+capture cannot show otherwise, so a member whose appends were recorded appends exactly those, at the
+time recorded, and nothing for ingress; see `Node.expect_log_evidence`), on ONE global time line:
+events are ordered by ``(ts, position in the input)`` and, whenever that time line enters a new
+millisecond, every live member is advanced to it first, so that the trace comes out in time order.
+A member is never fed what another (replayed) member sent: in node replay each member sees the
+recording's messages, so one member's mistake does not spread to the others.
 
 What the member sent in the recording (``dir: "out"``) is the expected behaviour.  The model's
 `Send` outputs are compared with it by these rules:
 
 * The comparison is per (member, peer, message type), on the channels the model speaks for
-  (``consensus`` and ``log``; client egress, ingress, archive and service traffic are outside it).
+  (``consensus`` and ``log``).  Client egress (SessionEvent, the service's replies, NewLeaderEvent),
+  ingress, archive and service traffic are outside the consensus model and never compared: what a
+  clustered service answers its clients is the application's business, not the election's.
   A member's sends on a channel are compared only if the recording has some ``out`` event of that
   member on that channel (a capture that did not record a member's sends cannot contradict them).
 * The fields ``timestamp`` (a wall clock), ``logSessionId`` (chosen at random by the media driver)
@@ -492,6 +497,11 @@ class _Driver:
         if event.dir == "local" and event.type == "MemberStart":
             self._start(event, ref, ref_kind, out)
         elif event.dir == "out":
+            member = self.members.get(node_id)
+            if event.channel == "log" and member is not None and member.node.is_running and not member.ended:
+                # The member's own log append: evidence it appends from (see the module docstring).
+                member.node.step(event, ts)
+                self._collect(node_id, out)
             self._expect_send(event, ref, out)
         elif event.dir == "local" and event.type in OBSERVATIONS:
             self._expect_observation(event, ref)
@@ -563,6 +573,10 @@ class _Driver:
             node.random = random  # a new process draws from a new generator
             node.step(event, event.ts)
         clock.node = node
+        if "log" in self.compared_channels.get(node_id, ()):
+            expect = getattr(node, "expect_log_evidence", None)  # a user model's Node may not take evidence
+            if expect is not None:
+                expect()
         self.members[node_id] = _Member(node, random, source, event.ts)
         self.seeds[node_id] = seed
         self.sources[node_id] = source

@@ -15,18 +15,24 @@ the inputs on the command line, then file order), and writes the replay file thr
 when complete, so a failed or interrupted conversion never leaves a half-written replay file; an
 existing ``OUT`` is refused unless ``force`` (`OutputExistsError`).  Bad input raises
 `formats.errors.DecodeError` naming the file and line.
+
+Cluster configuration that captures do not record (timeouts, intervals, ...) comes from the user as
+Aeron properties (``config``); `cluster_config` checks them with `engine.config.Config` and `convert`
+writes them, as numbers, into every MemberStart's ``config`` (over what an input already said).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from engine.config import Config
 from formats import replay_file
 from formats.errors import DecodeError
 from formats.events import Event, parse_jsonl
@@ -177,6 +183,25 @@ def load(path: str | Path, *, format: str | None = None, readers: dict[str, Inpu
     return reader.read(path)
 
 
+def cluster_config(properties: Mapping[str, Any]) -> dict[str, int]:
+    """Aeron properties (values as numbers or Agrona strings such as ``"2s"``), checked as
+    `Config.from_properties` checks them (a `ValueError` names a bad one), each as its number."""
+    parsed = Config.from_properties(properties).to_properties()
+    return {name: parsed[name] for name in sorted(properties)}
+
+
+def with_config(events: Iterable[Event], config: Mapping[str, int]) -> list[Event]:
+    """The events with ``config`` set in every MemberStart (over the event's own values)."""
+    out = []
+    for event in events:
+        if event.type == "MemberStart" and event.dir == "local":
+            own = event.fields.get("config")
+            merged = {**(own if isinstance(own, Mapping) else {}), **config}
+            event = dataclasses.replace(event, fields={**event.fields, "config": dict(sorted(merged.items()))})
+        out.append(event)
+    return out
+
+
 def merge(loaded: Sequence[LoadedEvents]) -> list[Event]:
     """All inputs' events in one global order: by ts; ties keep input order, then file order."""
     keyed = [(event.ts, i, j, event) for i, one in enumerate(loaded) for j, event in enumerate(one.events)]
@@ -192,14 +217,18 @@ def convert(
     format: str | None = None,
     members: str | None = None,
     progress: Callable[[int], None] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> ConvertResult:
     """Convert ``inputs`` into the replay file ``out`` (atomically; refuses to overwrite without force).
 
     Captures (pcap/pcapng, agent logs, cluster dirs) are read together by `recorder.capture`, with
-    ``members`` (the cluster members string) and ``progress`` (called with bytes read).
+    ``members`` (the cluster members string) and ``progress`` (called with bytes read).  ``config``
+    (Aeron property → value) goes into every member's MemberStart; a bad property is a `ValueError`
+    raised before anything is read.
     """
     if not inputs:
         raise ValueError("no inputs given")
+    properties = cluster_config(config) if config else None
     out = Path(out)
     if out.exists() and not force:
         raise OutputExistsError(17, "exists (use --force to overwrite it)", str(out))
@@ -218,6 +247,8 @@ def convert(
         elif path == capture_paths[0]:
             loaded.append(_loaded_captures(captured))
     events = merge(loaded)
+    if properties:
+        events = with_config(events, properties)
     members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)
     source = ",".join(os.path.basename(str(p)) for p in inputs)
     table = replay_file.events_to_table(events, source=source, cluster_members=members)

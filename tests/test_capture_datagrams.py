@@ -200,7 +200,7 @@ def new_leadership_term(leader: int, log_session: int) -> bytes:
     ).encode()
 
 
-def test_log_messages_are_in_events_at_the_follower_with_the_log_position_after_them():
+def test_log_messages_are_in_events_at_the_follower_and_out_events_at_the_leader_with_the_log_position_after_them():
     wire = Wire()
     consensus = consensus_publication(40001, receiver=0, session=11)
     wire.publish(consensus, new_leadership_term(leader=1, log_session=-55))
@@ -215,10 +215,13 @@ def test_log_messages_are_in_events_at_the_follower_with_the_log_position_after_
     wire.finish()
     logged = [e for e in wire.events if e.channel == "log"]
     assert [(e.node, e.dir, e.peer, e.type, e.extra["logPosition"]) for e in logged] == [
+        # The leader's appends as they left; what the follower received waits for its status message.
+        (1, "out", 0, "NewLeadershipTermEvent", 96),
+        (1, "out", 0, "SessionMessageHeader", 96 + 96),
         (0, "in", 1, "NewLeadershipTermEvent", 96),  # 8 + 48 bytes + 32 header = 88, aligned to 96
         (0, "in", 1, "SessionMessageHeader", 96 + 96),  # 32 + 5 bytes + 32 header = 69 → 96
     ]
-    assert logged[1].payload.endswith(b"hello")
+    assert logged[3].payload.endswith(b"hello") and logged[1].payload == logged[3].payload
 
 
 def test_a_log_stream_is_attributed_to_the_leader_its_session_id_names_even_when_seen_first():
@@ -229,7 +232,7 @@ def test_a_log_stream_is_attributed_to_the_leader_its_session_id_names_even_when
     wire.publish(consensus_publication(40001, receiver=2, session=11), new_leadership_term(leader=1, log_session=-99))
     wire.finish()
     logged = [e for e in wire.events if e.channel == "log"]
-    assert [(e.node, e.peer) for e in logged] == [(2, 1)]
+    assert [(e.node, e.dir, e.peer) for e in logged] == [(1, "out", 2), (2, "in", 1)]
 
 
 def test_end_of_stream_on_the_log_is_a_local_event_at_the_follower():

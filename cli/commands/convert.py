@@ -28,6 +28,13 @@ def convert(
         typer.Option("--members", help="The cluster members string (aeron.cluster.members: id,ingress,consensus,"
                                        "log,catchup,archive|...), to tell members apart in captures."),
     ] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", metavar="PROPERTY=VALUE",
+                     help="Cluster configuration the captures do not record, by Aeron property name (repeatable),"
+                          " e.g. aeron.cluster.leader.heartbeat.timeout=2s; set in every member's MemberStart.",
+                     show_default=False),
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
     engine: convert_spark.EngineOption = None,
     out_dir: convert_spark.OutDirOption = None,
@@ -37,7 +44,10 @@ def convert(
     group_by: convert_spark.GroupByOption = "directory",
 ) -> None:
     """Convert captures into one replay file, events in global time order."""
+    properties = _config_properties(config or [])
     if convert_spark.wants_bulk(engine, out_dir):  # one replay file per incident (Spark or local)
+        if properties:
+            raise UserError("--config applies to one replay file (-o OUT.arrow), not to bulk conversion")
         return convert_spark.run_bulk(inputs, out_dir=out_dir, out=out, engine=engine, master=master, conf=conf,
                                       incident_depth=incident_depth, group_by=group_by, members=members,
                                       force=force, json_output=json_output)
@@ -46,7 +56,7 @@ def convert(
     try:
         with render_capture.progress_by_bytes(inputs) as progress:
             result = converter.convert(inputs, out, force=force, format=input_format, members=members,
-                                       progress=progress)
+                                       progress=progress, config=properties)
     except converter.OutputExistsError as error:
         raise UserError(f"{error.filename}: {error.strerror}") from None
     except OSError as error:
@@ -60,6 +70,21 @@ def convert(
         render_capture.print_summary(result.capture)
 
 
+def _config_properties(options: list[str]) -> dict[str, int]:
+    """``PROPERTY=VALUE`` options as checked Aeron properties (a bad one is a `UserError` naming it)."""
+    properties: dict[str, str] = {}
+    for option in options:
+        name, equals, value = option.partition("=")
+        name, value = name.strip(), value.strip()
+        if not equals or not name or not value:
+            raise UserError(f"--config {option!r}: expected PROPERTY=VALUE, e.g. aeron.cluster.election.timeout=1s")
+        properties[name] = value
+    try:
+        return converter.cluster_config(properties)
+    except ValueError as error:
+        raise UserError(f"--config: {error}") from None
+
+
 def register(app: typer.Typer) -> None:
     app.command(
         "convert",
@@ -70,6 +95,9 @@ def register(app: typer.Typer) -> None:
             "  recount convert capture.pcap node0/ node1/ node2/ node*/agent-events.log -o incident.arrow"
             " --members '0,h0:9002,h0:9003,h0:9004,h0:9005,h0:9001|1,...'\n\n"
             "(pcap/pcapng captures, aeron-agent logs and members' cluster dirs, read together)\n\n"
+            "  recount convert capture.pcap -o incident.arrow --members '...'"
+            " --config aeron.cluster.leader.heartbeat.timeout=2s --config aeron.cluster.election.timeout=500ms\n\n"
+            "(cluster configuration the captures do not record, by Aeron property name)\n\n"
             "  recount convert captures/ --out-dir replays/ --engine spark --master 'local[*]'\n\n"
             "(bulk: one replay file per incident directory, and replays/catalog/*.parquet)\n\n"
             "Then replay it:  recount replay cluster.arrow"

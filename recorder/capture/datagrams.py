@@ -32,8 +32,9 @@ How a datagram becomes events:
    publication's sender is known, and keep their capture time and order.
 5. Events: a consensus message is an ``in`` event at the receiver (peer = sender) and an ``out``
    event at the sender (peer = receiver); a log message an ``in`` event at the receiving member
-   (peer = leader) with the extra key ``logPosition`` = the stream position after the message (what
-   Aeron Cluster calls its log position); ingress an ``in`` event at the receiving member (peer
+   (peer = leader) and an ``out`` event at the leader (peer = receiver), both with the extra key
+   ``logPosition`` = the stream position after the message (what Aeron Cluster calls its log
+   position); ingress an ``in`` event at the receiving member (peer
    null); egress an ``out`` event at the sending member (peer null).  An end-of-stream flag on a log
    stream is a ``LogEndOfStream`` local event at the receiver.  ``payload`` holds the exact SBE bytes;
    every event has the extra key ``packet`` (the packet number, as Wireshark numbers it).
@@ -698,6 +699,12 @@ class DatagramDecoder:
                     ts=ts, node=receiver, dir="in", peer=sender, channel=channel, type=type_name, fields=fields,
                     payload=payload, extra={"packet": packet})))
         elif channel == "log":
+            # The leader's own appends (and its archive's catch-up replays): each frame it sent to one
+            # follower's log or catch-up endpoint is an ``out`` event at the leader, with the position.
+            if sender is not None and self._keep(sender, capture, ("out", sender, identity)):
+                out.append(((ts, capture, packet, order, 0), Event(
+                    ts=ts, node=sender, dir="out", peer=receiver, channel=channel, type=type_name, fields=fields,
+                    payload=payload, extra={"logPosition": item.end_position, "packet": packet})))
             if received and self._keep(receiver, capture, ("in", receiver, identity)):
                 stream.held.append(((ts, capture, packet, order, 1), Event(
                     ts=ts, node=receiver, dir="in", peer=sender, channel=channel, type=type_name, fields=fields,
