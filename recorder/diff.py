@@ -349,5 +349,11 @@ def load_side(
 
     chosen = model or "1.47.3"
     loaded = loader.load(path)
+    if not loaded.events:  # a diff of two empty replays would say "identical" about the wrong files
+        raise ValueError(f"{path}: holds no events (expected a replay file, a capture or a trace)")
+    first = min(event.ts for event in loaded.events)
+    if until is not None and until < first:  # an empty replay on each side would diff as "identical"
+        raise ValueError(f"--until {until}: before the first event of {path} (ts {first} ns); times are the "
+                         f"recording's own ts in ns")
     records = replay_records(loaded, model=chosen, mode=mode, seed=seed, until=until)
     return Side(label or f"{path} @ {chosen}", records, {"source": path, "kind": "replay", "model": chosen, "mode": mode})

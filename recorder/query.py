@@ -63,6 +63,9 @@ def _unique(names: Sequence[str]) -> tuple[str, ...]:
 
 
 def _load(path: str) -> pa.Table:
+    # Checked here because pyarrow's own error for a missing file names no file (``error.filename``).
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "no such file (expected a replay file, *.arrow)", path)
     if os.path.isdir(path):
         raise IsADirectoryError(21, "is a directory, expected a replay file (*.arrow)", path)
     with pa.memory_map(path, "r") as source:

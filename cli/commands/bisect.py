@@ -10,11 +10,11 @@ from rich.text import Text
 
 from cli import output
 from cli.commands.diff import parse_time_ns, print_changes
+from cli.commands.replay import check_until, load_input
 from cli.errors import UserError
 from engine.versions import VERSIONS
 from formats.describe import describe_record
 from formats.errors import DecodeError
-from recorder import convert as loader
 from recorder.bisect import Trial, bisect
 from recorder.checks import HELP as CHECK_HELP
 from recorder.checks import parse_check
@@ -45,10 +45,8 @@ def bisect_command(
         raise UserError(str(error)) from None
     order = tuple(v.strip() for v in versions.split(",") if v.strip()) if versions else VERSIONS
     until_ns = parse_time_ns("--until", until)
-    try:
-        loaded = loader.load(file)
-    except OSError as error:
-        raise UserError(f"{error.filename or file}: {error.strerror or error}") from None
+    loaded = load_input(file)
+    check_until(until_ns, loaded, file, until)
 
     def progress(trial: Trial) -> None:
         note = f" (same flags as {trial.reused_from})" if trial.reused_from else ""

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli import output
+from cli.commands.replay import check_input
 from cli.errors import UserError
 from engine.config import parse_duration_ns
 from formats.describe import describe_record
@@ -62,6 +63,7 @@ def diff(
     until_ns = parse_time_ns("--until", until)
     sides = []
     for path, chosen in _sides(a, b, list(model or [])):
+        check_input(path)
         try:
             sides.append(load_side(path, model=chosen, mode=mode, seed=seed, until=until_ns))
         except DecodeError:

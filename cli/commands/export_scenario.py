@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from cli import output
+from cli.commands.replay import load_input
 from cli.errors import UserError
-from recorder import convert as loader
 from recorder.export_scenario import (
     DEFAULT_BUDGET,
     DEFAULT_HIDDEN,
@@ -47,7 +47,7 @@ def export_scenario_command(
         raise UserError(f"{out}: is a directory, expected a file name")
     try:
         bounds = parse_window(window)
-        loaded = loader.load(file)
+        loaded = load_input(file)
         exported = export_scenario(
             loaded.events,
             window=bounds,

@@ -21,6 +21,12 @@ inspect_app = typer.Typer(
     name="inspect",
     help="Read Aeron Cluster's files: recording.log, node-state.dat, cluster-mark*.dat, or a whole cluster dir.",
     no_args_is_help=True,
+    epilog=(
+        "Examples:\n\n"
+        "  recount inspect cluster-dir samples/leader-failover/node1/cluster\n\n"
+        "  recount inspect node-state samples/leader-failover/node1/cluster/node-state.dat --json\n\n"
+        "Each subcommand's --help has more."
+    ),
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (see the contract, §3).")]

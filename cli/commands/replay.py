@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,6 +24,39 @@ from engine.trace import encode_record
 from engine.versions import model_for
 from formats.errors import DecodeError
 from recorder import convert as loader
+
+#: What `recount replay` (and diff, bisect, export-scenario) read, for error messages.
+INPUTS = "a replay file (*.arrow) or a capture (*.jsonl, *.pcap, *.pcapng, an agent log, a cluster dir)"
+
+
+def check_input(file: str) -> None:
+    """Fail with one line when ``file`` is missing, before its name is taken for a format."""
+    if not Path(file).exists():
+        raise UserError(f"{file}: no such file (expected {INPUTS})")
+
+
+def load_input(file: str) -> loader.LoadedEvents:
+    """Read anything `recount replay` reads; one line naming the file when it is missing, unreadable
+    or holds no events (a replay of nothing would report success on an empty or wrong file)."""
+    check_input(file)
+    try:
+        loaded = loader.load(file)
+    except OSError as error:
+        raise UserError(f"{error.filename or file}: {error.strerror or error}") from None
+    if not loaded.events:
+        raise UserError(f"{file}: holds no events (expected {INPUTS})")
+    return loaded
+
+
+def check_until(until_ns: int | None, loaded: loader.LoadedEvents, file: str, text: str | None) -> None:
+    """Refuse an ``--until`` before the first event: the replay would be empty and look like success.
+    Captures carry epoch timestamps, so ``--until 2500ms`` there means 1970; say what would work."""
+    if until_ns is None or not loaded.events:
+        return
+    first = min(event.ts for event in loaded.events)
+    if until_ns < first:
+        raise UserError(f"--until {text}: before the first event of {file} (ts {first} ns); times are the "
+                        f"recording's own ts in ns, e.g. --until {first + max(until_ns, 0)} for {text} after it")
 
 
 def _time(option: str, value: str | None) -> int | None:
@@ -85,10 +119,8 @@ def replay_command(
         raise UserError(f"--nomination must be one of {', '.join(NOMINATION_SOURCES)}, got {nomination!r}")
     until_ns = _time("--until", until)
     tolerance_ns = _time("--tolerance", tolerance)
-    try:
-        loaded = loader.load(file)
-    except OSError as error:
-        raise UserError(f"{error.filename or file}: {error.strerror or error}") from None
+    loaded = load_input(file)
+    check_until(until_ns, loaded, file, until)
     if mode == "cluster":
         records = cluster_replay(
             loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination, refs=loaded.refs,

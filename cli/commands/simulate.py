@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -31,6 +32,11 @@ def simulate(
         loaded = simulator.load_scenario(scenario)
     except simulator.ScenarioError as error:
         raise UserError(str(error)) from None
+    if not force:  # before the seed line and the run: refusing is then the only thing printed
+        try:
+            simulator.check_free(Path(out), loaded.member_ids)
+        except simulator.OutputExistsError as error:
+            raise UserError(str(error)) from None
     chosen_seed = loaded.seed if seed is None else seed
     output.stderr.print(f"scenario {loaded.name!r}: seed {chosen_seed}", markup=False)
     progress = None

@@ -32,6 +32,7 @@ __all__ = [
     "Simulation",
     "SimulationResult",
     "SimulationRun",
+    "check_free",
     "load_scenario",
     "parse_scenario",
     "run_scenario_file",
@@ -53,6 +54,10 @@ def load_scenario(path: str | Path) -> Scenario:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as error:
         raise ScenarioError(f"not UTF-8 text (byte {error.start})", source=str(path)) from None
+    except FileNotFoundError:
+        raise ScenarioError("no such file (expected a scenario, *.toml)", source=str(path)) from None
+    except IsADirectoryError:
+        raise ScenarioError("is a directory, expected a scenario file (*.toml)", source=str(path)) from None
     except OSError as error:
         raise ScenarioError(error.strerror or str(error), source=str(path)) from None
     return parse_scenario(text, source=str(path))

@@ -7,8 +7,9 @@ timeline of faults.  Everything is parsed strictly into frozen values before any
 unknown key, a wrong type or an impossible value is a `ScenarioError` whose one line names the file
 and the key (``faults[2].at``), so a typo never silently becomes a default.
 
-Format (every key optional except where said; durations are nanoseconds as an integer or a string
-with a unit: ``"1.5s"``, ``"200ms"``, ``"100us"``, ``"10ns"``)::
+Format (every key optional except where said, but a file without a single key is refused: an empty
+or all-comment file is a mistake far more often than a request for every default; durations are
+nanoseconds as an integer or a string with a unit: ``"1.5s"``, ``"200ms"``, ``"100us"``, ``"10ns"``)::
 
     name = "leader-failover"
     description = "the leader is killed; the others elect a new one"
@@ -452,6 +453,9 @@ def parse_scenario(text: str, *, source: str | None = None) -> Scenario:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ScenarioError(f"not valid TOML ({error})", source=source) from None
+    if not document:
+        raise ScenarioError("no settings in it: expected a scenario in TOML (name, seed, duration, [cluster], "
+                            "[[member]], [[fault]], ...)", source=source)
     root = _Reader(document, "", source)
     name = root.str("name", "scenario")
     description = root.str("description", "")

@@ -1,0 +1,245 @@
+"""The architecture the folder names promise (README "How it is built", STYLE.md), read from the code.
+
+Every module of the four packages is parsed with `ast` (never imported), so an import hidden in a
+function body counts as much as one at the top, and a module that would fail to import is still
+checked.  Three rules:
+
+* imports run one way, ``formats`` <- ``engine`` <- ``recorder`` <- ``cli``;
+* ``formats`` and ``engine`` do no I/O and read no clock or unseeded randomness of their own;
+* nothing anywhere deserialises with pickle or runs text as code (``eval``/``exec``).
+
+`KNOWN` lists a violation that is reported to its owner and not fixed yet.  The tests compare the
+violations found with it exactly, so a new violation fails, and so does fixing a known one until it
+is removed from the list.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("formats", "engine", "recorder", "cli")
+
+#: What each package may import of ours: everything to its left in formats <- engine <- recorder <- cli.
+MAY_IMPORT = {
+    "formats": {"formats"},
+    "engine": {"formats", "engine"},
+    "recorder": {"formats", "engine", "recorder"},
+    "cli": set(PACKAGES),
+}
+
+#: Modules that mean I/O, threads or hidden randomness/time when `formats` or `engine` imports them
+#: (the engine's clock is an argument and its randomness `engine.javarandom`, seeded by the caller).
+NO_IO_MODULES = {
+    "socket", "subprocess", "threading", "multiprocessing", "concurrent", "asyncio", "random", "time",
+    "os", "shutil", "tempfile", "select", "selectors", "urllib", "http",
+}
+#: Methods whose call reads or writes a file, whatever object they are called on.
+FILE_METHODS = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "memory_map", "OSFile"}
+#: Calls that read the wall clock.
+CLOCK_CALLS = {("datetime", "now"), ("datetime", "utcnow"), ("date", "today"), ("time", "time"),
+               ("time", "time_ns"), ("time", "monotonic"), ("time", "perf_counter")}
+#: Built-ins that do I/O.
+IO_BUILTINS = {"open", "print", "input"}
+
+#: Modules that unpickle (or run code from data) when they load.
+UNSAFE_MODULES = {"pickle", "cPickle", "_pickle", "shelve", "marshal", "dill", "cloudpickle", "jsonpickle"}
+UNSAFE_BUILTINS = {"eval", "exec"}
+
+#: (module, what) found and reported but not fixed by the module's owner yet.
+KNOWN = {
+    # Only socket.inet_ntop/inet_pton, to format addresses (`ipaddress` does the same without socket).
+    ("formats.pcap", "imports socket"),
+}
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    package: str
+    path: Path
+    tree: ast.Module
+
+
+def _modules() -> list[Module]:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found.append(Module(name, package, path, ast.parse(path.read_text(encoding="utf-8"), str(path))))
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: Module) -> list[tuple[int, str]]:
+    """(line, absolute module name) for every import anywhere in the module, relative ones resolved,
+    and `importlib.import_module("literal")` calls too."""
+    is_package = module.path.name == "__init__.py"
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.name.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            # `from formats import sbe` imports the module formats.sbe: judge it by its package anyway.
+            found.append((node.lineno, prefix))
+        elif (isinstance(node, ast.Call) and _call_name(node.func) in ("importlib.import_module", "import_module")
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def _call_name(func: ast.expr) -> str:
+    """``a.b.c`` for a call of ``a.b.c(...)``; '' when it is not a dotted name."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return ""
+    parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def _calls(module: Module):
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Call):
+            yield node
+
+
+def _where(module: Module, line: int) -> str:
+    return f"{module.path.relative_to(ROOT)}:{line}"
+
+
+def import_direction_violations(package: str, modules: list[Module] = MODULES) -> dict[tuple[str, str], str]:
+    violations = {}
+    for module in (m for m in modules if m.package == package):
+        for line, name in _imports(module):
+            top = name.split(".")[0]
+            if top in PACKAGES and top not in MAY_IMPORT[package]:
+                violations[(module.name, f"imports {name}")] = _where(module, line)
+    return violations
+
+
+def io_violations(package: str, modules: list[Module] = MODULES) -> dict[tuple[str, str], str]:
+    violations = {}
+    for module in (m for m in modules if m.package == package):
+        for line, name in _imports(module):
+            if name.split(".")[0] in NO_IO_MODULES:
+                violations[(module.name, f"imports {name.split('.')[0]}")] = _where(module, line)
+        for call in _calls(module):
+            dotted = _call_name(call.func)
+            last_two = tuple(dotted.split(".")[-2:])
+            if isinstance(call.func, ast.Name) and call.func.id in IO_BUILTINS:
+                violations[(module.name, f"calls {call.func.id}()")] = _where(module, call.lineno)
+            elif isinstance(call.func, ast.Attribute) and call.func.attr in FILE_METHODS:
+                violations[(module.name, f"calls .{call.func.attr}()")] = _where(module, call.lineno)
+            elif last_two in CLOCK_CALLS:
+                violations[(module.name, f"calls {'.'.join(last_two)}()")] = _where(module, call.lineno)
+    return violations
+
+
+def unsafe_violations(package: str, modules: list[Module] = MODULES) -> dict[tuple[str, str], str]:
+    violations = {}
+    for module in (m for m in modules if m.package == package):
+        for line, name in _imports(module):
+            if name.split(".")[0] in UNSAFE_MODULES:
+                violations[(module.name, f"imports {name}")] = _where(module, line)
+        for call in _calls(module):
+            if isinstance(call.func, ast.Name) and call.func.id in UNSAFE_BUILTINS:
+                violations[(module.name, f"calls {call.func.id}()")] = _where(module, call.lineno)
+    return violations
+
+
+def _known(package: str) -> set[tuple[str, str]]:
+    return {k for k in KNOWN if k[0].split(".")[0] == package}
+
+
+def _check(found: dict[tuple[str, str], str], known: set[tuple[str, str]]) -> None:
+    new = {f"{where}: {module} {what}" for (module, what), where in found.items() if (module, what) not in known}
+    fixed = known - set(found)
+    assert not new, "\n".join(sorted(new))
+    assert not fixed, f"fixed, so remove from KNOWN: {sorted(fixed)}"
+
+
+def test_the_four_packages_are_all_found_with_their_modules():
+    assert {m.package for m in MODULES} == set(PACKAGES)
+    names = {m.name for m in MODULES}
+    assert {"formats.sbe", "engine.election", "recorder.convert", "cli.app"} <= names
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_imports_run_one_way_from_formats_to_engine_to_recorder_to_cli(package):
+    _check(import_direction_violations(package), set())
+
+
+@pytest.mark.parametrize("package", ["formats", "engine"])
+def test_formats_and_engine_do_no_io_and_read_no_clock_or_unseeded_randomness(package):
+    _check(io_violations(package), _known(package))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_package_unpickles_or_evaluates_text_as_code(package):
+    _check(unsafe_violations(package), set())
+
+
+# The checker itself, on small modules written here: each rule catches what it is for.
+
+
+def _module_from(source: str, name: str) -> Module:
+    package = name.split(".")[0]
+    path = ROOT / Path(*name.split(".")).with_suffix(".py")
+    return Module(name, package, path, ast.parse(source))
+
+
+def _found(check, source: str, name: str) -> set[str]:
+    return {what for (_, what) in check(name.split(".")[0], [_module_from(source, name)])}
+
+
+def test_an_import_inside_a_function_is_seen():
+    source = "def f():\n    from recorder import convert\n    import cli.output\n"
+    assert _found(import_direction_violations, source, "engine.mod") == {"imports recorder", "imports cli.output"}
+
+
+def test_relative_imports_resolve_from_the_module_or_package_they_are_in():
+    source = "from .cluster import Simulation\nfrom .. import convert\n"
+    package = _module_from(source, "recorder.simulate")
+    package = Module(package.name, package.package, ROOT / "recorder" / "simulate" / "__init__.py", package.tree)
+    assert [name for _, name in _imports(package)] == ["recorder.simulate.cluster", "recorder"]
+    module = _module_from(source, "recorder.simulate.outputs")
+    assert [name for _, name in _imports(module)] == ["recorder.simulate.cluster", "recorder"]
+
+
+def test_a_recorder_module_importing_the_cli_is_a_violation_and_the_cli_importing_anything_is_not():
+    assert _found(import_direction_violations, "import cli.output\n", "recorder.x") == {"imports cli.output"}
+    assert _found(import_direction_violations, "import recorder, engine, formats\n", "cli.x") == set()
+
+
+def test_io_clocks_threads_and_stdlib_random_are_caught_in_formats_and_engine():
+    source = (
+        "import threading\nfrom random import random\nimport datetime\n"
+        "def f(path):\n    open(path)\n    path.read_bytes()\n    datetime.datetime.now()\n"
+        "    import socket\n"
+    )
+    assert _found(io_violations, source, "engine.x") == {
+        "imports threading", "imports random", "calls open()", "calls .read_bytes()", "calls datetime.now()",
+        "imports socket"}
+    assert _found(io_violations, "from engine.javarandom import JavaRandom\nx = JavaRandom(1)\n", "engine.x") == set()
+
+
+def test_pickle_eval_and_exec_are_caught_anywhere():
+    source = "import pickle\ndef f(text):\n    eval(text)\n    exec(text)\n"
+    assert _found(unsafe_violations, source, "cli.x") == {"imports pickle", "calls eval()", "calls exec()"}
+    assert _found(unsafe_violations, "def f(x):\n    return x.eval()\n", "cli.x") == set()
