@@ -247,6 +247,9 @@ def convert(
         elif path == capture_paths[0]:
             loaded.append(_loaded_captures(captured))
     events = merge(loaded)
+    if not events:
+        names = ", ".join(str(p) for p in inputs)
+        raise DecodeError("holds no events (expected at least one JSON Lines event or decodable capture)", source=names)
     if properties:
         events = with_config(events, properties)
     members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)

@@ -13,7 +13,7 @@ from recorder import convert as converter
 
 
 def convert(
-    inputs: Annotated[list[str], typer.Argument(help="Capture files (JSON Lines, *.jsonl).", metavar="INPUT...", show_default=False)],
+    inputs: Annotated[list[str], typer.Argument(help="Captures: pcap/pcapng, aeron-agent logs, member cluster dirs, JSON Lines (*.jsonl), or a replay file.", metavar="INPUT...", show_default=False)],
     out: Annotated[
         str | None, typer.Option("--out", "-o", help="The replay file to write (*.arrow).", show_default=False)
     ] = None,
