@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "cli.commands.diff",
     "cli.commands.bisect",
     "cli.commands.export_scenario",
+    "cli.commands.record",
 )
 
 for _name in COMMAND_MODULES:

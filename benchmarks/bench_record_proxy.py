@@ -1,0 +1,374 @@
+"""Load test for `recount record`: push datagrams through the recording proxy on loopback and check
+that every one arrives, in order and unaltered, at the member and in the recording.
+
+Three parties, all on 127.0.0.1: this process sends (a stand-in for a member's publication), a forked
+process receives as "member 1" (its consensus endpoint) and answers every `REPLY_EVERY`-th datagram
+the way an Aeron receiver answers with a status message (to the datagram's source address), and the
+proxy runs as its own process, ``python -m cli record``, exactly as a user runs it.
+
+Every payload is a pure function of its sequence number (the number, then a slice of a fixed
+pseudo-random pattern; every 16th datagram MTU-sized), so the receiver, the sender (for replies) and
+the recording check can each tell lost, reordered and altered datagrams apart.  Latency is the time
+from the sender's send call to the receiver's return from recvfrom, both on CLOCK_MONOTONIC (one
+clock for every process on the host), so it includes the proxy's two extra hops.
+
+Bounded: the count is rate x seconds, every wait has a timeout, and the recording goes to a temporary
+directory that is removed afterwards.
+
+    python benchmarks/bench_record_proxy.py                  # 50,000 datagrams/s for 30 s
+    python benchmarks/bench_record_proxy.py --rate 20000 --seconds 5 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from recorder.record.reader import read_recording_table  # noqa: E402
+
+HOST = "127.0.0.1"
+REPLY_EVERY = 8
+SMALL, LARGE, REPLY_SIZE = 64, 1376, 36
+#: Fixed pseudo-random bytes that payloads are cut from (seeded: the same in every run and process).
+PATTERN = random.Random(20240611).randbytes(4096)
+SEQ = struct.Struct("<Q")
+SOCKET_BUFFER_BYTES = 8 * 1024 * 1024
+PROXY_COMMAND = os.environ.get("RECOUNT_BENCH_PROXY", "-m cli").split()
+
+
+def payload(seq: int) -> bytes:
+    size = LARGE if seq % 16 == 15 else SMALL
+    start = seq % 1021
+    return SEQ.pack(seq) + PATTERN[start : start + size - SEQ.size]
+
+
+def reply_payload(seq: int) -> bytes:
+    start = (seq * 7) % 1021
+    return SEQ.pack(seq) + PATTERN[start : start + REPLY_SIZE - SEQ.size]
+
+
+@dataclass
+class LoadResult:
+    rate: int
+    seconds: float
+    sent: int
+    send_seconds: float
+    received: int
+    lost: int
+    reordered: int
+    altered: int
+    replies_sent: int
+    replies_received: int
+    replies_bad: int
+    recorded_to_member: int
+    recorded_from_member: int
+    recording_mismatches: int
+    recording_problems: list[str]
+    latency_p50_us: float
+    latency_p99_us: float
+    latency_max_us: float
+    proxy_summary: dict
+    #: The host's 1-minute load average before and after: other jobs on a small host starve the
+    #: proxy of CPU, and a starved proxy's socket buffer overflows (the figures need a quiet host).
+    load_average: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def throughput(self) -> float:
+        return self.sent / self.send_seconds if self.send_seconds else 0.0
+
+    @property
+    def perfect(self) -> bool:
+        return (
+            self.received == self.sent
+            and self.lost == self.reordered == self.altered == 0
+            and self.replies_received == self.replies_sent
+            and self.replies_bad == 0
+            and self.recorded_to_member == self.sent
+            and self.recorded_from_member == self.replies_sent
+            and self.recording_mismatches == 0
+        )
+
+
+def _udp_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+    sock.bind((HOST, 0))
+    return sock
+
+
+def _member(sock: socket.socket, count: int, connection, idle_timeout_s: float) -> None:
+    """The stand-in member: receive, check, time, and answer every REPLY_EVERY-th datagram."""
+    sock.settimeout(idle_timeout_s)
+    received_ns = array("q", bytes(8 * count))
+    expected = received = reordered = altered = replies = 0
+    monotonic_ns = time.monotonic_ns
+    recvfrom = sock.recvfrom
+    sendto = sock.sendto
+    connection.send("ready")
+    try:
+        while received < count:
+            try:
+                data, source = recvfrom(65536)
+            except TimeoutError:
+                break
+            now = monotonic_ns()
+            seq = SEQ.unpack_from(data)[0] if len(data) >= SEQ.size else -1
+            if not 0 <= seq < count:
+                altered += 1
+                continue
+            received += 1
+            received_ns[seq] = now
+            if seq != expected:
+                reordered += 1
+            expected = seq + 1
+            if data != payload(seq):
+                altered += 1
+            if seq % REPLY_EVERY == 0:
+                sendto(reply_payload(seq), source)
+                replies += 1
+    finally:
+        connection.send((received, reordered, altered, replies))
+        connection.send_bytes(received_ns.tobytes())
+        connection.close()
+
+
+def _start_proxy(members: str, out_dir: str, flush_ms: int) -> tuple[subprocess.Popen, dict]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            *PROXY_COMMAND,
+            "record",
+            "--members",
+            members,
+            "--out",
+            out_dir,
+            "--json",
+            "--flush-ms",
+            str(flush_ms),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=None if os.environ.get("RECOUNT_BENCH_PROXY") else subprocess.PIPE,
+        text=True,
+    )
+    line = process.stdout.readline()
+    if not line:
+        process.kill()
+        raise RuntimeError(f"the proxy did not start: {process.stderr.read().strip()}")
+    return process, json.loads(line)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host, int(port)
+
+
+def _percentile(sorted_values: list[int], fraction: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))] / 1000.0
+
+
+def _check_recording(path: str, count: int, replies: int) -> tuple[int, int, int, list[str]]:
+    table, _, problems = read_recording_table(path)
+    directions = table.column("direction").to_pylist()
+    payloads = table.column("payload").to_pylist()
+    to_member = from_member = mismatches = 0
+    for direction, data in zip(directions, payloads, strict=True):
+        if direction == "toMember":
+            mismatches += data != payload(to_member)
+            to_member += 1
+        else:
+            mismatches += data != reply_payload(from_member * REPLY_EVERY)
+            from_member += 1
+    return to_member, from_member, mismatches, [str(problem) for problem in problems]
+
+
+def run_load(
+    *, rate: int, seconds: float, flush_ms: int = 100, out_dir: str | None = None, direct: bool = False
+) -> LoadResult:
+    """Send ``rate`` datagrams/s for ``seconds`` through a fresh proxy; check and measure everything.
+    ``direct`` sends straight to the member instead: the harness's own latency, for comparison."""
+    load_before = os.getloadavg()[0]
+    count = max(1, int(rate * seconds))
+    replies_expected = (count + REPLY_EVERY - 1) // REPLY_EVERY
+    context = multiprocessing.get_context("fork")
+    member_consensus, member_log = _udp_socket(), _udp_socket()
+    others = [_udp_socket() for _ in range(4)]  # members 0 and 2: real ports nobody else takes
+    members = "|".join(
+        f"{member_id},{HOST}:1,{HOST}:{consensus.getsockname()[1]},{HOST}:{log.getsockname()[1]},{HOST}:0,{HOST}:2"
+        for member_id, (consensus, log) in enumerate(
+            [(others[0], others[1]), (member_consensus, member_log), (others[2], others[3])]
+        )
+    )
+    with tempfile.TemporaryDirectory(prefix="recount-bench-", dir=out_dir) as directory:
+        if direct:
+            proxy, plan = None, {}
+            target = member_consensus.getsockname()
+        else:
+            proxy, plan = _start_proxy(members, directory, flush_ms)
+        try:
+            if proxy is not None:
+                target = _address(
+                    next(
+                        e["proxy"]
+                        for e in plan["endpoints"]
+                        if e["memberId"] == 1 and e["channel"] == "consensus"
+                    )
+                )
+            parent_end, child_end = context.Pipe()
+            member = context.Process(
+                target=_member, args=(member_consensus, count, child_end, 2.0 + seconds / 10)
+            )
+            member.start()
+            child_end.close()
+            if not parent_end.poll(10) or parent_end.recv() != "ready":
+                raise RuntimeError("the stand-in member did not start")
+
+            sender = _udp_socket()
+            sender.setblocking(False)
+            sent_ns = array("q", bytes(8 * count))
+            replies_received = replies_bad = 0
+            monotonic_ns = time.monotonic_ns
+            sendto = sender.sendto
+
+            def drain_replies() -> None:
+                nonlocal replies_received, replies_bad
+                while True:
+                    try:
+                        data = sender.recv(65536)
+                    except BlockingIOError:
+                        return
+                    if data != reply_payload(replies_received * REPLY_EVERY):
+                        replies_bad += 1
+                    replies_received += 1
+
+            start = monotonic_ns()
+            seq = 0
+            while seq < count:
+                due = min(count, (monotonic_ns() - start) * rate // 1_000_000_000 + 1)
+                while seq < due:
+                    sent_ns[seq] = monotonic_ns()
+                    sendto(payload(seq), target)
+                    seq += 1
+                drain_replies()
+                time.sleep(0.0002)
+            send_seconds = (monotonic_ns() - start) / 1e9
+
+            (received, reordered, altered, replies_sent) = parent_end.recv()
+            received_ns = array("q")
+            received_ns.frombytes(parent_end.recv_bytes())
+            member.join(10)
+            deadline = time.monotonic() + 2
+            while replies_received < replies_sent and time.monotonic() < deadline:
+                drain_replies()
+                time.sleep(0.001)
+        finally:
+            if proxy is not None:
+                proxy.send_signal(signal.SIGTERM)
+                try:
+                    stdout, stderr = proxy.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proxy.kill()
+                    stdout, stderr = proxy.communicate()
+        latencies = sorted(received_ns[i] - sent_ns[i] for i in range(count) if received_ns[i])
+        if proxy is None:
+            summary, (to_member, from_member, mismatches, problems) = {}, (count, replies_sent, 0, [])
+        else:
+            if proxy.returncode != 0:
+                raise RuntimeError(f"the proxy exited with {proxy.returncode}: {stderr.strip()}")
+            summary = json.loads(stdout.strip().splitlines()[-1])
+            to_member, from_member, mismatches, problems = _check_recording(
+                plan["recording"], count, replies_expected
+            )
+    for sock in (member_consensus, member_log, sender, *others):
+        sock.close()
+    return LoadResult(
+        rate=rate,
+        seconds=seconds,
+        sent=count,
+        send_seconds=send_seconds,
+        received=received,
+        lost=count - received,
+        reordered=reordered,
+        altered=altered,
+        replies_sent=replies_sent,
+        replies_received=replies_received,
+        replies_bad=replies_bad,
+        recorded_to_member=to_member,
+        recorded_from_member=from_member,
+        recording_mismatches=mismatches,
+        recording_problems=problems,
+        latency_p50_us=_percentile(latencies, 0.50),
+        latency_p99_us=_percentile(latencies, 0.99),
+        latency_max_us=latencies[-1] / 1000.0 if latencies else float("nan"),
+        proxy_summary=summary,
+        load_average=(load_before, os.getloadavg()[0]),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=int, default=50_000, help="datagrams per second (default 50000)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="how long to send (default 30)")
+    parser.add_argument("--flush-ms", type=int, default=100)
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="no proxy: send straight to the member (the harness's own latency, for comparison)",
+    )
+    args = parser.parse_args(argv)
+    if not 0 < args.rate <= 200_000 or not 0 < args.seconds <= 300:
+        parser.error("keep it bounded: 0 < rate <= 200000 and 0 < seconds <= 300")
+    result = run_load(rate=args.rate, seconds=args.seconds, flush_ms=args.flush_ms, direct=args.direct)
+    if args.json:
+        print(json.dumps(dict(asdict(result), throughput=result.throughput, perfect=result.perfect)))
+    else:
+        print(
+            f"sent {result.sent} datagrams in {result.send_seconds:.1f} s ({result.throughput:,.0f}/s) "
+            f"{'straight to the member' if args.direct else 'through the recording proxy'} "
+            f"(+ {result.replies_sent} replies back)"
+        )
+        print(
+            f"member received {result.received}: lost {result.lost}, reordered {result.reordered}, "
+            f"altered {result.altered}; replies received {result.replies_received}, bad {result.replies_bad}"
+        )
+        print(
+            f"recording: {result.recorded_to_member} to the member + {result.recorded_from_member} back, "
+            f"{result.recording_mismatches} differing, problems: {result.recording_problems or 'none'}"
+        )
+        print(
+            f"latency sender -> {'member' if args.direct else 'proxy -> member'}: p50 {result.latency_p50_us:.0f} us, "
+            f"p99 {result.latency_p99_us:.0f} us, max {result.latency_max_us:.0f} us"
+        )
+        print(
+            f"host load average (1 min) before {result.load_average[0]:.2f}, after {result.load_average[1]:.2f} "
+            f"on {os.cpu_count()} CPUs"
+        )
+        print("PASS: zero lost, reordered or altered" if result.perfect else "FAIL")
+    return 0 if result.perfect else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
