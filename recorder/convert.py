@@ -143,6 +143,7 @@ READERS: dict[str, InputReader] = {
                           captures=True),
     "agent-log": InputReader("agent-log", (), read_capture, "an aeron-agent event log (1.47 text)", captures=True),
     "cluster-dir": InputReader("cluster-dir", (), read_capture, "a member's cluster directory", captures=True),
+    "recording": InputReader("recording", (".arrows",), read_capture, "a `recount record` recording", captures=True),
 }
 
 #: What `recount replay` reads: every capture format, and replay files.

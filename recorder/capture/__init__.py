@@ -46,9 +46,10 @@ from recorder.capture.cluster_dir_import import is_cluster_dir, member_of, read_
 from recorder.capture.cluster_dir_import import member_start as build_member_start
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.members import MemberMap
-from recorder.capture.pcap_import import import_pcaps, sniff_capture
+from recorder.capture.pcap_import import decode_captures, import_pcaps, sniff_capture
+from recorder.capture.recording_import import is_recording, recording_as_pcap
 
-FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir")
+FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
 
 
 @dataclass(slots=True)
@@ -84,7 +85,7 @@ class CaptureLoad:
 
 
 def detect_format(path: str | os.PathLike[str]) -> str | None:
-    """"pcap", "pcapng", "agent-log", "cluster-dir" or None, from what ``path`` holds."""
+    """"pcap", "pcapng", "agent-log", "cluster-dir", "recording" or None, from what ``path`` holds."""
     if os.path.isdir(path):
         return "cluster-dir" if is_cluster_dir(path) else None
     try:
@@ -95,6 +96,8 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
     kind = sniff_capture(head)
     if kind is not None:
         return kind
+    if is_recording(path, head):
+        return "recording"
     if looks_like_agent_log(head):
         return "agent-log"
     return None
@@ -111,7 +114,7 @@ def load_captures(
     """Read a mix of captures, agent logs and cluster directories into one incident's events."""
     if format not in FORMATS:
         raise DecodeError(f"unknown capture format {format!r} (known: {', '.join(FORMATS)})")
-    kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": []}
+    kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": [], "recording": []}
     for path in paths:
         name = os.fspath(path)
         kind = detect_format(name) if format == "auto" else format
@@ -138,10 +141,28 @@ def load_captures(
                 members_from = "cluster dir"
                 break
 
+    # A recount record recording is decoded as the pcap of the same datagrams (recording_import).
+    recordings: list[tuple[str, bytes]] = []
+    recording_notes: list[str] = []
+    for name in kinds["recording"]:
+        data, metadata, problems = recording_as_pcap(name)
+        recordings.append((name, data))
+        if member_map is None and metadata.cluster_members:
+            member_map = MemberMap.parse(metadata.cluster_members, source=f"{name} (recorded members)")
+            members_from = "recording"
+        recording_notes += [f"{name}: {problem}" for problem in problems]
+        if not metadata.clean_end:
+            recording_notes.append(f"{name}: the recorder did not stop cleanly; read up to its last flush")
+
     load = CaptureLoad([], member_map.text if member_map else None, members_from)
+    load.notes += recording_notes
     captured = None
-    if kinds["pcap"]:
+    if kinds["pcap"] and not recordings:
         captured = import_pcaps(kinds["pcap"], member_map, streams=streams, progress=progress)
+    elif kinds["pcap"] or recordings:
+        captured = decode_captures(_read_captures(kinds["pcap"]) + recordings, member_map, streams=streams,
+                                   progress=progress)
+    if captured is not None:
         if member_map is None:
             member_map = captured.members
             load.cluster_members = member_map.text
@@ -215,6 +236,19 @@ def load_captures(
     if not load.events:
         raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
     return load
+
+
+def _read_captures(paths: Sequence[str]) -> list[tuple[str, bytes]]:
+    """Pcap files read whole, to be decoded together with recordings (`import_pcaps` maps them
+    instead when they are alone)."""
+    captures = []
+    for name in paths:
+        with open(name, "rb") as file:
+            data = file.read()
+        if not data:
+            raise DecodeError("empty file: expected a pcap or pcapng capture", source=name, offset=0)
+        captures.append((name, data))
+    return captures
 
 
 def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[list, list[str]]:
