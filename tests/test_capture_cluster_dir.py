@@ -100,3 +100,22 @@ def test_cluster_directories_are_recognised_by_their_files(tmp_path, capture):
     assert is_cluster_dir(capture / "node0")
     assert not is_cluster_dir(tmp_path)
     assert not is_cluster_dir(capture / "capture.pcap")
+
+
+def test_a_directory_without_a_mark_file_takes_its_member_from_a_node_or_member_name(tmp_path):
+    import shutil
+
+    from recorder.capture.cluster_dir_import import member_start
+    from recorder.cluster_dir import read_cluster_dir
+
+    source = Path(__file__).resolve().parents[1] / "samples" / "leader-failover" / "node2" / "cluster"
+    named = tmp_path / "member-2" / "cluster"
+    shutil.copytree(source, named)
+    info = member_start(read_cluster_dir(named))
+    assert info.node == 2
+    assert any("taken from the directory's name" in note for note in info.notes)
+
+    anonymous = tmp_path / "somewhere" / "else"
+    shutil.copytree(source, anonymous)
+    with pytest.raises(DecodeError, match="not named nodeN or memberN"):
+        member_start(read_cluster_dir(anonymous))

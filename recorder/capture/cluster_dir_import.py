@@ -27,7 +27,9 @@ term, or −1), which is a guess and said so.  Every such step is a note.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from formats import recording_log as rl
@@ -60,13 +62,34 @@ def cluster_time_to_ns(timestamp: int) -> int:
     return timestamp
 
 
+_MEMBER_DIR_NAME = re.compile(r"(?:node|member)[-_]?(\d+)", re.IGNORECASE)
+
+
 def member_of(cluster_dir: ClusterDir) -> int | None:
+    """The member a cluster directory belongs to: what its files say (`member_from_files`), else the
+    name of the directory or its parent when it is ``nodeN`` / ``memberN`` (how captures and the
+    samples lay out members' directories)."""
+    from_files = member_from_files(cluster_dir)
+    return from_files if from_files is not None else member_from_name(cluster_dir.path)
+
+
+def member_from_files(cluster_dir: ClusterDir) -> int | None:
+    """cluster-mark.dat's memberId, else the legacy ClusterMembers record of node-state.dat."""
     mark = cluster_dir.mark_files.get(MARK_FILE)
     if mark is not None and mark.header.member_id >= 0:
         return mark.header.member_id
     state = cluster_dir.node_state.state if cluster_dir.node_state is not None else None
     if state is not None and state.cluster_members is not None and state.cluster_members.member_id >= 0:
         return state.cluster_members.member_id
+    return None
+
+
+def member_from_name(path: str | os.PathLike[str]) -> int | None:
+    resolved = Path(path).resolve()
+    for part in (resolved.name, resolved.parent.name):
+        match = _MEMBER_DIR_NAME.fullmatch(part)
+        if match:
+            return int(match.group(1))
     return None
 
 
@@ -77,11 +100,13 @@ def member_start(cluster_dir: ClusterDir, *, cluster_members: str | None = None,
     node = member_of(cluster_dir)
     if node is None:
         raise DecodeError(
-            "cannot tell which member this directory belongs to (no cluster-mark.dat with a memberId, and no"
-            " legacy ClusterMembers record in node-state.dat)",
+            "cannot tell which member this directory belongs to (no cluster-mark.dat with a memberId, no"
+            " legacy ClusterMembers record in node-state.dat, and it is not named nodeN or memberN)",
             source=source,
         )
     notes = [f"{source}: {problem}" for problem in cluster_dir.problems]
+    if member_from_files(cluster_dir) is None:
+        notes.append(f"{source}: member {node} taken from the directory's name (no cluster-mark.dat)")
     state = cluster_dir.node_state.state if cluster_dir.node_state is not None else None
     legacy_members = state.cluster_members.cluster_members if state is not None and state.cluster_members else None
 
