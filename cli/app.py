@@ -29,15 +29,16 @@ app = typer.Typer(
 #: One module per command; each has `register(app)`.
 COMMAND_MODULES = (
     "cli.commands.inspect",
+    "cli.commands.record",
     "cli.commands.convert",
-    "cli.commands.replay",
     "cli.commands.query",
     "cli.commands.simulate",
+    "cli.commands.replay",
+    "cli.commands.tui",
     "cli.commands.versions",
     "cli.commands.diff",
     "cli.commands.bisect",
     "cli.commands.export_scenario",
-    "cli.commands.record",
 )
 
 for _name in COMMAND_MODULES:

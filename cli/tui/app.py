@@ -1,0 +1,878 @@
+"""`RecountApp`: the Textual application of `recount tui`.
+
+The app holds the cursor (`cursor`: an event number in replay order; `member`: the member the
+inspector shows) in reactive attributes, binds every key to an ``action_*`` method, and tells the
+widgets to redraw when they change.  It never computes protocol state: `Session` answers every
+question (state at an event, where the next state change is, when a condition became true), the
+widgets draw the answers.  Long work runs in workers: the index (a thread, progress in the status
+bar) and breakpoint searches (a thread, cancelled with escape).  The command palette (ctrl+p)
+offers every jump; ``g`` takes a jump typed directly; ``?`` lists the keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, Label, ProgressBar, Static
+from textual.worker import Worker, get_current_worker
+
+from cli.tui import breakpoints
+from cli.tui.session import DiffRow, EventFilter, Session, SessionError, align, difference_starts, story
+from cli.tui.widgets import DiffView, EventList, Inspector, Timeline
+from engine.config import parse_duration_ns
+from formats.errors import DecodeError
+
+# -- jumps typed by the user (palette and the `g` prompt) ---------------------------------------------------
+
+JUMP_HELP = (
+    "time 12s (from the first event) | seq 123 | event 55 | log 4096 | term 2 | next Vote | prev RequestVote"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Jump:
+    kind: str  # time, seq, event, log, term, next, prev
+    value: int | str
+
+
+def parse_jump(text: str) -> Jump:
+    """A jump from its words; `ValueError` with a one-line reason when it is not one."""
+    words = text.split()
+    if len(words) != 2:
+        raise ValueError(f"expected one of: {JUMP_HELP}")
+    kind, value = words[0].lower(), words[1]
+    aliases = {
+        "t": "time",
+        "at": "time",
+        "position": "log",
+        "pos": "log",
+        "e": "event",
+        "#": "seq",
+        "previous": "prev",
+    }
+    kind = aliases.get(kind, kind)
+    if kind in ("next", "prev"):
+        return Jump(kind, value)
+    if kind == "time":
+        try:
+            return Jump(kind, int(value) if value.lstrip("-").isdigit() else parse_duration_ns(value))
+        except ValueError:
+            raise ValueError(f"time takes nanoseconds or a duration such as 1500ms, got {value!r}") from None
+    if kind in ("seq", "event", "log", "term"):
+        try:
+            return Jump(kind, int(value))
+        except ValueError:
+            raise ValueError(f"{kind} takes an integer, got {value!r}") from None
+    raise ValueError(f"unknown jump {kind!r}; expected one of: {JUMP_HELP}")
+
+
+def _short_name(name: str) -> str:
+    """``leader-failover/incident.arrow``: the file and its folder, wherever the checkout is."""
+    path = Path(name)
+    return str(Path(path.parent.name) / path.name) if path.parent.name else path.name
+
+
+# -- screens ---------------------------------------------------------------------------------------------
+
+
+class Prompt(ModalScreen[str | None]):
+    """One line of input (a filter, a breakpoint condition, a jump)."""
+
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, title: str, hint: str, value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.hint = hint
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt"):
+            yield Label(self.title_text, id="prompt-title")
+            yield Input(value=self.value, placeholder=self.hint, id="prompt-input")
+            yield Label(self.hint, id="prompt-hint")
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """The key bindings (``?``)."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "close", "close")]
+
+    def __init__(self, bindings: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.rows = bindings
+
+    def compose(self) -> ComposeResult:
+        table = Table(title="recount tui: keys", box=None, title_justify="left")
+        table.add_column("key", style="bold")
+        table.add_column("does")
+        for key, description in self.rows:
+            table.add_row(key, description)
+        table.add_row(
+            "ctrl+p", "command palette: every jump (time, seq, term, next message of a type, divergence…)"
+        )
+        with Vertical(id="help"):
+            yield Static(table, id="help-table")
+            yield Label("escape or ? closes", id="help-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class DiffScreen(Screen[None]):
+    """Two replays side by side (``v``)."""
+
+    BINDINGS = [
+        Binding("escape,v", "close", "back"),
+        Binding("j,down", "row(1)", "next row"),
+        Binding("k,up", "row(-1)", "previous row"),
+        Binding("n", "difference(1)", "next difference"),
+        Binding("N", "difference(-1)", "previous difference"),
+        Binding("f", "first", "first divergence"),
+        Binding("enter", "open", "show in main view"),
+    ]
+
+    def __init__(
+        self, rows: list[DiffRow], left_name: str, right_name: str, origins: tuple[int, int] = (0, 0)
+    ) -> None:
+        super().__init__()
+        self.rows = rows
+        self.starts = difference_starts(rows)
+        self.view = DiffView(rows, left_name, right_name, origins, id="diff-view")
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="diff-header")
+        yield self.view
+        yield Static(id="diff-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#diff-header", Static).update(self.view.header(self.size.width or 160))
+        self.view.focus()
+        self.call_after_refresh(self.action_first)  # once the view has a size to scroll in
+
+    def _status(self) -> None:
+        count = len(self.starts)
+        current = sum(1 for s in self.starts if s <= self.view.row)
+        text = f"row {self.view.row + 1}/{len(self.rows)}   differences: {count}" + (
+            f" (at {current} of {count})" if count else " — the two replays agree"
+        )
+        self.query_one("#diff-status", Static).update(text)
+
+    def action_row(self, delta: int) -> None:
+        if self.rows:
+            self.view.row = min(max(self.view.row + delta, 0), len(self.rows) - 1)
+        self._status()
+
+    def action_first(self) -> None:
+        self.view.row = self.starts[0] if self.starts else 0
+        self._status()
+
+    def action_difference(self, direction: int) -> None:
+        row = self.view.row
+        candidates = [s for s in self.starts if (s > row if direction > 0 else s < row)]
+        if candidates:
+            self.view.row = candidates[0] if direction > 0 else candidates[-1]
+        else:
+            self.app.notify("no more differences" if direction > 0 else "no earlier difference")
+        self._status()
+
+    def action_open(self) -> None:
+        row = self.rows[self.view.row] if self.rows else None
+        line = (row.left or row.right) if row else None
+        self.dismiss(None)
+        if line is not None and row.left is not None:
+            self.app.cursor = line.position
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+# -- the palette -------------------------------------------------------------------------------------------
+
+
+class JumpCommands(Provider):
+    """Every jump the app knows, for the command palette; typed jumps (``term 2``) too."""
+
+    def _commands(self) -> list[tuple[str, Callable[[], None], str]]:
+        app: RecountApp = self.app  # type: ignore[assignment]
+        commands = [
+            (
+                "First divergence or invariant violation",
+                partial(app.action_problem, 0),
+                "go to the first problem the replay found",
+            ),
+            ("Next divergence", partial(app.action_problem, 1), "d"),
+            ("Previous divergence", partial(app.action_problem, -1), "D"),
+            ("Next state change", partial(app.action_state_change, 1), "s"),
+            ("Previous state change", partial(app.action_state_change, -1), "S"),
+            ("Next state change of the selected member", partial(app.action_member_state_change, 1), ""),
+            ("Previous state change of the selected member", partial(app.action_member_state_change, -1), ""),
+            ("Next event of the selected member", partial(app.action_member_step, 1), "]"),
+            ("Previous event of the selected member", partial(app.action_member_step, -1), "["),
+            ("Go to start", partial(app.action_edge, 0), "home"),
+            ("Go to end", partial(app.action_edge, 1), "end"),
+            ("Go to… (time, seq, event, log position, term)", app.action_goto, "g"),
+            ("Toggle bookmark", app.action_bookmark, "m"),
+            ("Next bookmark", partial(app.action_next_bookmark, 1), "'"),
+            ("Add breakpoint…", app.action_add_breakpoint, "b"),
+            ("Continue to the next breakpoint hit", partial(app.action_continue, 1), "c"),
+            ("Reverse-continue to the previous breakpoint hit", partial(app.action_continue, -1), "C"),
+            ("Clear breakpoints", app.action_clear_breakpoints, "B"),
+            ("Filter events…", app.action_filter, "f"),
+            ("Clear filter", app.action_clear_filter, ""),
+            ("Diff view", app.action_diff, "v"),
+            ("Save screenshot (SVG)", app.action_save_screenshot, "ctrl+s"),
+            ("Key bindings", app.action_help, "?"),
+        ]
+        for start in app.session.index.terms:
+            commands.append(
+                (
+                    f"Go to term {start.leadership_term_id}: member {start.leader_member_id} elected leader",
+                    partial(app.jump, Jump("term", start.leadership_term_id)),
+                    f"event {start.position} at {app.session.source.relative(start.ts)}",
+                )
+            )
+        for member in app.session.members:
+            commands.append(
+                (f"Select member {member}", partial(app.action_select_member, member), str(member))
+            )
+        for name in sorted(app.session.source.type_names):
+            commands.append(
+                (f"Next {name}", partial(app.jump, Jump("next", name)), "the next event of this type")
+            )
+            commands.append(
+                (f"Previous {name}", partial(app.jump, Jump("prev", name)), "the previous event of this type")
+            )
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._commands()[:23]:
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        app: RecountApp = self.app  # type: ignore[assignment]
+        words = query.split(maxsplit=1)
+        if len(words) == 2 and words[0].lower() in ("break", "breakpoint"):
+            yield Hit(
+                1.0,
+                f"Break when {words[1]}",
+                partial(app.add_breakpoint, words[1]),
+                help="add this breakpoint",
+            )
+        elif len(words) == 2 and words[0].lower() == "filter":
+            yield Hit(
+                1.0, f"Filter {words[1]}", partial(app.apply_filter, words[1]), help="node=… channel=… type=…"
+            )
+        else:
+            try:
+                jump = parse_jump(query)
+            except ValueError:
+                jump = None
+            if jump is not None:
+                yield Hit(1.0, f"Go to {jump.kind} {jump.value}", partial(app.jump, jump), help="jump")
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+
+
+# -- the app -----------------------------------------------------------------------------------------------
+
+
+class RecountApp(App[None]):
+    """Seek through a replay: timeline, event list, inspector; breakpoints; a diff view."""
+
+    CSS_PATH = str(Path(__file__).with_name("recount.tcss"))
+    TITLE = "recount"
+    COMMANDS = App.COMMANDS | {JumpCommands}
+    BINDINGS = [
+        Binding("j,down", "step(1)", "next"),
+        Binding("k,up", "step(-1)", "prev"),
+        Binding("pagedown", "page(1)", "page down", show=False),
+        Binding("pageup", "page(-1)", "page up", show=False),
+        Binding("home", "edge(0)", "start", show=False),
+        Binding("end", "edge(1)", "end", show=False),
+        Binding("right_square_bracket", "member_step(1)", "member next", show=False),
+        Binding("left_square_bracket", "member_step(-1)", "member prev", show=False),
+        Binding("s", "state_change(1)", "next state change"),
+        Binding("S", "state_change(-1)", "prev state change", show=False),
+        Binding("d", "problem(1)", "next divergence", show=False),
+        Binding("D", "problem(-1)", "prev divergence", show=False),
+        Binding("tab", "next_member", "member", priority=True),
+        *[Binding(str(n), f"select_member({n})", f"member {n}", show=False) for n in range(10)],
+        Binding("g", "goto", "go to"),
+        Binding("m", "bookmark", "bookmark", show=False),
+        Binding("apostrophe", "next_bookmark(1)", "next bookmark", show=False),
+        Binding("quotation_mark", "next_bookmark(-1)", "prev bookmark", show=False),
+        Binding("b", "add_breakpoint", "break"),
+        Binding("c", "continue(1)", "continue"),
+        Binding("C", "continue(-1)", "reverse", show=True),
+        Binding("B", "clear_breakpoints", "clear breakpoints", show=False),
+        Binding("escape", "cancel_search", "stop search", show=False),
+        Binding("f", "filter", "filter"),
+        Binding("r", "toggle_records", "records", show=False),
+        Binding("plus,equals_sign", "zoom(1)", "zoom in", show=False),
+        Binding("minus", "zoom(-1)", "zoom out", show=False),
+        Binding("t", "toggle_axis", "time/event axis", show=False),
+        Binding("v", "diff", "diff", show=False),
+        Binding("ctrl+s", "save_screenshot", "screenshot", show=False),
+        Binding("question_mark", "help", "keys"),
+        Binding("q", "quit", "quit"),
+    ]
+    #: What `?` shows, in this order (key as typed, what it does).
+    KEYS = [
+        ("j / down, k / up", "next / previous event (in the list, after the filter)"),
+        ("pagedown / pageup, home / end", "a page of events; first / last event"),
+        ("] / [", "next / previous event of the selected member"),
+        ("s / S", "next / previous election state or role change (any member)"),
+        ("d / D", "next / previous divergence or invariant violation"),
+        ("tab, 0-9", "select the member the inspector shows"),
+        ("g", "go to: " + JUMP_HELP),
+        ("m, ' / \"", "toggle a bookmark; next / previous bookmark"),
+        ("b", "add a breakpoint (e.g. node 2 state == FOLLOWER_CATCHUP, candidateTermId > 3)"),
+        ("c / C", "continue / reverse-continue to where a breakpoint condition became true"),
+        ("B", "clear breakpoints"),
+        ("escape", "stop a running search"),
+        ("f", "filter the list: node=1,2 channel=consensus type=Vote,RequestVote"),
+        ("r", "show / hide the trace records under each event"),
+        ("+ / -, t", "zoom the timeline in / out; switch its axis between time and event number"),
+        ("v", "diff view (with --diff): n / N walk differences, f first, enter opens, escape back"),
+        ("ctrl+s", "save a screenshot (SVG) in the current directory"),
+        ("?", "this list"),
+        ("q", "quit"),
+    ]
+
+    _MAIN_ACTIONS = frozenset(
+        {
+            "step",
+            "page",
+            "edge",
+            "member_step",
+            "state_change",
+            "problem",
+            "next_member",
+            "select_member",
+            "goto",
+            "bookmark",
+            "next_bookmark",
+            "add_breakpoint",
+            "continue",
+            "clear_breakpoints",
+            "filter",
+            "toggle_records",
+            "zoom",
+            "toggle_axis",
+            "diff",
+        }
+    )
+
+    cursor: reactive[int] = reactive(0, init=False)
+    member: reactive[int] = reactive(0, init=False)
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        other: Session | None = None,
+        other_name: str | None = None,
+        start: Jump | None = None,
+        screenshot_dir: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.start = start
+        self.other = other
+        self.other_name = other_name
+        self.screenshot_dir = screenshot_dir
+        self.bookmarks: set[int] = set()
+        self.conditions: list[breakpoints.Condition] = []
+        self.diff_rows: list[DiffRow] | None = None
+        self.searching = False
+        self.message = ""
+        self._indexed_seen = -1
+        self._index_worker: Worker[None] | None = None
+        self._inspector_pending = False
+        self.set_reactive(RecountApp.member, session.members[0] if session.members else 0)
+        self.sub_title = f"{Path(session.name).name}  model {session.model}"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title-bar")
+        yield Timeline(self.session, id="timeline")
+        with Horizontal(id="main"):
+            yield EventList(self.session, id="events")
+            yield Inspector(self.session, id="inspector")
+        with Horizontal(id="status-bar"):
+            yield Static(id="status")
+            yield ProgressBar(total=max(len(self.session), 1), show_eta=False, id="index-progress")
+        yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The main view's keys act only when it is on top (not under a prompt, the help or the diff view)."""
+        if action in self._MAIN_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
+
+    # -- life cycle -----------------------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.query_one("#title-bar", Static).update(self._title())
+        self.query_one(EventList).focus()
+        self.query_one(Timeline).member = self.member
+        self._refresh_all()
+        if self.start is not None and self.start.kind in ("time", "seq", "event"):
+            self.jump(self.start)  # needs no index
+            self.start = None
+        # The index starts once the first screen is drawn: its thread would otherwise delay it.
+        self.call_after_refresh(self._start_index)
+        self._poll = self.set_interval(0.2, self._poll_index)
+
+    async def wait_until_indexed(self) -> None:
+        """Wait for the index worker and show its result (tests and --screenshot use it).
+
+        Raises the worker's failure (`WorkerFailed`, `WorkerCancelled`) rather than waiting forever.
+        """
+        while self._index_worker is None:  # it starts after the first refresh
+            await asyncio.sleep(0.01)
+        await self._index_worker.wait()
+        self._poll_index()
+
+    def _start_index(self) -> None:
+        self._index_worker = self.index_replays()
+
+    def _title(self) -> Text:
+        text = Text(f"recount tui  {_short_name(self.session.name)}", style="bold")
+        text.append(
+            f"  model {self.session.model}  {len(self.session)} events  members {', '.join(map(str, self.session.members))}"
+        )
+        if self.other is not None:
+            text.append(f"  diff: {self.other_name}")
+        return text
+
+    @work(thread=True, exclusive=True, group="index")
+    def index_replays(self) -> None:
+        worker = get_current_worker()
+        self.session.build_index(should_stop=lambda: worker.is_cancelled)
+        if self.other is not None and not worker.is_cancelled:
+            self.other.build_index(should_stop=lambda: worker.is_cancelled)
+
+    def _poll_index(self) -> None:
+        index = self.session.index
+        done = index.done + (self.other.index.done if self.other is not None else 0)
+        total = len(self.session) + (len(self.other) if self.other is not None else 0)
+        finished = index.finished and (self.other is None or self.other.index.finished)
+        if done == self._indexed_seen and not finished:
+            return
+        self._indexed_seen = done
+        bar = self.query_one("#index-progress", ProgressBar)
+        bar.update(total=max(total, 1), progress=done)
+        self.query_one(EventList).index_progressed()
+        self.query_one(Timeline).refresh()
+        if self._inspector_pending:
+            self._refresh_inspector()
+        if finished:
+            bar.display = False
+            self._poll.stop()
+            if self.start is not None:
+                start, self.start = self.start, None
+                self.jump(start)
+            self._refresh_all()
+        self._refresh_status()
+
+    @property
+    def indexed(self) -> bool:
+        return self.session.index.finished and (self.other is None or self.other.index.finished)
+
+    # -- drawing --------------------------------------------------------------------------------------------
+
+    def watch_cursor(self, _: int) -> None:
+        self._refresh_all()
+
+    def watch_member(self, member: int) -> None:
+        self.query_one(Timeline).member = member
+        self._refresh_inspector()
+        self._refresh_status()
+
+    def _refresh_all(self) -> None:
+        self.query_one(EventList).cursor = self.cursor
+        self.query_one(EventList).refresh()
+        timeline = self.query_one(Timeline)
+        timeline.cursor = self.cursor
+        timeline.refresh()
+        self._refresh_inspector()
+        self._refresh_status()
+
+    def _refresh_inspector(self) -> None:
+        inspector = self.query_one(Inspector)
+        if not len(self.session):
+            inspector.show_pending("the replay holds no events")
+            return
+        if not self.session.moment_ready(self.cursor):
+            self._inspector_pending = True
+            inspector.show_pending(
+                f"indexing: member state after event {self.cursor} is shown once the index reaches it"
+            )
+            return
+        self._inspector_pending = False
+        try:
+            moment = self.session.moment(self.cursor)
+        except (DecodeError, SessionError) as error:  # bad input deep in the file: say it, keep running
+            inspector.show_pending(f"cannot replay to event {self.cursor}: {error}")
+            return
+        inspector.show(moment, self.member, self.cursor)
+
+    def _refresh_status(self) -> None:
+        session = self.session
+        if not len(session):
+            self.query_one("#status", Static).update("no events")
+            return
+        k = self.cursor
+        source = session.source
+        index = session.index
+        parts = [
+            f"event {k + 1}/{len(session)}",
+            f"seq {int(source.seq[k])}",
+            source.relative(int(source.ts[k])),
+            f"member {self.member}",
+        ]
+        if not index.finished:
+            parts.append(f"indexing {index.done}/{len(session)}")
+        else:
+            divergences = sum(1 for p in index.problems if p.record.get("kind") == "divergence")
+            invariants = len(index.problems) - divergences
+            parts.append(f"divergences {divergences}  invariants {invariants}")
+        if index.error:
+            parts.append(index.error)
+        event_list = self.query_one(EventList)
+        if not event_list.filter.is_empty:
+            parts.append(f"filter {event_list.filter.describe()}")
+        if self.conditions:
+            parts.append("break: " + " | ".join(c.text for c in self.conditions))
+        if self.bookmarks:
+            parts.append(f"bookmarks {len(self.bookmarks)}")
+        if self.searching:
+            parts.append("searching… (escape stops)")
+        if self.message:
+            parts.append(self.message)
+        self.query_one("#status", Static).update("  ·  ".join(parts))
+
+    def say(self, message: str) -> None:
+        self.message = message
+        self._refresh_status()
+
+    # -- moving ---------------------------------------------------------------------------------------------
+
+    def go_to(self, position: int | None, why_not: str = "", *, note: str = "") -> None:
+        """Move the cursor to ``position``; when there is none, say ``why_not`` instead."""
+        if position is None:
+            self.say(why_not or "not found")
+            return
+        self.message = note
+        last = len(self.session) - 1
+        self.cursor = min(max(int(position), 0), max(last, 0))
+        self._refresh_status()
+
+    def _visible(self):
+        return self.query_one(EventList).layout_lines.positions
+
+    def action_step(self, delta: int) -> None:
+        positions = self._visible()
+        if not len(positions):
+            return
+        target = self.session.next_of(positions, self.cursor, 1 if delta > 0 else -1)
+        if target is not None:
+            self.go_to(target)
+
+    def action_page(self, direction: int) -> None:
+        positions = self._visible()
+        if not len(positions):
+            return
+        event_list = self.query_one(EventList)
+        i = event_list.layout_lines.index_of(self.cursor) + direction * max(event_list.size.height - 2, 1)
+        self.go_to(int(positions[min(max(i, 0), len(positions) - 1)]))
+
+    def action_edge(self, end: int) -> None:
+        positions = self._visible()
+        if len(positions):
+            self.go_to(int(positions[-1] if end else positions[0]))
+
+    def action_member_step(self, direction: int) -> None:
+        positions = self.session.member_positions(self.member)
+        self.go_to(
+            self.session.next_of(positions, self.cursor, direction),
+            f"member {self.member} has no {'later' if direction > 0 else 'earlier'} event",
+        )
+
+    def action_state_change(self, direction: int) -> None:
+        self.go_to(
+            self.session.next_of(self.session.state_changes(), self.cursor, direction),
+            "no more state changes" + ("" if self.session.index.finished else " (indexing)"),
+        )
+
+    def action_member_state_change(self, direction: int) -> None:
+        changes = self.session.state_changes(self.member)
+        self.go_to(
+            self.session.next_of(changes, self.cursor, direction),
+            f"no more state changes of member {self.member}",
+        )
+
+    def action_problem(self, direction: int) -> None:
+        positions = self.session.index.problem_positions
+        if direction == 0:
+            self.go_to(
+                positions[0] if positions else None, "the replay found no divergence or invariant violation"
+            )
+            return
+        self.go_to(
+            self.session.next_of(positions, self.cursor, direction),
+            "no more divergences or invariant violations",
+        )
+
+    def action_next_member(self) -> None:
+        members = self.session.members
+        if members:
+            i = members.index(self.member) if self.member in members else -1
+            self.member = members[(i + 1) % len(members)]
+
+    def action_select_member(self, member: int) -> None:
+        if member in self.session.members:
+            self.member = member
+        else:
+            self.say(f"no member {member} in this replay")
+
+    def action_toggle_records(self) -> None:
+        event_list = self.query_one(EventList)
+        event_list.show_records = not event_list.show_records
+
+    def action_zoom(self, delta: int) -> None:
+        timeline = self.query_one(Timeline)
+        timeline.zoom = min(max(timeline.zoom + delta, 0), 40)
+
+    def action_toggle_axis(self) -> None:
+        timeline = self.query_one(Timeline)
+        timeline.by_events = not timeline.by_events
+
+    # -- jumps ----------------------------------------------------------------------------------------------
+
+    def jump(self, jump: Jump) -> None:
+        session = self.session
+        if not len(session):
+            return
+        if jump.kind == "time":
+            self.go_to(session.source.position_at_time(session.source.origin + int(jump.value)))
+        elif jump.kind == "seq":
+            self.go_to(session.source.position_of_seq(int(jump.value)), f"no event has seq {jump.value}")
+        elif jump.kind == "event":
+            self.go_to(int(jump.value))
+        elif jump.kind == "log":
+            self.go_to(
+                session.position_of_log_position(int(jump.value)),
+                f"no event carries a logPosition at or past {jump.value}",
+            )
+        elif jump.kind == "term":
+            term = int(jump.value)
+            leader = next(
+                (s.leader_member_id for s in session.index.terms if s.leadership_term_id == term), None
+            )
+            if leader is not None and leader in session.members:
+                self.member = leader  # show the member that was elected
+            self.go_to(session.position_of_term(term), f"term {jump.value} does not appear")
+        else:
+            positions = session.source.positions_where("type", str(jump.value))
+            if not len(positions):
+                self.say(f"no {jump.value} event in this replay")
+                return
+            self.go_to(
+                session.next_of(positions, self.cursor, 1 if jump.kind == "next" else -1),
+                f"no {'later' if jump.kind == 'next' else 'earlier'} {jump.value}",
+            )
+
+    def action_goto(self) -> None:
+        def done(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                self.jump(parse_jump(text))
+            except ValueError as error:
+                self.say(str(error))
+
+        self.push_screen(Prompt("go to", JUMP_HELP), done)
+
+    # -- bookmarks ------------------------------------------------------------------------------------------
+
+    def action_bookmark(self) -> None:
+        if self.cursor in self.bookmarks:
+            self.bookmarks.discard(self.cursor)
+        else:
+            self.bookmarks.add(self.cursor)
+        event_list = self.query_one(EventList)
+        event_list.bookmarks = self.bookmarks
+        event_list.refresh()
+        self._refresh_status()
+
+    def action_next_bookmark(self, direction: int) -> None:
+        self.go_to(self.session.next_of(sorted(self.bookmarks), self.cursor, direction), "no more bookmarks")
+
+    # -- filter ---------------------------------------------------------------------------------------------
+
+    def apply_filter(self, text: str) -> None:
+        try:
+            event_filter = EventFilter.parse(text)
+        except ValueError as error:
+            self.say(str(error))
+            return
+        event_list = self.query_one(EventList)
+        event_list.set_filter(event_filter)
+        positions = event_list.layout_lines.positions
+        if len(positions):
+            self.cursor = int(
+                positions[event_list.layout_lines.index_of(self.cursor)]
+            )  # the nearest shown event
+        self.message = "" if len(positions) else "no event matches the filter"
+        self._refresh_all()
+
+    def action_filter(self) -> None:
+        current = self.query_one(EventList).filter.describe()
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.apply_filter(text)
+
+        self.push_screen(
+            Prompt(
+                "filter events", "node=1,2 channel=consensus type=Vote,RequestVote (empty clears)", current
+            ),
+            done,
+        )
+
+    def action_clear_filter(self) -> None:
+        self.apply_filter("")
+
+    # -- breakpoints ----------------------------------------------------------------------------------------
+
+    def add_breakpoint(self, text: str) -> bool:
+        try:
+            condition = breakpoints.parse(text)
+        except breakpoints.BreakpointError as error:
+            self.say(f"breakpoint: {error}")
+            return False
+        self.conditions.append(condition)
+        self.say(f"breakpoint added: {condition.text}")
+        return True
+
+    def action_add_breakpoint(self) -> None:
+        def done(text: str | None) -> None:
+            if text:
+                self.add_breakpoint(text)
+
+        self.push_screen(
+            Prompt(
+                "break when",
+                "node 2 state == FOLLOWER_CATCHUP   candidateTermId > 3   role == LEADER and term == 2",
+            ),
+            done,
+        )
+
+    def action_clear_breakpoints(self) -> None:
+        self.conditions.clear()
+        self.say("breakpoints cleared")
+
+    def action_continue(self, direction: int) -> None:
+        if not self.conditions:
+            self.say("no breakpoint: add one with b")
+            return
+        if self.searching:
+            return
+        self.searching = True
+        self._refresh_status()
+        self._search(list(self.conditions), self.cursor, direction)
+
+    @work(thread=True, exclusive=True, group="search")
+    def _search(self, conditions: list[breakpoints.Condition], position: int, direction: int) -> None:
+        worker = get_current_worker()
+        try:
+            found = self.session.search(
+                conditions, position, direction, should_stop=lambda: worker.is_cancelled
+            )
+        except (DecodeError, SessionError, ValueError) as error:
+            self.call_from_thread(self._search_done, None, conditions, direction, str(error))
+            return
+        if not worker.is_cancelled:
+            self.call_from_thread(self._search_done, found, conditions, direction, None)
+
+    def _search_done(self, found, conditions, direction: int, error: str | None) -> None:
+        self.searching = False
+        if error:
+            self.say(error)
+            return
+        if found is None:
+            self.say("no breakpoint hit " + ("after" if direction > 0 else "before") + " the cursor")
+            return
+        position, hits = found
+        states = self.session.states_at(position)
+        members = sorted({m for i in hits for m in conditions[i].members(states)})
+        if members and self.member not in members:
+            self.member = members[0]
+        self.go_to(position, note="hit: " + " | ".join(conditions[i].text for i in hits))
+
+    def action_cancel_search(self) -> None:
+        if self.searching:
+            for worker in self.workers:
+                if worker.group == "search":
+                    worker.cancel()
+            self.searching = False
+            self.say("search stopped")
+
+    # -- diff, help, screenshot -----------------------------------------------------------------------------
+
+    def action_diff(self) -> None:
+        if self.other is None:
+            self.say("no diff: start with --diff OTHER (a second replay file, or a model version)")
+            return
+        if not self.indexed:
+            self.say("the diff view opens once both replays are indexed")
+            return
+        if self.diff_rows is None:
+            self.diff_rows = align(story(self.session), story(self.other))
+        left = f"{_short_name(self.session.name)} (model {self.session.model})"
+        origins = (self.session.source.origin, self.other.source.origin)
+        self.push_screen(DiffScreen(self.diff_rows, left, self.other_name or "other", origins))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.KEYS))
+
+    def action_save_screenshot(self) -> None:
+        directory = Path(self.screenshot_dir or ".")
+        stem = f"recount-{Path(self.session.name).stem}-event{self.cursor}"
+        path = directory / f"{stem}.svg"
+        n = 1
+        while path.exists():  # never overwrite a file the user has
+            path = directory / f"{stem}-{n}.svg"
+            n += 1
+        saved = self.save_screenshot(filename=path.name, path=str(directory))
+        self.say(f"screenshot saved: {saved}")
+
+    @on(EventList.Picked)
+    def picked(self, message: EventList.Picked) -> None:
+        self.go_to(message.position)

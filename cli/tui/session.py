@@ -1,0 +1,1111 @@
+"""The read-only session the TUI's widgets read: one replay, indexed, seekable to any event.
+
+Theory of operation
+-------------------
+`ReplaySource` holds the replay file memory-mapped (``pa.memory_map``): the columns every screen
+needs (``ts``, ``node``, ``dir``, ``channel``, ``type``, ``peer``, ``seq``) become numpy views,
+put in replay order, the order of `engine.replay` (by ``ts``, ties in file order; a stable sort).
+An event's fields and payload are decoded only when something asks for that event, a block of
+`Session.block_size` events at a time (`formats.replay_file.table_to_events` on a slice), and a
+few blocks are cached.  Opening a million-event file therefore costs a sort and no decoding, and
+the first screen needs only the rows it shows.
+
+The index is one pass of the node replay (E2's driver in `engine.replay`, the same code as `recount
+replay`) over every event, run by `build_index` in a background worker while the screen is already
+usable.  It keeps, per event, how many trace records the event produced; the records that tell the
+story (state, role, election, node-state.dat and recording.log writes, significant sends,
+divergences, invariant violations), the member lanes for the timeline, and an engine checkpoint
+every `block_size` events: a light copy of the driver with every `Node` cloned and the comparison
+state (only needed to find divergences, which the index already holds) left out.
+
+Going to event ``i`` restores the nearest checkpoint at or before it and re-executes the events in
+between (at most one block): stepping back is re-execution, never an approximation.  The state
+"after event ``i``" is each member's `Node.inspect()` once events ``0..i`` have been fed.  A live
+stepper stays at the last position asked for, so stepping forward costs one event.  Records of
+periodic sends are not kept by the index; the event list gets them by re-executing the block it
+shows (the same exact re-execution), so memory stays proportional to the story, not the capture.
+
+Threads: the index worker owns its own driver; the UI thread and breakpoint searches restore their
+own copies from checkpoints, which are never mutated once taken.  The block cache is locked.
+Nothing here draws or prints; the widgets render what it returns.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import difflib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine import replay as engine_replay
+from engine.replay import DEFAULT_TOLERANCE_NS, MODELS, SIGNIFICANT, UnknownModelError, flags_for
+from formats import replay_file
+from formats.describe import describe_event, describe_record
+from formats.errors import DecodeError
+from formats.events import Event
+
+MS = 1_000_000
+DEFAULT_BLOCK_SIZE = 500
+
+#: Record kinds that change what a member's lane shows.
+LANE_KINDS = frozenset({"state", "role", "moduleState", "election"})
+#: Local events that start or end a member's process.
+LIFECYCLE = frozenset({"MemberStart", "MemberStop", "MemberCrash", "End"})
+#: Record kinds that are problems, marked on the timeline.
+PROBLEM_KINDS = frozenset({"divergence", "invariant"})
+
+
+def format_duration(ns: int) -> str:
+    """``15064.000ms``: a duration as `recount replay` prints times (milliseconds, 3 decimals)."""
+    return f"{ns / MS:.3f}ms"
+
+
+class SessionError(Exception):
+    """The session cannot do what was asked (outside the replay, not indexed yet, ...); one line."""
+
+
+# -- the replay file ---------------------------------------------------------------------------------------
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(int codes, names) of a string column, dictionary-encoded or not."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if isinstance(array, pa.ChunkedArray):  # an empty table
+        array = pa.array([], type=pa.dictionary(pa.int32(), pa.string()))
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return indices, [str(name) for name in array.dictionary.to_pylist()]
+
+
+def _ints(column: pa.ChunkedArray, null: int = -1) -> np.ndarray:
+    return column.fill_null(null).to_numpy().astype(np.int64, copy=False)
+
+
+class ReplaySource:
+    """A replay table, memory-mapped, in replay order, decoded a block at a time on demand."""
+
+    def __init__(
+        self,
+        table: pa.Table,
+        *,
+        name: str,
+        refs: Sequence[Any] | None = None,
+        ref_kind: str = "seq",
+        block_size: int = DEFAULT_BLOCK_SIZE,
+    ) -> None:
+        metadata = replay_file.check_metadata(table.schema, name=name)
+        self.table = table
+        self.name = name
+        self.cluster_members = metadata.cluster_members
+        self.block_size = block_size
+        self.ref_kind = ref_kind
+        rows_ts = _ints(table.column("ts"), 0)
+        seq_rows = table.column("seq").to_numpy().astype(np.int64)
+        if len(seq_rows) > 1:
+            bad = np.flatnonzero(np.diff(seq_rows) <= 0)
+            if len(bad):
+                raise DecodeError(f"seq is not strictly increasing at row {int(bad[0]) + 1}", source=name)
+        #: position (replay order) -> row; the order `engine.replay` uses: by ts, ties in file order.
+        self.order = np.argsort(rows_ts, kind="stable")
+        self.row_position = np.empty_like(self.order)
+        self.row_position[self.order] = np.arange(len(self.order))
+        self.seq_rows = seq_rows
+        self.ts = rows_ts[self.order]
+        self.node = _ints(table.column("node"))[self.order]
+        self.peer = _ints(table.column("peer"))[self.order]
+        self.seq = seq_rows[self.order]
+        dir_codes, self.dir_names = _codes(table.column("dir"))
+        channel_codes, self.channel_names = _codes(table.column("channel"))
+        type_codes, self.type_names = _codes(table.column("type"))
+        self.dir = dir_codes[self.order]
+        self.channel = channel_codes[self.order]
+        self.type = type_codes[self.order]
+        self._refs = list(refs) if refs is not None else None
+        self.members = sorted({int(n) for n in np.unique(self.node)})
+        #: Times are shown from the first event, as `recount replay` shows them (``+ms``).
+        self.origin = int(self.ts[0]) if len(self.ts) else 0
+        self._blocks: OrderedDict[int, list[Event]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._positions_of: dict[tuple[str, Any], np.ndarray] = {}
+        self._prescanned: dict[str, Any] | None = None
+
+    @classmethod
+    def open(cls, path: str | Path, *, block_size: int = DEFAULT_BLOCK_SIZE) -> ReplaySource:
+        """A replay file (memory-mapped) or any capture `recount convert` reads (converted in memory)."""
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a directory, expected a replay file", str(path))
+        if path.suffix in (".arrow", ".feather", ".ipc"):
+            table = replay_file.read_table(pa.memory_map(str(path), "r"), name=str(path))
+            return cls(table, name=str(path), block_size=block_size)
+        from recorder import convert as loader  # only for captures that are not replay files yet
+
+        loaded = loader.load(path)
+        table = replay_file.events_to_table(
+            loaded.events, source=path.name, cluster_members=loaded.cluster_members
+        )
+        return cls(table, name=str(path), refs=loaded.refs, ref_kind=loaded.ref_kind, block_size=block_size)
+
+    @classmethod
+    def from_events(
+        cls, events: Sequence[Event], *, name: str = "events", block_size: int = DEFAULT_BLOCK_SIZE
+    ) -> ReplaySource:
+        table = replay_file.events_to_table(events, source=name)
+        return cls(table, name=name, block_size=block_size)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    # -- decoding ---------------------------------------------------------------------------------------
+
+    def ref(self, k: int) -> Any:
+        """How divergence records and errors name event ``k``: its seq (or its line in a capture)."""
+        if self._refs is not None:
+            return self._refs[int(self.order[k])]
+        return int(self.seq[k])
+
+    def block(self, b: int) -> list[Event]:
+        """Events of positions ``b*block_size ..`` decoded (cached)."""
+        with self._lock:
+            cached = self._blocks.get(b)
+            if cached is not None:
+                self._blocks.move_to_end(b)
+                return cached
+        events = self._decode_block(b)
+        with self._lock:
+            self._blocks[b] = events
+            while len(self._blocks) > 32:
+                self._blocks.popitem(last=False)
+        return events
+
+    def _decode_block(self, b: int) -> list[Event]:
+        start = b * self.block_size
+        rows = self.order[start : start + self.block_size]
+        if len(rows) == 0:
+            return []
+        ordered_rows = np.sort(rows)
+        low, high = int(ordered_rows[0]), int(ordered_rows[-1])
+        if high - low + 1 == len(ordered_rows):
+            part = self.table.slice(low, high - low + 1)
+        else:
+            part = self.table.take(pa.array(ordered_rows))
+        try:
+            decoded = replay_file.table_to_events(part, name=self.name)
+        except DecodeError as error:
+            raise DecodeError(f"rows {low}..{high}: {error.expected}", source=self.name) from None
+        by_row = dict(zip(ordered_rows.tolist(), decoded, strict=True))
+        return [by_row[int(r)] for r in rows]
+
+    def event(self, k: int) -> Event:
+        if not 0 <= k < len(self):
+            raise SessionError(f"event {k} is outside 0..{len(self) - 1}")
+        return self.block(k // self.block_size)[k % self.block_size]
+
+    def describe(self, k: int) -> str:
+        try:
+            return describe_event(self.event(k))
+        except DecodeError as error:
+            return f"(undecodable: {error.expected})"
+
+    def type_name(self, k: int) -> str:
+        return self.type_names[self.type[k]]
+
+    def dir_name(self, k: int) -> str:
+        return self.dir_names[self.dir[k]]
+
+    def channel_name(self, k: int) -> str:
+        return self.channel_names[self.channel[k]]
+
+    # -- finding -----------------------------------------------------------------------------------------
+
+    def positions_where(self, column: str, value: Any) -> np.ndarray:
+        """Sorted positions whose ``column`` (node, type, channel, dir) equals ``value`` (cached)."""
+        key = (column, value)
+        found = self._positions_of.get(key)
+        if found is None:
+            if column == "node":
+                found = np.flatnonzero(self.node == int(value))
+            else:
+                names = {"type": self.type_names, "channel": self.channel_names, "dir": self.dir_names}[
+                    column
+                ]
+                codes = {"type": self.type, "channel": self.channel, "dir": self.dir}[column]
+                found = (
+                    np.flatnonzero(codes == names.index(value)) if value in names else np.empty(0, np.int64)
+                )
+            self._positions_of[key] = found
+        return found
+
+    def field_column(self, name: str) -> np.ndarray | None:
+        """A per-field column (``logPosition``, ``leadershipTermId``...) in replay order, nulls as None-free -2**62."""
+        if name not in self.table.column_names or name in replay_file.BASE_COLUMNS:
+            return None
+        column = self.table.column(name)
+        if not pa.types.is_integer(column.type):
+            return None
+        return column.fill_null(-(2**62)).to_numpy().astype(np.int64)[self.order]
+
+    def relative(self, ts: int) -> str:
+        """``+15064.000ms``: ``ts`` from the first event."""
+        return "+" + format_duration(int(ts) - self.origin)
+
+    def position_at_time(self, ts: int) -> int:
+        """The first event at or after ``ts`` (the last event when none is)."""
+        k = int(np.searchsorted(self.ts, ts, side="left"))
+        return min(k, len(self) - 1)
+
+    def position_of_seq(self, seq: int) -> int | None:
+        row = int(np.searchsorted(self.seq_rows, seq))
+        if row < len(self.seq_rows) and int(self.seq_rows[row]) == seq:
+            return int(self.row_position[row])
+        return None
+
+
+# -- the stepper: E2's replay driver with light checkpoints --------------------------------------------------
+#
+# An adapter over `engine.replay`'s driver (`_Driver`, `_prescan`, `node_random`): `ReplaySession`
+# takes every event up front as objects and deep-copies the whole driver at each checkpoint
+# (comparison series included), which does not scale to a million events; the TUI needs exact member
+# state, not a second copy of the divergence search.  See the final report of helper T1.
+
+#: Driver attributes that only serve the send/observation comparison; a checkpoint starts them empty.
+_COMPARISON_STATE = {"actual": dict, "expected": dict, "checks": list}
+#: Driver methods that only feed that comparison; a copy's are no-ops.  (Which channels were
+#: recorded stays: it also decides where a member's nomination delay comes from.)
+_COMPARISON_METHODS = ("_expect_send", "_actual_send", "_expect_observation", "_actual_observation")
+
+
+def _copy_node(node: Any, shared: dict[int, Any] | None = None) -> Any:
+    """A deep copy of a Node that copies its big buffers cheaply.
+
+    The log store's lists hold immutable frames: a slice copies them in one go instead of
+    deep-copying each frame.  ``shared`` maps the id of a buffer to a copy to reuse (node-state.dat's
+    1 MiB image is the same at most checkpoints).
+    """
+    memo: dict[int, Any] = dict(shared or {})
+    log = getattr(getattr(node, "agent", None), "log", None)
+    for name in ("ends", "messages"):
+        items = getattr(log, name, None)
+        if isinstance(items, list):
+            memo[id(items)] = items[:]
+    return copy.deepcopy(node, memo)
+
+
+def _node_state_buffer(node: Any) -> bytearray | None:
+    data = getattr(getattr(getattr(node, "agent", None), "node_state", None), "_data", None)
+    return data if isinstance(data, bytearray) else None
+
+
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+class _NoHash:
+    """Stands in for `engine.trace.TraceHasher` in copies: they re-execute, the index keeps the hash."""
+
+    lines = 0
+
+    def add(self, record: Mapping[str, Any]) -> str:
+        return ""
+
+    def add_line(self, line: str) -> None:
+        pass
+
+    def hexdigest(self) -> str:
+        return ""
+
+    def copy(self) -> _NoHash:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """The replay after ``position`` events: a driver nobody steps (restoring copies it)."""
+
+    position: int
+    driver: Any
+
+
+class Stepper:
+    """Feeds events to the replay driver one at a time; `checkpoint()`/`restore()` copy it."""
+
+    def __init__(self, source: ReplaySource, driver: Any, position: int = 0) -> None:
+        self.source = source
+        self.driver = driver
+        self.position = position
+
+    @classmethod
+    def start(cls, source: ReplaySource, *, model: str = "1.47.3", seed: int | None = None) -> Stepper:
+        flags_for(model)
+        driver = engine_replay._Driver(
+            nodes=None,
+            until=None,
+            seed=seed,
+            model=model,
+            nomination="auto",
+            tolerance_ns=DEFAULT_TOLERANCE_NS,
+            **_prescan(source),
+        )
+        return cls(source, driver)
+
+    def step(self) -> list[dict[str, Any]]:
+        k = self.position
+        records = self.driver.feed(self.source.event(k), self.source.ref(k), self.source.ref_kind)
+        self.position = k + 1
+        return records
+
+    def finish(self) -> list[dict[str, Any]]:
+        return self.driver.finish()
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        return {n: m.node.inspect() for n, m in sorted(self.driver.members.items())}
+
+    def checkpoint(self, previous: Checkpoint | None = None) -> Checkpoint:
+        shared: dict[int, Any] = {}
+        if previous is not None:
+            for node_id, member in self.driver.members.items():
+                mine = _node_state_buffer(member.node)
+                old_member = previous.driver.members.get(node_id)
+                theirs = _node_state_buffer(old_member.node) if old_member is not None else None
+                if mine is not None and theirs is not None and mine == theirs:
+                    shared[id(mine)] = theirs
+        return Checkpoint(self.position, _light_copy(self.driver, shared))
+
+    @classmethod
+    def restore(cls, source: ReplaySource, checkpoint: Checkpoint) -> Stepper:
+        return cls(source, _light_copy(checkpoint.driver, {}), checkpoint.position)
+
+
+def _light_copy(driver: Any, shared: dict[int, Any]) -> Any:
+    twin = copy.copy(driver)
+    for name, value in vars(driver).items():
+        if name == "members" or name in _COMPARISON_METHODS:
+            continue
+        if name in _COMPARISON_STATE:
+            setattr(twin, name, _COMPARISON_STATE[name]())
+        elif name == "hasher":
+            twin.hasher = _NoHash()  # the trace hash is the index's; a copy need not pay for JSON encoding
+        elif name in (
+            "flags",
+            "nominations",
+            "selected",
+            "model",
+            "seed",
+            "until",
+            "nomination",
+            "tolerance_ns",
+        ):
+            continue  # immutable configuration, shared
+        else:
+            setattr(twin, name, copy.deepcopy(value))
+    for name in _COMPARISON_METHODS:  # a copy compares nothing: the index holds the divergences
+        setattr(twin, name, _ignore)
+    twin.members = {}
+    for node_id, member in driver.members.items():
+        node = _copy_node(member.node, shared)
+        # The node's random source (with the clock it reads) was copied along with the node.
+        random = engine_replay.node_random(node, None) or copy.deepcopy(member.random)
+        twin.members[node_id] = type(member)(
+            node, random, member.source, member.started_at, member.ended, member.last_ms
+        )
+    return twin
+
+
+class _Seen:
+    """The little of an event `engine.replay._prescan` looks at, built from columns (no decoding)."""
+
+    __slots__ = ("ts", "node", "dir", "channel", "type", "fields")
+
+    def __init__(
+        self, ts: int, node: int, direction: str, channel: str, kind: str, fields: Mapping[str, Any]
+    ) -> None:
+        self.ts = ts
+        self.node = node
+        self.dir = direction
+        self.channel = channel
+        self.type = kind
+        self.fields = fields
+
+
+def _prescan(source: ReplaySource) -> dict[str, Any]:
+    """The driver's whole-recording facts, by E2's `_prescan`, fed column-built stand-ins.
+
+    `_prescan` asks which channels each member's sends were recorded on, which observation kinds
+    each member has, and when each member first sent RequestVote for each candidate term.  One
+    stand-in per distinct (member, channel) of the ``out`` events, per distinct (member, type) of the
+    observations, and one per recorded RequestVote (in replay order) give it the same answers as
+    every event would, without decoding any.
+    """
+    with source._lock:
+        cached = getattr(source, "_prescanned", None)
+    if cached is not None:
+        return cached
+    names = source.dir_names
+    out_code = names.index("out") if "out" in names else -2
+    local_code = names.index("local") if "local" in names else -2
+    rows: list[tuple[int, int, _Seen]] = []
+    outs = np.flatnonzero(source.dir == out_code)
+    for key in np.unique(source.node[outs] * 65536 + source.channel[outs]).tolist():
+        node, channel = divmod(int(key), 65536)
+        rows.append((0, 0, _Seen(0, node, "out", source.channel_names[channel], "", {})))
+    observation_codes = [i for i, t in enumerate(source.type_names) if t in engine_replay.OBSERVATIONS]
+    observed = np.flatnonzero((source.dir == local_code) & np.isin(source.type, observation_codes))
+    for key in np.unique(source.node[observed] * 65536 + source.type[observed]).tolist():
+        node, kind = divmod(int(key), 65536)
+        rows.append((0, 0, _Seen(0, node, "local", "local", source.type_names[kind], {})))
+    if "RequestVote" in source.type_names:
+        candidate = source.field_column("candidateTermId")
+        votes = np.flatnonzero(
+            (source.dir == out_code) & (source.type == source.type_names.index("RequestVote"))
+        )
+        for k in votes.tolist():
+            fields = {"candidateTermId": int(candidate[k])} if candidate is not None else {}
+            rows.append(
+                (
+                    int(source.ts[k]),
+                    k,
+                    _Seen(
+                        int(source.ts[k]),
+                        int(source.node[k]),
+                        "out",
+                        source.channel_names[source.channel[k]],
+                        "RequestVote",
+                        fields,
+                    ),
+                )
+            )
+    channels, observations, nominations = engine_replay._prescan(rows)
+    result = {"compared_channels": channels, "observed_kinds": observations, "nominations": nominations}
+    with source._lock:
+        source._prescanned = result
+    return result
+
+
+# -- the index ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LaneSegment:
+    """What a member's lane shows from ``position`` on."""
+
+    position: int
+    ts: int
+    election_state: str
+    role: str
+    leadership_term_id: int
+    leader_member_id: int
+    running: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A divergence or invariant violation, anchored at the event it concerns."""
+
+    position: int
+    ts: int
+    node: int | None
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TermStart:
+    """The moment a member became leader of a term."""
+
+    position: int
+    ts: int
+    leadership_term_id: int
+    leader_member_id: int
+
+
+@dataclass
+class Index:
+    """What one replay pass found.  Filled by `build_index` (possibly in another thread)."""
+
+    total: int
+    done: int = 0
+    finished: bool = False
+    error: str | None = None
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    notable: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    changes: list[int] = field(default_factory=list)
+    member_changes: dict[int, list[int]] = field(default_factory=dict)
+    lanes: dict[int, list[LaneSegment]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    problem_positions: list[int] = field(default_factory=list)
+    terms: list[TermStart] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+
+
+def _is_notable(record: Mapping[str, Any]) -> bool:
+    kind = record.get("kind")
+    if kind == "send":
+        return record.get("type") in SIGNIFICANT and record.get("channel", "consensus") == "consensus"
+    return kind != "summary"
+
+
+def _lane(position: int, ts: int, state: Mapping[str, Any]) -> LaneSegment:
+    return LaneSegment(
+        position,
+        ts,
+        str(state.get("electionState")),
+        str(state.get("role")),
+        int(state.get("leadershipTermId", -1)),
+        int(state.get("leaderMemberId", -1)),
+        bool(state.get("isRunning", True)),
+    )
+
+
+def build_index(
+    source: ReplaySource,
+    *,
+    model: str = "1.47.3",
+    seed: int | None = None,
+    index: Index | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Index:
+    """Replay every event once, filling ``index`` as it goes (readers may look at it meanwhile)."""
+    total = len(source)
+    index = index or Index(total=total)
+    index.counts = np.zeros(total, np.int32)
+    block = source.block_size
+    stepper = Stepper.start(source, model=model, seed=seed)
+    index.checkpoints.append(stepper.checkpoint())
+    last_lane: dict[int, LaneSegment] = {}
+    try:
+        for k in range(total):
+            if should_stop():
+                return index
+            records = stepper.step()
+            _note(index, source, stepper, k, records, last_lane)
+            if (k + 1) % block == 0:
+                index.checkpoints.append(stepper.checkpoint(index.checkpoints[-1]))
+            index.done = k + 1
+        final = stepper.finish()
+    except DecodeError as error:
+        index.error = f"replay stopped at event {index.done}: {error}"
+        index.finished = True
+        return index
+    if total:
+        _note(
+            index,
+            source,
+            stepper,
+            total - 1,
+            [r for r in final if r.get("kind") != "summary"],
+            last_lane,
+            final=True,
+        )
+    index.summary = final[-1] if final and final[-1].get("kind") == "summary" else None
+    index.finished = True
+    return index
+
+
+def _note(
+    index: Index,
+    source: ReplaySource,
+    stepper: Stepper,
+    k: int,
+    records: list[dict[str, Any]],
+    last_lane: dict[int, LaneSegment],
+    *,
+    final: bool = False,
+) -> None:
+    if records:
+        index.counts[k] += len(records)
+        notable = [r for r in records if _is_notable(r)]
+        if notable:
+            index.notable.setdefault(k, []).extend(notable)
+    touched: set[int] = set()
+    event_type = source.type_name(k)
+    if event_type in LIFECYCLE and source.dir_name(k) == "local":
+        touched.add(int(source.node[k]))
+    for record in records:
+        kind = record.get("kind")
+        node = record.get("node")
+        if kind in LANE_KINDS and node is not None:
+            touched.add(int(node))
+        if kind in PROBLEM_KINDS:
+            anchor = k
+            ref = record.get("event")
+            if ref is not None and source.ref_kind == "seq":
+                found = source.position_of_seq(int(ref))
+                anchor = found if found is not None else k
+            elif record.get("ts") is not None:
+                anchor = min(k, source.position_at_time(int(record["ts"])))
+            problem = Problem(anchor, int(record.get("ts") or source.ts[k]), node, record)
+            i = bisect.bisect_right(index.problem_positions, anchor)
+            index.problem_positions.insert(i, anchor)
+            index.problems.insert(i, problem)
+    if not touched:
+        return
+    states = stepper.driver.members
+    ts = int(source.ts[k])
+    if not index.changes or index.changes[-1] != k:
+        index.changes.append(k)
+    for node_id in sorted(touched):
+        member = states.get(node_id)
+        if member is None:
+            continue
+        changes = index.member_changes.setdefault(node_id, [])
+        if not changes or changes[-1] != k:
+            changes.append(k)
+        segment = _lane(k, ts, member.node.inspect())
+        previous = last_lane.get(node_id)
+        if previous is None or (
+            previous.election_state,
+            previous.role,
+            previous.leadership_term_id,
+            previous.leader_member_id,
+            previous.running,
+        ) != (
+            segment.election_state,
+            segment.role,
+            segment.leadership_term_id,
+            segment.leader_member_id,
+            segment.running,
+        ):
+            index.lanes.setdefault(node_id, []).append(segment)
+            last_lane[node_id] = segment
+            if (
+                segment.role == "LEADER"
+                and segment.running
+                and (previous is None or previous.role != "LEADER")
+            ):
+                index.terms.append(TermStart(k, ts, segment.leadership_term_id, node_id))
+
+
+# -- the session -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """Every member's state after event ``position`` and after the one before it."""
+
+    position: int
+    states: dict[int, dict[str, Any]]
+    previous: dict[int, dict[str, Any]]
+
+
+class Session:
+    """One replay as the TUI sees it: events, index, and member state at any event."""
+
+    def __init__(self, source: ReplaySource, *, model: str = "1.47.3", seed: int | None = None) -> None:
+        if model not in MODELS:
+            raise UnknownModelError(model)
+        self.source = source
+        self.model = model
+        self.seed = seed
+        self.index = Index(total=len(source))
+        self._stepper: Stepper | None = None
+        self._moment: Moment | None = None
+        self._record_blocks: OrderedDict[int, list[list[dict[str, Any]]]] = OrderedDict()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        model: str = "1.47.3",
+        seed: int | None = None,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+    ) -> Session:
+        return cls(ReplaySource.open(path, block_size=block_size), model=model, seed=seed)
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @property
+    def members(self) -> list[int]:
+        return self.source.members
+
+    def build_index(self, should_stop: Callable[[], bool] = lambda: False) -> Index:
+        return build_index(
+            self.source, model=self.model, seed=self.seed, index=self.index, should_stop=should_stop
+        )
+
+    # -- state at a position ------------------------------------------------------------------------------
+
+    def _fresh(self, count: int) -> Stepper:
+        checkpoint = self._checkpoint_at_or_before(count)
+        if checkpoint is None:
+            return Stepper.start(self.source, model=self.model, seed=self.seed)
+        return Stepper.restore(self.source, checkpoint)
+
+    def _stepper_at(self, count: int) -> Stepper:
+        """The UI's stepper, moved to exactly ``count`` events fed (forward when it can, else from a checkpoint)."""
+        stepper = self._stepper
+        if stepper is None or stepper.position > count:
+            stepper = self._fresh(count)
+        else:
+            checkpoint = self._checkpoint_at_or_before(count)
+            if checkpoint is not None and checkpoint.position > stepper.position:
+                stepper = Stepper.restore(self.source, checkpoint)
+        while stepper.position < count:
+            stepper.step()
+        self._stepper = stepper
+        return stepper
+
+    def moment(self, position: int) -> Moment:
+        """Every member's state after event ``position``, and after event ``position - 1``."""
+        if not 0 <= position < len(self):
+            raise SessionError(f"event {position} is outside 0..{len(self) - 1}")
+        cached = self._moment
+        if cached is not None and cached.position == position:
+            return cached
+        if cached is not None and cached.position == position - 1:
+            previous = cached.states
+        else:
+            previous = self._stepper_at(position).states()
+        moment = Moment(position, self._stepper_at(position + 1).states(), previous)
+        self._moment = moment
+        return moment
+
+    def states_at(self, position: int) -> dict[int, dict[str, Any]]:
+        return self.moment(position).states
+
+    # -- records ------------------------------------------------------------------------------------------
+
+    def record_count(self, position: int) -> int:
+        return (
+            int(self.index.counts[position])
+            if position < self.index.done or self.index.finished and position < len(self.index.counts)
+            else 0
+        )
+
+    def records_at(self, position: int) -> list[dict[str, Any]]:
+        """The trace records event ``position`` produced (empty until the index has reached it)."""
+        if self.record_count(position) == 0:
+            return []
+        size = self.source.block_size
+        b = position // size
+        block = self._record_blocks.get(b)
+        if block is None:
+            block = self._replay_block(b)
+            if self.index.finished or self.index.done >= min((b + 1) * size, len(self)):
+                self._record_blocks[b] = block  # a block still being indexed is not kept: its counts grow
+                while len(self._record_blocks) > 8:
+                    self._record_blocks.popitem(last=False)
+        else:
+            self._record_blocks.move_to_end(b)
+        return block[position - b * size]
+
+    def _replay_block(self, b: int) -> list[list[dict[str, Any]]]:
+        size = self.source.block_size
+        start = b * size
+        end = min(start + size, len(self))
+        stepper = self._fresh(start)
+        while stepper.position < start:
+            stepper.step()
+        out: list[list[dict[str, Any]]] = []
+        done = self.index.done  # the index stopped there if the replay hit bad input: so does this
+        for k in range(start, end):
+            records = stepper.step() if k < done else []
+            if k == len(self) - 1 and self.index.finished and self.index.error is None:
+                records = records + [r for r in stepper.finish() if r.get("kind") != "summary"]
+            problems = [r for r in self.index.notable.get(k, ()) if r.get("kind") == "divergence"]
+            out.append([r for r in records if r.get("kind") != "divergence"] + problems)
+        return out
+
+    # -- moving -------------------------------------------------------------------------------------------
+
+    def member_positions(self, member: int) -> np.ndarray:
+        return self.source.positions_where("node", member)
+
+    def next_of(self, positions: Sequence[int] | np.ndarray, position: int, direction: int) -> int | None:
+        """The first of the sorted ``positions`` after (direction 1) or before (-1) ``position``."""
+        if direction > 0:
+            i = (
+                bisect.bisect_right(positions, position)
+                if isinstance(positions, list)
+                else int(np.searchsorted(positions, position, side="right"))
+            )
+            return int(positions[i]) if i < len(positions) else None
+        i = (
+            bisect.bisect_left(positions, position)
+            if isinstance(positions, list)
+            else int(np.searchsorted(positions, position, side="left"))
+        )
+        return int(positions[i - 1]) if i > 0 else None
+
+    def state_changes(self, member: int | None = None) -> list[int]:
+        if member is None:
+            return self.index.changes
+        return self.index.member_changes.get(member, [])
+
+    def position_of_term(self, term: int) -> int | None:
+        """When a member became leader of ``term`` (else the first event mentioning the term)."""
+        for start in self.index.terms:
+            if start.leadership_term_id == term:
+                return start.position
+        for name in ("leadershipTermId", "candidateTermId"):
+            column = self.source.field_column(name)
+            if column is not None:
+                hits = np.flatnonzero(column == term)
+                if len(hits):
+                    return int(hits[0])
+        return None
+
+    def position_of_log_position(self, log_position: int) -> int | None:
+        """The first event carrying a ``logPosition`` at or past ``log_position``."""
+        column = self.source.field_column("logPosition")
+        if column is None:
+            return None
+        hits = np.flatnonzero(column >= log_position)
+        return int(hits[0]) if len(hits) else None
+
+    # -- searching with a predicate ------------------------------------------------------------------------
+
+    def search(
+        self,
+        conditions: Sequence[Callable[[Mapping[int, Mapping[str, Any]]], bool]],
+        position: int,
+        direction: int,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[int], None] = lambda k: None,
+    ) -> tuple[int, list[int]] | None:
+        """The next (direction 1) or previous (-1) event after which one of ``conditions`` became true.
+
+        Returns the event and which conditions became true there.  "Became true" means it holds
+        after that event and did not after the one before, so a condition that holds at the cursor is
+        not found again at the cursor.  Searches run on their own stepper restored from checkpoints:
+        forward by stepping on to the end, backward a block at a time (each block re-executed from its
+        checkpoint, the latest hit in it kept).
+        """
+
+        def truth(stepper: Stepper) -> tuple[bool, ...]:
+            states = stepper.states()
+            return tuple(bool(condition(states)) for condition in conditions)
+
+        def fired(now: tuple[bool, ...], before: tuple[bool, ...]) -> list[int]:
+            return [i for i, (a, b) in enumerate(zip(now, before, strict=True)) if a and not b]
+
+        if direction > 0:
+            stepper = self._fresh(position + 1)
+            while stepper.position < position + 1:
+                stepper.step()
+            before = truth(stepper)
+            for k in range(position + 1, len(self)):
+                if should_stop():
+                    return None
+                stepper.step()
+                now = truth(stepper)
+                hits = fired(now, before)
+                if hits:
+                    return k, hits
+                before = now
+                if k % 1000 == 0:
+                    progress(k)
+            return None
+        end = position  # events < end are examined
+        while end > 0:
+            stepper = self._fresh(end - 1)
+            start = stepper.position
+            before = truth(stepper)
+            found = None
+            for k in range(start, end):
+                if should_stop():
+                    return None
+                stepper.step()
+                now = truth(stepper)
+                hits = fired(now, before)
+                if hits:
+                    found = (k, hits)
+                before = now
+            if found is not None:
+                return found
+            progress(start)
+            end = start
+        return None
+
+    def moment_ready(self, position: int) -> bool:
+        """Can `moment(position)` answer quickly (a checkpoint or the live stepper is close by)?"""
+        if self.index.finished or position < 2 * self.source.block_size:
+            return True
+        nearest = self._checkpoint_at_or_before(position + 1)
+        closest = nearest.position if nearest is not None else 0
+        if self._stepper is not None and self._stepper.position <= position + 1:
+            closest = max(closest, self._stepper.position)
+        return position + 1 - closest <= 2 * self.source.block_size
+
+    def _checkpoint_at_or_before(self, count: int) -> Checkpoint | None:
+        checkpoints = self.index.checkpoints
+        if not checkpoints:
+            return None
+        i = bisect.bisect_right([c.position for c in checkpoints], count) - 1
+        return checkpoints[max(i, 0)]
+
+
+# -- filtering and the list's layout ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """Which events the list shows: members, channels, message types (empty = all)."""
+
+    nodes: frozenset[int] = frozenset()
+    channels: frozenset[str] = frozenset()
+    types: frozenset[str] = frozenset()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.nodes or self.channels or self.types)
+
+    def describe(self) -> str:
+        parts = []
+        if self.nodes:
+            parts.append("node=" + ",".join(str(n) for n in sorted(self.nodes)))
+        if self.channels:
+            parts.append("channel=" + ",".join(sorted(self.channels)))
+        if self.types:
+            parts.append("type=" + ",".join(sorted(self.types)))
+        return " ".join(parts)
+
+    @classmethod
+    def parse(cls, text: str) -> EventFilter:
+        """``node=1,2 channel=consensus type=Vote,RequestVote`` (any order; empty text = no filter)."""
+        nodes: set[int] = set()
+        channels: set[str] = set()
+        types: set[str] = set()
+        for word in text.split():
+            key, sep, value = word.partition("=")
+            if not sep or not value:
+                raise ValueError(f"expected key=value (node=, channel=, type=), got {word!r}")
+            items = [v for v in value.split(",") if v]
+            if key in ("node", "member"):
+                try:
+                    nodes.update(int(v) for v in items)
+                except ValueError:
+                    raise ValueError(f"node= takes member ids, got {value!r}") from None
+            elif key == "channel":
+                channels.update(items)
+            elif key == "type":
+                types.update(items)
+            else:
+                raise ValueError(f"unknown filter key {key!r} (node, channel, type)")
+        return cls(frozenset(nodes), frozenset(channels), frozenset(types))
+
+    def positions(self, source: ReplaySource) -> np.ndarray:
+        if self.is_empty:
+            return np.arange(len(source))
+        mask = np.ones(len(source), dtype=bool)
+        if self.nodes:
+            mask &= np.isin(source.node, sorted(self.nodes))
+        if self.channels:
+            codes = [i for i, name in enumerate(source.channel_names) if name in self.channels]
+            mask &= np.isin(source.channel, codes)
+        if self.types:
+            codes = [i for i, name in enumerate(source.type_names) if name in self.types]
+            mask &= np.isin(source.type, codes)
+        return np.flatnonzero(mask)
+
+
+class ListLayout:
+    """Lines of the event list: each shown event, then (optionally) its trace records."""
+
+    def __init__(self, positions: np.ndarray, counts: np.ndarray | None) -> None:
+        self.positions = positions
+        lines = np.ones(len(positions), dtype=np.int64)
+        if counts is not None and len(positions):
+            lines += counts[positions]
+        self.starts = np.concatenate(([0], np.cumsum(lines)))  # line where each shown event begins
+
+    @property
+    def height(self) -> int:
+        return int(self.starts[-1])
+
+    def line(self, y: int) -> tuple[int, int]:
+        """(index into positions, 0 for the event line or 1+j for its j-th record) of line ``y``."""
+        i = int(np.searchsorted(self.starts, y, side="right")) - 1
+        return i, y - int(self.starts[i])
+
+    def index_of(self, position: int) -> int:
+        """The shown event at or before ``position`` (the first one when none is)."""
+        i = int(np.searchsorted(self.positions, position, side="right")) - 1
+        return max(i, 0)
+
+    def line_of(self, position: int) -> int:
+        return int(self.starts[self.index_of(position)]) if len(self.positions) else 0
+
+
+# -- two replays side by side --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoryLine:
+    position: int
+    ts: int
+    node: int | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiffRow:
+    """One row of the aligned view: a line from each side (None = nothing there) and whether they differ."""
+
+    left: StoryLine | None
+    right: StoryLine | None
+    differs: bool
+
+
+def story(session: Session) -> list[StoryLine]:
+    """What the replay says happened, one line per notable trace record (no periodic sends)."""
+    lines = []
+    index = session.index
+    for position in sorted(index.notable):
+        for record in index.notable[position]:
+            if record.get("kind") == "random":
+                continue  # the draw's value; its effect (the nomination) is what is compared
+            lines.append(
+                StoryLine(
+                    position,
+                    int(record.get("ts") or session.source.ts[position]),
+                    record.get("node"),
+                    describe_record(record),
+                )
+            )
+    return lines
+
+
+def align(left: Sequence[StoryLine], right: Sequence[StoryLine]) -> list[DiffRow]:
+    """The two stories aligned line by line (difflib on the description, time not compared)."""
+    matcher = difflib.SequenceMatcher(None, [s.text for s in left], [s.text for s in right], autojunk=False)
+    rows: list[DiffRow] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows.extend(DiffRow(left[i1 + d], right[j1 + d], False) for d in range(i2 - i1))
+            continue
+        for d in range(max(i2 - i1, j2 - j1)):
+            a = left[i1 + d] if i1 + d < i2 else None
+            b = right[j1 + d] if j1 + d < j2 else None
+            rows.append(DiffRow(a, b, True))
+    return rows
+
+
+def difference_starts(rows: Sequence[DiffRow]) -> list[int]:
+    """Row numbers where a run of differing rows begins (what "next difference" walks)."""
+    return [i for i, row in enumerate(rows) if row.differs and (i == 0 or not rows[i - 1].differs)]
+
+
+def iter_positions(layout: ListLayout, first_line: int, height: int) -> Iterator[tuple[int, int, int]]:
+    """(line, position, record slot) for ``height`` lines from ``first_line``."""
+    for y in range(first_line, min(first_line + height, layout.height)):
+        i, slot = layout.line(y)
+        yield y, int(layout.positions[i]), slot

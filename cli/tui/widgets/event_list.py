@@ -1,0 +1,216 @@
+"""The event list: every event (and the trace records it produced) around the cursor, virtualised.
+
+A `ScrollView` drawn with Textual's line API, in the way of toolong's log view: no widget per row;
+`render_line` asks the session for just the events on screen (decoded a block at a time) and their
+records, so a million-event replay scrolls like a ten-event one.  `cli.tui.session.ListLayout` maps
+screen lines to (event, record slot); the filter decides which events are laid out.  Each event line
+is ``time  seq  describe_event``; the records under it are ``describe_record`` lines.  Marks in the
+left gutter: ``◆`` bookmark, ``!`` a divergence or invariant violation anchored at the event.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from cli.tui.session import EventFilter, ListLayout, Session
+from formats.describe import describe_record
+
+WIDTH = 240
+RECORD_CLASSES = {
+    "state": "event-list--state",
+    "role": "event-list--state",
+    "election": "event-list--state",
+    "moduleState": "event-list--state",
+    "divergence": "event-list--problem",
+    "invariant": "event-list--problem",
+    "nodeState": "event-list--file",
+    "recordingLog": "event-list--file",
+}
+
+
+class EventList(ScrollView, can_focus=True, inherit_bindings=False):
+    """Events in replay order, filtered; the cursor's event is highlighted and kept in view."""
+
+    COMPONENT_CLASSES = {
+        "event-list--cursor",
+        "event-list--time",
+        "event-list--seq",
+        "event-list--local",
+        "event-list--record",
+        "event-list--state",
+        "event-list--problem",
+        "event-list--file",
+        "event-list--bookmark",
+    }
+
+    cursor: reactive[int] = reactive(0)
+    show_records: reactive[bool] = reactive(True)
+
+    class Picked(Message):
+        """A line was clicked: move the cursor to its event."""
+
+        def __init__(self, position: int) -> None:
+            super().__init__()
+            self.position = position
+
+    def __init__(self, session: Session, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.session = session
+        self.filter = EventFilter()
+        self.bookmarks: set[int] = set()
+        self._laid_counts: tuple[int, bool] | None = None
+        self._strips: dict[tuple, Strip] = {}
+        self.layout_lines = ListLayout(self.filter.positions(session.source), None)
+        self._relayout()
+
+    # -- layout ----------------------------------------------------------------------------------------
+
+    def _relayout(self) -> None:
+        index = self.session.index
+        counts = index.counts if self.show_records and len(index.counts) == len(self.session) else None
+        self._laid_counts = (index.done, index.finished) if counts is not None else None
+        self.layout_lines = ListLayout(self.filter.positions(self.session.source), counts)
+        self.virtual_size = Size(WIDTH, self.layout_lines.height)
+
+    def set_filter(self, event_filter: EventFilter) -> None:
+        self.filter = event_filter
+        self._relayout()
+        self.scroll_to_cursor(center=True)
+        self.refresh()
+
+    def index_progressed(self) -> None:
+        """The index reached further (or finished): record lines appear under more events."""
+        index = self.session.index
+        if self.show_records and (index.done, index.finished) != self._laid_counts:
+            self._relayout()
+            self.scroll_to_cursor()
+            self.refresh()
+
+    def watch_show_records(self, _: bool) -> None:
+        self._relayout()
+        self.scroll_to_cursor(center=True)
+        self.refresh()
+
+    def watch_cursor(self, _: int) -> None:
+        self.scroll_to_cursor()
+        self.refresh()
+
+    def scroll_to_cursor(self, *, center: bool = False) -> None:
+        if not len(self.layout_lines.positions):
+            return
+        line = self.layout_lines.line_of(self.cursor)
+        i = self.layout_lines.index_of(self.cursor)
+        lines = int(self.layout_lines.starts[i + 1] - self.layout_lines.starts[i])
+        self.scroll_to_region(
+            Region(0, line, 1, min(lines, max(self.size.height, 1))),
+            animate=False,
+            center=center,
+            immediate=True,
+        )
+
+    def visible_positions(self) -> list[int]:
+        """The events on screen, top to bottom (what tests read)."""
+        top = int(self.scroll_offset.y)
+        seen = []
+        for y in range(top, min(top + self.size.height, self.layout_lines.height)):
+            i, slot = self.layout_lines.line(y)
+            if slot == 0:
+                seen.append(int(self.layout_lines.positions[i]))
+        return seen
+
+    def line_text(self, y: int) -> str:
+        """Plain text of virtual line ``y`` (what tests read)."""
+        return self._text(y).plain
+
+    # -- drawing --------------------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        line = scroll_y + y
+        width = self.size.width
+        if line >= self.layout_lines.height:
+            return Strip.blank(width, self.rich_style)
+        i, slot = self.layout_lines.line(line)
+        position = int(self.layout_lines.positions[i])
+        # A line's look depends only on these (and the theme), so rendered lines are kept, as toolong does.
+        key = (
+            position,
+            slot,
+            position in self.bookmarks,
+            position in self._problem_positions(),
+            self._laid_counts,
+        )
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = Strip(list(self._text(line).render(self.app.console)))
+            self._strips[key] = strip
+            if len(self._strips) > 4096:
+                self._strips.pop(next(iter(self._strips)))
+        strip = strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        if slot == 0 and position == self.cursor:
+            strip = strip.apply_style(self.get_component_rich_style("event-list--cursor"))
+        return strip
+
+    def notify_style_update(self) -> None:
+        self._strips.clear()  # the theme or the styles changed: lines are drawn anew
+        super().notify_style_update()
+
+    def _text(self, line: int) -> Text:
+        style = self.get_component_rich_style
+        i, slot = self.layout_lines.line(line)
+        position = int(self.layout_lines.positions[i])
+        source = self.session.source
+        if slot == 0:
+            problem = position in self._problem_positions()
+            gutter = ("◆" if position in self.bookmarks else " ") + ("!" if problem else " ")
+            text = Text(
+                gutter,
+                style=style("event-list--bookmark")
+                if position in self.bookmarks
+                else style("event-list--problem"),
+            )
+            text.append(
+                source.relative(int(source.ts[position])).rjust(16) + " ", style=style("event-list--time")
+            )
+            text.append(f"#{int(source.seq[position])}".ljust(8), style=style("event-list--seq"))
+            describe = source.describe(position)
+            text.append(
+                describe,
+                style=style("event-list--local") if source.dir_name(position) == "local" else Style(),
+            )
+            return text
+        records = self.session.records_at(position)
+        if slot - 1 >= len(records):
+            return Text("")
+        record = records[slot - 1]
+        kind = record.get("kind")
+        text = Text("    ↳ ", style=style("event-list--record"))
+        ts = record.get("ts")
+        text.append(
+            (self.session.source.relative(int(ts)) if ts is not None else "").rjust(14) + " ",
+            style=style("event-list--time"),
+        )
+        text.append(describe_record(record), style=style(RECORD_CLASSES.get(str(kind), "event-list--record")))
+        return text
+
+    def _problem_positions(self) -> set[int]:
+        problems = self.session.index.problem_positions
+        if len(problems) != getattr(self, "_problems_seen", -1):
+            self._problems_seen = len(problems)
+            self._problem_set = set(problems)
+        return self._problem_set
+
+    # -- mouse ----------------------------------------------------------------------------------------
+
+    def on_click(self, event: events.Click) -> None:
+        line = int(self.scroll_offset.y) + event.y
+        if 0 <= line < self.layout_lines.height:
+            i, _ = self.layout_lines.line(line)
+            self.post_message(self.Picked(int(self.layout_lines.positions[i])))

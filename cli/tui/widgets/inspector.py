@@ -1,0 +1,420 @@
+"""The inspector: one member's state as of the cursor, what changed at this step, and the event.
+
+Sections, top to bottom: every member in one line each (election state, role, term, leader and what
+its node-state.dat holds: enough to read the whole cluster at a glance); then for the selected
+member its Election fields, running deadlines with the time left from the cursor's time, the
+ClusterMember table it holds, node-state.dat and recording.log decoded; then the event under the
+cursor decoded field by field, with its raw bytes.  Values that differ from the state after the
+previous event are highlighted (`inspector--changed`).  Everything shown comes from
+`Node.inspect()` through `Session.moment`; this module only lays it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from cli.tui.session import Moment, Session, format_duration
+from formats.describe import describe_event, describe_record
+from formats.errors import DecodeError
+from formats.sbe import encode
+
+ELECTION_KEYS = (
+    "electionState",
+    "role",
+    "moduleState",
+    "leadershipTermId",
+    "logLeadershipTermId",
+    "candidateTermId",
+    "leaderMemberId",
+    "logPosition",
+    "appendPosition",
+    "commitPosition",
+    "catchupJoinPosition",
+    "isRunning",
+)
+MEMBER_KEYS = (
+    ("memberId", "id"),
+    ("leadershipTermId", "term"),
+    ("logPosition", "logPos"),
+    ("candidateTermId", "cand"),
+    ("vote", "vote"),
+    ("isBallotSent", "ballot"),
+    ("isLeader", "leader"),
+    ("timeOfLastAppendPositionNs", "lastAppend"),
+    ("catchupReplaySessionId", "catchup"),
+)
+ENTRY_KEYS = (
+    ("entryIndex", "#"),
+    ("type", "type"),
+    ("leadershipTermId", "term"),
+    ("termBaseLogPosition", "base"),
+    ("logPosition", "logPosition"),
+    ("timestamp", "timestamp"),
+    ("recordingId", "recording"),
+    ("isValid", "valid"),
+)
+
+
+SECTIONS = ("cluster", "election", "deadlines", "members", "files", "event")
+
+
+def _summary(state: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    """What the cluster table shows of a member."""
+    if state is None:
+        return None
+    return (
+        state.get("electionState"),
+        state.get("isRunning"),
+        state.get("role"),
+        state.get("leadershipTermId"),
+        state.get("leaderMemberId"),
+        node_state_of(state).get("candidateTermId"),
+        state.get("logPosition"),
+    )
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def hex_dump(data: bytes, width: int = 16) -> str:
+    """``0000  01 02 ...`` lines: offset, bytes in hex."""
+    lines = []
+    for offset in range(0, len(data), width):
+        chunk = data[offset : offset + width]
+        lines.append(f"{offset:04x}  " + " ".join(f"{b:02x}" for b in chunk))
+    return "\n".join(lines)
+
+
+def node_state_of(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    node_state = state.get("nodeState") or {}
+    return node_state.get("candidateTerm", node_state) if isinstance(node_state, Mapping) else {}
+
+
+class Inspector(VerticalScroll):
+    """Shows `Session.moment(cursor)` for the selected member, and the cursor's event."""
+
+    COMPONENT_CLASSES = {
+        "inspector--changed",
+        "inspector--heading",
+        "inspector--muted",
+        "inspector--selected",
+        "inspector--problem",
+    }
+
+    def __init__(self, session: Session, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.session = session
+        self._bodies: dict[str, tuple[str, RenderableType]] = {}
+        self._signatures: dict[str, Any] = {}
+        self._highlights: dict[str, list[str]] = {}
+        self._section = ""
+
+    @property
+    def highlighted(self) -> list[str]:
+        """The values shown as changed since the previous event, as "section:field" (tests read it)."""
+        return [key for name in SECTIONS for key in self._highlights.get(name, ())]
+
+    def compose(self):
+        for name in SECTIONS:
+            yield Static(id=f"inspector-{name}", classes="inspector-section")
+
+    def _set(self, name: str, title: str, build: Callable[[], RenderableType], signature: Any = None) -> None:
+        """Redraw one section, unless what it is drawn from is the same as last time (tables are slow to lay out)."""
+        if signature is not None and self._signatures.get(name) == (title, signature):
+            return
+        self._section = name
+        self._highlights[name] = []
+        body = build()
+        heading = Text(title, style=self.get_component_rich_style("inspector--heading"))
+        self.query_one(f"#inspector-{name}", Static).update(Group(heading, body))
+        self._bodies[name] = (title, body)
+        self._signatures[name] = (title, signature) if signature is not None else None
+
+    def text(self, name: str) -> str:
+        """The plain text of one section (cluster, election, deadlines, members, files, event)."""
+        title, body = self._bodies.get(name, ("", Text("")))
+        return title + "\n" + _plain(body)
+
+    def show_pending(self, message: str) -> None:
+        for name in SECTIONS[:-1]:
+            self._set(name, "", lambda name=name: Text(message if name == "cluster" else ""))
+
+    def show(self, moment: Moment, member: int, position: int) -> None:
+        states, previous = moment.states, moment.previous
+        now = int(self.session.source.ts[position])
+        cluster = [(m, _summary(states.get(m)), _summary(previous.get(m))) for m in self.session.members]
+        self._set(
+            "cluster",
+            "cluster at the cursor",
+            lambda: self._cluster(states, previous, member),
+            (member, cluster),
+        )
+        state = states.get(member)
+        if state is None:
+            muted = self.get_component_rich_style("inspector--muted")
+            self._set(
+                "election", f"member {member}", lambda: Text("not started yet", style=muted), "not started"
+            )
+            for name in ("deadlines", "members", "files"):
+                self._set(name, "", lambda: Text(""), "not started")
+        else:
+            before = previous.get(member) or {}
+            running = "" if state.get("isRunning", True) else "  (process down: state as it left it)"
+            election = [(k, state.get(k), before.get(k)) for k in ELECTION_KEYS]
+            self._set(
+                "election",
+                f"member {member}: election{running}",
+                lambda: self._pairs(state, before, ELECTION_KEYS),
+                election,
+            )
+            self._set(
+                "deadlines",
+                "deadlines (time left from the cursor)",
+                lambda: self._deadlines(state, before, now),
+            )
+            held = (repr(state.get("members")), repr(before.get("members")))
+            self._set(
+                "members",
+                f"ClusterMember table held by member {member}",
+                lambda: self._members(state, before),
+                held,
+            )
+            files = repr(
+                (
+                    state.get("nodeState"),
+                    state.get("recordingLog"),
+                    before.get("nodeState"),
+                    before.get("recordingLog"),
+                )
+            )
+            self._set(
+                "files",
+                f"member {member}: node-state.dat and recording.log",
+                lambda: self._files(state, before),
+                files,
+            )
+        self._set("event", f"event {position}", lambda: self._event(position))
+
+    # -- sections --------------------------------------------------------------------------------------
+
+    def _changed(self, text: str, changed: bool, key: str = "") -> Text:
+        if not changed:
+            return Text(text)
+        self._highlights.setdefault(self._section, []).append(key)
+        return Text(text, style=self.get_component_rich_style("inspector--changed"))
+
+    def _cluster(self, states, previous, selected: int) -> Table:
+        table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+        for column in ("member", "state", "role", "term", "leader", "node-state cand", "logPos"):
+            table.add_column(column)
+        for member in self.session.members:
+            state = states.get(member)
+            marker = "▶" if member == selected else " "
+            if state is None:
+                table.add_row(f"{marker}{member}", "-", "-", "-", "-", "-", "-")
+                continue
+            before = previous.get(member) or {}
+            cells = [
+                ("electionState", state.get("electionState") if state.get("isRunning", True) else "DOWN"),
+                ("role", state.get("role")),
+                ("leadershipTermId", state.get("leadershipTermId")),
+                ("leaderMemberId", state.get("leaderMemberId")),
+            ]
+            row: list[Any] = [
+                Text(
+                    f"{marker}{member}",
+                    style=self.get_component_rich_style("inspector--selected") if member == selected else "",
+                )
+            ]
+            row += [
+                self._changed(_value(v), before.get(k) != state.get(k), f"cluster:{member}.{k}")
+                for k, v in cells
+            ]
+            candidate = node_state_of(state).get("candidateTermId")
+            row.append(
+                self._changed(
+                    _value(candidate),
+                    candidate != node_state_of(before).get("candidateTermId"),
+                    f"cluster:{member}.nodeState.candidateTermId",
+                )
+            )
+            row.append(
+                self._changed(
+                    _value(state.get("logPosition")),
+                    before.get("logPosition") != state.get("logPosition"),
+                    f"cluster:{member}.logPosition",
+                )
+            )
+            table.add_row(*row)
+        return table
+
+    def _pairs(self, state, before, keys) -> Table:
+        table = Table(box=None, show_header=False, pad_edge=False, show_edge=False)
+        table.add_column("field")
+        table.add_column("value")
+        for key in keys:
+            if key in state:
+                table.add_row(
+                    key,
+                    self._changed(
+                        _value(state[key]), bool(before) and before.get(key) != state[key], f"election:{key}"
+                    ),
+                )
+        return table
+
+    def _deadlines(self, state, before, now: int) -> RenderableType:
+        deadlines = state.get("deadlines") or {}
+        if not deadlines or not state.get("isRunning", True):
+            return Text("none running", style=self.get_component_rich_style("inspector--muted"))
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        for column in ("deadline", "at", "time left"):
+            table.add_column(column)
+        old = before.get("deadlines") or {}
+        for name in sorted(deadlines, key=lambda n: (deadlines[n], n)):
+            at = deadlines[name]
+            left = at - now
+            left_text = format_duration(left) if left >= 0 else f"overdue {format_duration(-left)}"
+            table.add_row(
+                name,
+                self._changed(self.session.source.relative(at), old.get(name) != at, f"deadlines:{name}"),
+                left_text,
+            )
+        return table
+
+    def _members(self, state, before) -> Table:
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        for _, title in MEMBER_KEYS:
+            table.add_column(title)
+        old = {m.get("memberId"): m for m in before.get("members") or ()}
+        for entry in state.get("members") or ():
+            was = old.get(entry.get("memberId"), {})
+            cells = []
+            for key, _ in MEMBER_KEYS:
+                value = entry.get(key)
+                shown = (
+                    self.session.source.relative(value)
+                    if key == "timeOfLastAppendPositionNs" and isinstance(value, int) and value >= 0
+                    else _value(value)
+                )
+                cells.append(
+                    self._changed(
+                        shown, bool(was) and was.get(key) != value, f"members:{entry.get('memberId')}.{key}"
+                    )
+                )
+            table.add_row(*cells)
+        return table
+
+    def _files(self, state, before) -> RenderableType:
+        node_state = node_state_of(state)
+        old_state = node_state_of(before) if before else {}
+        parts = Text("node-state.dat  ")
+        for key in ("candidateTermId", "logPosition", "timestamp"):
+            parts.append(f"{key}=")
+            parts.append(
+                self._changed(
+                    _value(node_state.get(key)),
+                    bool(old_state) and old_state.get(key) != node_state.get(key),
+                    f"nodeState:{key}",
+                )
+            )
+            parts.append("  ")
+        table = Table(box=None, pad_edge=False, show_edge=False, title="recording.log", title_justify="left")
+        for _, title in ENTRY_KEYS:
+            table.add_column(title)
+        old_entries = {e.get("entryIndex"): e for e in before.get("recordingLog") or ()} if before else {}
+        for entry in state.get("recordingLog") or ():
+            was = old_entries.get(entry.get("entryIndex"))
+            table.add_row(
+                *[
+                    self._changed(
+                        _value(entry.get(key)),
+                        bool(before) and (was is None or was.get(key) != entry.get(key)),
+                        f"recordingLog:{entry.get('entryIndex')}.{key}",
+                    )
+                    for key, _ in ENTRY_KEYS
+                ]
+            )
+        if not state.get("recordingLog"):
+            return Group(parts, Text("recording.log  (empty)"))
+        return Group(parts, table)
+
+    def _event(self, position: int) -> RenderableType:
+        source = self.session.source
+        try:
+            event = source.event(position)
+        except DecodeError as error:
+            return Text(f"undecodable: {error}")
+        lines: list[RenderableType] = [Text(describe_event(event))]
+        for problem in self.session.index.problems:
+            if problem.position == position:  # what the replay found about this very event
+                lines.append(
+                    Text(
+                        describe_record(problem.record),
+                        style=self.get_component_rich_style("inspector--problem"),
+                    )
+                )
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        table.add_column("field")
+        table.add_column("value")
+        table.add_row("seq", str(int(source.seq[position])))
+        table.add_row("ts", f"{event.ts} ns ({self.session.source.relative(event.ts)})")
+        table.add_row("node / dir / peer", f"{event.node} / {event.dir} / {_value(event.peer)}")
+        table.add_row("channel", event.channel)
+        payload = event.payload
+        encoded = None
+        if event.is_message:
+            try:
+                message = event.message()
+                fields = message.to_fields()
+                if payload is None:
+                    encoded = encode(message)
+            except (DecodeError, ValueError) as error:
+                fields = dict(event.fields)
+                lines.append(Text(f"cannot decode: {error}"))
+            table.add_row("type", event.type)
+            for key, value in fields.items():
+                table.add_row(f"  {key}", _value(value))
+        else:
+            table.add_row("type", event.type)
+            for key, value in event.fields.items():
+                table.add_row(f"  {key}", _value(value))
+        lines.append(table)
+        if payload is not None:
+            lines.append(
+                Text(
+                    f"raw bytes ({len(payload)}, as recorded)",
+                    style=self.get_component_rich_style("inspector--heading"),
+                )
+            )
+            lines.append(Text(hex_dump(payload)))
+        elif encoded is not None:
+            lines.append(
+                Text(
+                    f"bytes ({len(encoded)}, encoded from the fields: nothing was recorded)",
+                    style=self.get_component_rich_style("inspector--heading"),
+                )
+            )
+            lines.append(Text(hex_dump(encoded)))
+        return Group(*lines)
+
+
+def _plain(renderable: RenderableType) -> str:
+    """Text of a renderable (what `Inspector.text` returns)."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None, force_terminal=False)
+    with console.capture() as capture:
+        console.print(renderable)
+    return capture.get()

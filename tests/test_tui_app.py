@@ -1,0 +1,453 @@
+"""Driving `recount tui` with Textual's Pilot over the leader-failover sample: what the panels show.
+
+The sample (samples/README.md): leader 0 killed at 4 s; member 1 elected leader of term 1 at
++15064 ms (event 722) on a quorum at the ballot timeout, both live members having written
+candidateTermId 1 to node-state.dat at +14064 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from textual.widgets import Input
+
+from cli.tui.app import DiffScreen, HelpScreen, Jump, RecountApp, parse_jump
+from cli.tui.session import Session
+from cli.tui.widgets import EventList, Inspector, Timeline
+from formats import replay_file
+from formats.cluster_codecs import BooleanType
+from formats.sbe import encode
+
+ROOT = Path(__file__).resolve().parents[1]
+FAILOVER = ROOT / "samples" / "leader-failover" / "incident.arrow"
+ELECTED = 722  # member 1 becomes leader of term 1
+SIZE = (200, 50)
+
+
+@pytest.fixture
+def failover_path() -> Path:
+    if not FAILOVER.exists():
+        pytest.skip(f"sample {FAILOVER} not found (recount simulate writes the samples)")
+    return FAILOVER
+
+
+def pilot_test(test):
+    """Run an ``async def`` test (Pilot needs an event loop; no pytest asyncio plugin is required)."""
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+
+    return run
+
+
+def make_app(path: Path, **kwargs) -> RecountApp:
+    return RecountApp(Session.open(path, block_size=128), **kwargs)
+
+
+async def ready(app: RecountApp, pilot) -> None:
+    await app.wait_until_indexed()
+    await pilot.pause()
+
+
+async def answer_prompt(app: RecountApp, pilot, key: str, text: str) -> None:
+    """Open a prompt with ``key`` and type ``text`` into it, key by key (the app's own keys must not fire)."""
+    await pilot.press(key)
+    await pilot.pause()
+    assert app.screen.query_one(Input).value == ""
+    await pilot.press(*[{" ": "space"}.get(ch, ch) for ch in text])
+    assert app.screen.query_one(Input).value == text
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def wait_for_search(app: RecountApp, pilot) -> None:
+    for worker in list(app.workers):
+        if worker.group == "search":
+            await worker.wait()
+    await pilot.pause()
+
+
+def status(app: RecountApp) -> str:
+    return str(app.query_one("#status").render())
+
+
+def cluster_row(app: RecountApp, member: int) -> list[str]:
+    for line in app.query_one(Inspector).text("cluster").splitlines():
+        words = line.replace("▶", " ").split()
+        if words and words[0] == str(member):
+            return words
+    raise AssertionError(f"no row for member {member}")
+
+
+@pilot_test
+async def test_first_screen_shows_the_first_event_every_member_and_the_lanes(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert "event 1/829" in status(app) and "divergences 0" in status(app)
+        assert cluster_row(app, 0)[1:3] == ["CANVASS", "FOLLOWER"]
+        assert cluster_row(app, 1)[1:] == ["-"] * 6  # not started yet
+        event_list = app.query_one(EventList)
+        assert event_list.visible_positions()[0] == 0
+        assert "0 MemberStart members=3" in event_list.line_text(0)
+        timeline = str(app.query_one(Timeline).render())
+        assert "T0:0" in timeline and "T1:1" in timeline
+        assert "×" in timeline  # the killed leader's lane
+
+
+@pilot_test
+async def test_stepping_moves_the_cursor_and_the_inspector_follows(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("j", "j", "j", "down")
+        assert app.cursor == 4
+        await pilot.press("k")
+        assert app.cursor == 3
+        assert "event 3" in app.query_one(Inspector).text("event")
+        assert app.session.source.describe(3) in app.query_one(Inspector).text("event")
+        await pilot.press("end")
+        assert app.cursor == len(app.session) - 1
+        await pilot.press("home")
+        assert app.cursor == 0
+
+
+@pilot_test
+async def test_go_to_term_shows_the_new_leader_and_each_members_node_state(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "g", "term 1")
+        assert app.cursor == ELECTED
+        assert app.member == 1  # the elected member is selected
+        # member, state, role, term, leader, node-state.dat candidateTermId, logPosition
+        assert cluster_row(app, 1)[1:] == ["LEADER_READY", "LEADER", "1", "1", "1", "5344"]
+        assert cluster_row(app, 0)[1:3] == ["DOWN", "LEADER"]
+        assert cluster_row(app, 2)[5] == "1"
+        files = app.query_one(Inspector).text("files")
+        assert "node-state.dat  candidateTermId=1  logPosition=5344" in files
+        assert "+15064.000ms" in status(app)
+        highlighted = app.query_one(Inspector).highlighted
+        assert "cluster:1.role" in highlighted and "election:electionState" in highlighted
+        assert "recordingLog:1.leadershipTermId" in highlighted  # term 1 appended to recording.log
+
+
+@pilot_test
+async def test_changes_since_the_previous_step_are_highlighted(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("1")
+        # Member 1 nominates itself: RequestVote out, node-state.dat written (candidateTermId 1).
+        source = app.session.source
+        nominates = next(
+            int(k)
+            for k in source.positions_where("type", "RequestVote")
+            if source.node[k] == 1 and source.dir_name(k) == "out"
+        )
+        app.go_to(nominates)
+        await pilot.pause()
+        inspector = app.query_one(Inspector)
+        assert "candidateTermId=1" in inspector.text("files")
+        assert "nodeState:candidateTermId" in inspector.highlighted
+        assert "election:candidateTermId" in inspector.highlighted
+        await pilot.press("j")
+        assert "nodeState:candidateTermId" not in app.query_one(Inspector).highlighted
+
+
+@pilot_test
+async def test_state_change_member_and_bookmark_keys(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        changes = app.session.state_changes()
+        await pilot.press("s")
+        assert app.cursor == changes[1]
+        await pilot.press("S")
+        assert app.cursor == changes[0]
+        await pilot.press("2", "right_square_bracket")
+        assert app.member == 2 and app.session.source.event(app.cursor).node == 2
+        first_of_2 = app.cursor
+        await pilot.press("m")
+        await pilot.press("tab")
+        assert app.member == 0
+        await pilot.press("end", "m", "home", "apostrophe")
+        assert app.cursor == first_of_2
+        await pilot.press("apostrophe")
+        assert app.cursor == len(app.session) - 1
+        assert "bookmarks 2" in status(app)
+
+
+@pilot_test
+async def test_breakpoint_continue_and_reverse_continue(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "b", "node 1 role == LEADER")
+        assert "breakpoint added" in status(app)
+        await pilot.press("c")
+        await wait_for_search(app, pilot)
+        assert app.cursor == ELECTED
+        assert "hit: node 1 role == LEADER" in status(app)
+        assert cluster_row(app, 1)[2] == "LEADER"
+        await pilot.press("c")
+        await wait_for_search(app, pilot)
+        assert app.cursor == ELECTED and "no breakpoint hit after the cursor" in status(app)
+        await pilot.press("end", "C")
+        await wait_for_search(app, pilot)
+        assert app.cursor == ELECTED  # reverse-continue: back to where it became true
+        await pilot.press("C")
+        await wait_for_search(app, pilot)
+        assert "no breakpoint hit before the cursor" in status(app)
+
+
+@pilot_test
+async def test_reverse_continue_selects_the_member_the_condition_names(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        app.add_breakpoint("state == FOLLOWER_BALLOT")
+        await pilot.press("end", "C")
+        await wait_for_search(app, pilot)
+        # The last FOLLOWER_BALLOT: member 2 voting for member 1 in term 1.
+        assert app.member == 2
+        assert cluster_row(app, 2)[1] == "FOLLOWER_BALLOT"
+        assert app.session.source.relative(int(app.session.source.ts[app.cursor])).startswith("+14064")
+
+
+@pilot_test
+async def test_a_bad_breakpoint_is_refused_in_the_status_line(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "b", "node 1 colour == jk")
+        assert "breakpoint: column 8: unknown field 'colour'" in status(app)
+        assert app.conditions == []
+        await pilot.press("c")
+        assert "no breakpoint" in status(app)
+
+
+@pilot_test
+async def test_filter_shows_only_matching_events_and_steps_through_them(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "f", "node=2 type=Vote,RequestVote")
+        assert app.cursor == app.query_one(EventList).visible_positions()[0]
+        event_list = app.query_one(EventList)
+        shown = event_list.visible_positions()
+        assert shown and all(app.session.source.event(k).node == 2 for k in shown)
+        assert {app.session.source.event(k).type for k in shown} == {"Vote", "RequestVote"}
+        assert app.cursor == shown[0]
+        await pilot.press("j")
+        assert app.cursor == shown[1]
+        assert "filter node=2 type=RequestVote,Vote" in status(app)
+        await pilot.press("f")
+        await pilot.pause()
+        app.screen.query_one(Input).value = ""
+        await pilot.press("enter")
+        await pilot.pause()
+        assert len(event_list.layout_lines.positions) == len(app.session)
+
+
+@pilot_test
+async def test_records_can_be_hidden_from_the_list(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        event_list = app.query_one(EventList)
+        assert event_list.layout_lines.height > len(app.session)
+        assert "↳" in event_list.line_text(1) and "election 'node started'" in event_list.line_text(1)
+        await pilot.press("r")
+        assert event_list.layout_lines.height == len(app.session)
+
+
+@pilot_test
+async def test_the_event_is_decoded_field_by_field_with_its_raw_bytes(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        app.go_to(ELECTED)
+        await pilot.pause()
+        text = app.query_one(Inspector).text("event")
+        assert "NewLeadershipTerm" in text
+        assert "leadershipTermId" in text and "termBaseLogPosition" in text
+        payload = app.session.source.event(ELECTED).payload
+        assert f"raw bytes ({len(payload)}, as recorded)" in text
+        assert "0000  " + " ".join(f"{b:02x}" for b in payload[:16]) in text
+
+
+@pilot_test
+async def test_command_palette_offers_each_elected_leader(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"member", "space", "1", "space", *"elected")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.cursor == ELECTED and app.member == 1
+
+
+@pilot_test
+async def test_command_palette_jumps_to_a_typed_term(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"term", "space", "1")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.cursor == ELECTED
+
+
+@pilot_test
+async def test_help_lists_the_key_bindings(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        keys = [key for key, _ in app.KEYS]
+        assert "c / C" in keys and "ctrl+s" in keys
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@pilot_test
+async def test_screenshot_is_saved_and_never_overwrites(failover_path, tmp_path):
+    app = make_app(failover_path, screenshot_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+s")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    saved = sorted(p.name for p in tmp_path.iterdir())
+    assert saved == ["recount-incident-event0-1.svg", "recount-incident-event0.svg"]
+    assert "MemberStart" in (tmp_path / "recount-incident-event0.svg").read_text()
+
+
+@pilot_test
+async def test_diff_view_walks_the_differences_between_two_replays(failover_path, tmp_path):
+    events, metadata = replay_file.read_events(pa.memory_map(str(failover_path)))
+    lost = next(
+        i
+        for i, e in enumerate(events)
+        if (e.node, e.dir, e.type, e.peer) == (1, "in", "Vote", 2) and e.fields["candidateTermId"] == 1
+    )
+    other_path = tmp_path / "lost-vote.arrow"
+    table = replay_file.events_to_table(
+        events[:lost] + events[lost + 1 :], source="lost-vote", cluster_members=metadata.cluster_members
+    )
+    with pa.OSFile(str(other_path), "wb") as sink:
+        replay_file.write_table(table, sink)
+    app = make_app(failover_path, other=Session.open(other_path), other_name="lost-vote.arrow")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("v")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DiffScreen)
+        first = screen.starts[0]
+        assert screen.view.row == first
+        row = screen.rows[first]
+        assert row.differs and row.left.node == 1 and "LEADER" in row.left.text
+        assert screen.view.row_text(first).startswith("≠")
+        assert not any(r.differs for r in screen.rows[:first])
+        assert f"differences: {len(screen.starts)}" in str(screen.query_one("#diff-status").render())
+        if len(screen.starts) > 1:
+            await pilot.press("n")
+            assert screen.view.row == screen.starts[1]
+            await pilot.press("N")
+        assert screen.view.row == first
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+        assert app.cursor == row.left.position
+
+
+@pilot_test
+async def test_a_divergence_is_marked_on_the_timeline_and_in_the_list(failover_path, tmp_path):
+    events, metadata = replay_file.read_events(pa.memory_map(str(failover_path)))
+    flipped = next(
+        i
+        for i, e in enumerate(events)
+        if (e.node, e.dir, e.type, e.peer) == (2, "out", "Vote", 1) and e.fields["candidateTermId"] == 1
+    )
+    message = dataclasses.replace(events[flipped].message(), vote=BooleanType.FALSE)
+    events[flipped] = dataclasses.replace(
+        events[flipped], fields=message.to_fields(), payload=encode(message)
+    )
+    path = tmp_path / "flipped.arrow"
+    with pa.OSFile(str(path), "wb") as sink:
+        replay_file.write_table(replay_file.events_to_table(events, source="flipped"), sink)
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        # Two: the model's YES has no recorded counterpart, and the recorded NO has no model counterpart.
+        assert app.session.index.summary["divergences"] == 2 and "divergences 2" in status(app)
+        problems_row = str(app.query_one(Timeline).render()).splitlines()[-2]
+        assert problems_row.startswith("problems") and "!" in problems_row
+        await pilot.press("d")
+        assert app.cursor == flipped
+        line = app.query_one(EventList).layout_lines.line_of(flipped)
+        assert app.query_one(EventList).line_text(line).startswith(" !")
+        # The inspector says what the replay found about this event.
+        assert (
+            "2 DIVERGENCE expected 2→1 Vote cand=1 log=(0,5344) ✗ actual 2→1 Vote cand=1 log=(0,5344) ✓"
+            in (app.query_one(Inspector).text("event").replace("\n", " "))
+        )
+
+
+@pilot_test
+async def test_diff_without_a_second_replay_says_how_to_get_one(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("v")
+        assert "start with --diff OTHER" in status(app)
+
+
+def test_jumps_parse_from_words():
+    assert parse_jump("time 12s") == Jump("time", 12_000_000_000)
+    assert parse_jump("t 1500ms") == Jump("time", 1_500_000_000)
+    assert parse_jump("seq 5") == Jump("seq", 5)
+    assert parse_jump("next Vote") == Jump("next", "Vote")
+    assert parse_jump("pos 4096") == Jump("log", 4096)
+    for bad, message in [
+        ("term two", "term takes an integer"),
+        ("jump 3", "unknown jump 'jump'"),
+        ("time", "expected one of"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            parse_jump(bad)
+
+
+def test_a_member_event_before_its_start_is_shown_not_raised(failover_path, tmp_path):
+    events, metadata = replay_file.read_events(pa.memory_map(str(failover_path)))
+    events = [dataclasses.replace(e) for e in events if not (e.type == "MemberStart" and e.node == 2)]
+    path = tmp_path / "no-start.arrow"
+    with pa.OSFile(str(path), "wb") as sink:
+        replay_file.write_table(replay_file.events_to_table(events, source="x"), sink)
+
+    async def run() -> str:
+        app = make_app(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(app, pilot)
+            app.go_to(100)
+            await pilot.pause()
+            return status(app) + app.query_one(Inspector).text("cluster")
+
+    shown = asyncio.run(run())
+    assert "replay stopped at event" in shown and "before its MemberStart" in shown
