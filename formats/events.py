@@ -22,6 +22,7 @@ from typing import Any
 from formats import cluster_codecs
 from formats.errors import DecodeError
 from formats.sbe import decode_message, from_fields
+from formats.udp import mutable_twin
 
 DIRECTIONS = ("in", "out", "local")
 CHANNELS = ("consensus", "log", "ingress", "egress", "service", "archive", "local")
@@ -47,6 +48,8 @@ LOCAL_TYPES = LOCAL_INPUT_TYPES + LOCAL_OBSERVATION_TYPES
 MESSAGE_CLASSES: dict[str, type] = {spec.name: spec.block.cls for spec in cluster_codecs.MESSAGES}
 
 _KEYS = ("ts", "node", "dir", "peer", "channel", "type", "fields")
+#: ``Event.fields``'s default (a new empty dict per event), told apart from any value passed.
+_NO_FIELDS: Any = object()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +63,35 @@ class Event:
     fields: Mapping[str, Any] = field(default_factory=dict)
     payload: bytes | None = None
     extra: Mapping[str, Any] | None = None
+
+    def __init__(
+        self,
+        *,
+        ts: int,
+        node: int,
+        dir: str,
+        peer: int | None,
+        channel: str,
+        type: str,
+        fields: Mapping[str, Any] = _NO_FIELDS,
+        payload: bytes | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        # What the generated __init__ does (an importer builds one Event per message and direction,
+        # hundreds of thousands per capture), at half its cost: a frozen dataclass sets each field
+        # through object.__setattr__; this sets them as the mutable twin, then gives back the class.
+        set_class = object.__setattr__
+        set_class(self, "__class__", _EventTwin)
+        self.ts = ts
+        self.node = node
+        self.dir = dir
+        self.peer = peer
+        self.channel = channel
+        self.type = type
+        self.fields = {} if fields is _NO_FIELDS else fields
+        self.payload = payload
+        self.extra = extra
+        set_class(self, "__class__", Event)
 
     @property
     def is_message(self) -> bool:
@@ -93,6 +125,9 @@ class Event:
 
     def to_jsonl(self) -> str:
         return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+
+
+_EventTwin = mutable_twin(Event)
 
 
 def message_event(

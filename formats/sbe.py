@@ -16,11 +16,13 @@ one generic encoder/decoder that walks those specs.  It does no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from formats.errors import DecodeError
@@ -88,6 +90,16 @@ class VarDataSpec:
     attr: str = ""
 
 
+def _attribute_tuple(attrs: tuple[str, ...]) -> Any:
+    """A function from an object to the tuple of its ``attrs`` (what attrgetter gives for two or more)."""
+    if len(attrs) >= 2:
+        return attrgetter(*attrs)
+    if len(attrs) == 1:
+        only = attrs[0]
+        return lambda value: (getattr(value, only),)
+    return lambda value: ()
+
+
 @dataclass(slots=True)
 class BlockSpec:
     """The layout of a root block or of one group entry, with what follows it."""
@@ -101,6 +113,13 @@ class BlockSpec:
     # Compiled once: a struct covering the whole block (gaps as pad bytes), for the common case.
     _struct: struct.Struct = field(init=False, repr=False)
     _max_since: int = field(init=False, repr=False)
+    # (position, enum) of each enum field, and every field's attr and Aeron name, in order.
+    _enums: tuple[tuple[int, type[enum.Enum]], ...] = field(init=False, repr=False, compare=False)
+    _attrs: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _get: Any = field(init=False, repr=False, compare=False)  # value -> tuple of its fields' values
+    # Built at the first decode, for the `cls` of that moment: (cls, builder from values in order).
+    _builder: tuple[type, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         code = "<"
@@ -115,6 +134,10 @@ class BlockSpec:
         code += "x" * (self.block_length - cursor)
         self._struct = struct.Struct(code)
         self._max_since = max([f.since_version for f in self.fields] + [0])
+        self._enums = tuple((i, f.enum) for i, f in enumerate(self.fields) if f.enum is not None)
+        self._attrs = tuple(f.attr for f in self.fields)
+        self._names = tuple(f.name for f in self.fields)
+        self._get = _attribute_tuple(self._attrs)
         if list(self.fields) != sorted(self.fields, key=lambda f: f.offset):
             raise ValueError(f"{self.name}: fields must be listed in offset order")
 
@@ -161,7 +184,7 @@ class SbeMessage:
         return decoded.message
 
     def to_fields(self) -> dict[str, Any]:
-        return to_fields(self)
+        return _block_to_fields(self.BLOCK, self)
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, Any], *, source: str | None = None):
@@ -177,6 +200,50 @@ class Decoded:
     template_id: int
 
 
+def _mutable_twin(cls: type) -> type | None:
+    """A mutable class with the layout of the frozen, slotted dataclass ``cls``, or None if none fits.
+
+    A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` once per field, which
+    made it most of the cost of decoding a message.  Decoding builds the value in the twin
+    (positional arguments, in field order) and then gives it its real class; CPython allows that
+    only between identical layouts (the probe below checks it), so the result is an ordinary
+    frozen instance.  (`formats.udp.mutable_twin` does the same for frames, whose base is object.)
+    """
+    names = [f.name for f in dataclasses.fields(cls)]
+    try:
+        twin = dataclasses.make_dataclass(
+            f"_Mutable{cls.__name__}", names, bases=(cls.__base__,), slots=True, eq=False, repr=False
+        )
+        probe = twin(*(None for _ in names))
+        probe.__class__ = cls
+    except TypeError:  # e.g. a subclass of a frozen dataclass: keep the ordinary constructor
+        return None
+    return twin
+
+
+def _builder(spec: BlockSpec) -> Any:
+    """A function from the block's values (fields, groups, var data, in that order) to its class."""
+    cls = spec.cls
+    if spec._builder is not None and spec._builder[0] is cls:
+        return spec._builder[1]
+    attrs = spec._attrs + tuple(g.attr for g in spec.groups) + tuple(v.attr for v in spec.var_data)
+    twin = _mutable_twin(cls) if dataclasses.is_dataclass(cls) else None
+    if twin is not None and tuple(f.name for f in dataclasses.fields(cls)) == attrs:
+
+        def build(values: list[Any]) -> Any:
+            value = twin(*values)
+            value.__class__ = cls
+            return value
+
+    else:
+
+        def build(values: list[Any]) -> Any:
+            return cls(**dict(zip(attrs, values, strict=True)))
+
+    spec._builder = (cls, build)
+    return build
+
+
 def _decode_block(
     spec: BlockSpec,
     buf: memoryview,
@@ -186,7 +253,7 @@ def _decode_block(
     acting_version: int,
     template_id: int | None,
     source: str | None,
-) -> tuple[dict[str, Any], int]:
+) -> tuple[Any, int]:
     if pos + acting_block_length > limit:
         raise DecodeError(
             f"{spec.name} needs a {acting_block_length}-byte block, only {max(limit - pos, 0)} bytes left",
@@ -194,14 +261,13 @@ def _decode_block(
             offset=pos,
             template_id=template_id,
         )
-    values: dict[str, Any] = {}
     if acting_block_length >= spec.block_length and acting_version >= spec._max_since:
-        raw = spec._struct.unpack_from(buf, pos)
-        for f, value in zip(spec.fields, raw, strict=True):
-            if f.enum is not None:
-                value = f.enum._value2member_map_.get(value, value)
-            values[f.attr] = value
+        values = list(spec._struct.unpack_from(buf, pos))
+        for i, kind in spec._enums:
+            value = values[i]
+            values[i] = kind._value2member_map_.get(value, value)
     else:
+        values = []
         for f in spec.fields:
             if f.since_version > acting_version or f.offset + f.size > acting_block_length:
                 value = f.null
@@ -209,12 +275,12 @@ def _decode_block(
                 (value,) = struct.unpack_from("<" + f.code, buf, pos + f.offset)
             if f.enum is not None:
                 value = f.enum._value2member_map_.get(value, value)
-            values[f.attr] = value
+            values.append(value)
     pos += acting_block_length
 
     for group in spec.groups:
         if group.since_version > acting_version:
-            values[group.attr] = ()
+            values.append(())
             continue
         if pos + GROUP_HEADER.size > limit:
             raise DecodeError(
@@ -227,15 +293,15 @@ def _decode_block(
         pos += GROUP_HEADER.size
         entries = []
         for _ in range(count):
-            entry_values, pos = _decode_block(
+            entry, pos = _decode_block(
                 group.entry, buf, pos, limit, entry_block_length, acting_version, template_id, source
             )
-            entries.append(group.entry.cls(**entry_values))
-        values[group.attr] = tuple(entries)
+            entries.append(entry)
+        values.append(tuple(entries))
 
     for var in spec.var_data:
         if var.since_version > acting_version:
-            values[var.attr] = "" if var.is_ascii else b""
+            values.append("" if var.is_ascii else b"")
             continue
         if pos + VAR_LENGTH.size > limit:
             raise DecodeError(
@@ -254,9 +320,12 @@ def _decode_block(
                 template_id=template_id,
             )
         data = bytes(buf[pos : pos + length])
-        values[var.attr] = data.decode("latin-1") if var.is_ascii else data
+        values.append(data.decode("latin-1") if var.is_ascii else data)
         pos += length
-    return values, pos
+    return _builder(spec)(values), pos
+
+
+_DecodedTwin = _mutable_twin(Decoded)
 
 
 def read_header(buf: bytes | bytearray | memoryview, offset: int = 0, *, source: str | None = None):
@@ -268,6 +337,18 @@ def read_header(buf: bytes | bytearray | memoryview, offset: int = 0, *, source:
             offset=offset,
         )
     return HEADER.unpack_from(buf, offset)
+
+
+_CLUSTER_REGISTRY: tuple[Mapping[int, MessageSpec], int] | None = None
+
+
+def _cluster_registry() -> tuple[Mapping[int, MessageSpec], int]:
+    """The cluster schema's templates, the default registry (imported late: it imports this module)."""
+    global _CLUSTER_REGISTRY
+    from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
+
+    _CLUSTER_REGISTRY = (MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID)
+    return _CLUSTER_REGISTRY
 
 
 def decode_message(
@@ -283,14 +364,21 @@ def decode_message(
 
     Raises `DecodeError` for anything that is not a whole message of a known template.
     """
-    view = memoryview(buf)
-    end = len(view) if limit is None else min(limit, len(view))
-    block_length, template_id, msg_schema_id, version = read_header(view[:end], offset, source=source)
+    view = buf if type(buf) is bytes else memoryview(buf)
+    size = len(view)
+    if limit is None:
+        end = head = size
+    else:
+        end = min(limit, size)
+        head = len(view[:end])
+    if head - offset < HEADER_LENGTH:
+        raise DecodeError(
+            f"an SBE message header needs 8 bytes, only {max(head - offset, 0)} left", source=source, offset=offset
+        )
+    block_length, template_id, msg_schema_id, version = HEADER.unpack_from(view if limit is None else view[:end], offset)
     if registry is None:
-        from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
-
-        registry = MESSAGES_BY_TEMPLATE_ID
-        schema_id = SCHEMA_ID if schema_id is None else schema_id
+        registry, cluster_schema_id = _CLUSTER_REGISTRY or _cluster_registry()
+        schema_id = cluster_schema_id if schema_id is None else schema_id
     spec = registry.get(template_id)
     if schema_id is None and spec is not None:
         schema_id = spec.schema_id
@@ -306,10 +394,12 @@ def decode_message(
         raise DecodeError(
             f"unknown templateId {template_id} (known: {known})", source=source, offset=offset, template_id=template_id
         )
-    values, pos = _decode_block(
+    message, pos = _decode_block(
         spec.block, view, offset + HEADER_LENGTH, end, block_length, version, template_id, source
     )
-    return Decoded(spec.block.cls(**values), pos, version, block_length, template_id)
+    decoded = _DecodedTwin(message, pos, version, block_length, template_id)
+    decoded.__class__ = Decoded
+    return decoded
 
 
 def _encode_block(spec: BlockSpec, value: Any, out: bytearray) -> None:
@@ -346,16 +436,20 @@ def encode(message: SbeMessage, *, version: int | None = None) -> bytes:
     return bytes(out)
 
 
-def _field_to_json(f: FieldSpec, value: Any) -> Any:
+def _field_to_json(f: FieldSpec | None, value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.name
     return value
 
 
 def _block_to_fields(spec: BlockSpec, value: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in spec.fields:
-        out[f.name] = _field_to_json(f, getattr(value, f.attr))
+    # `_field_to_json` of each field; most blocks hold only ints, which it leaves as they are.
+    values = spec._get(value)
+    for v in values:
+        if type(v) is not int:
+            values = [v if type(v) is int else _field_to_json(None, v) for v in values]
+            break
+    out = dict(zip(spec._names, values, strict=False))  # as long as each other: both from spec.fields
     for group in spec.groups:
         out[group.name] = [_block_to_fields(group.entry, e) for e in getattr(value, group.attr)]
     for var in spec.var_data:

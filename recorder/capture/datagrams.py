@@ -680,7 +680,9 @@ class DatagramDecoder:
                                          item.stream_id, item.start_position, item.end_position, type_name,
                                          message, item.payload))
         cached = self._decoded.get(item.payload)
-        fields = dict(cached[1]) if cached is not None else message.to_fields()
+        # Events carrying the same bytes share one fields dict (nothing mutates an event's fields);
+        # the replay table then encodes each distinct dict once.
+        fields = cached[1] if cached is not None else message.to_fields()
         payload = item.payload
         identity = (stream.publication.key, stream.destination, item.start_position)
         received = True

@@ -24,11 +24,13 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from formats.errors import DecodeError
 from formats.events import Event
 from formats.pcap import PcapReader
+from formats.replay_file import gc_paused
 from recorder.capture.datagrams import (
     DEFAULT_STREAMS,
     DatagramDecoder,
@@ -124,6 +126,17 @@ def decode_captures(
     progress: Callable[[int], None] | None = None,
 ) -> PcapImport:
     """Decode captures given as (name, bytes).  Raises DecodeError only when nothing can be read."""
+    with gc_paused():  # hundreds of thousands of events, rows and frames, and no cycles among them
+        return _decode_captures(captures, members, streams=streams, progress=progress)
+
+
+def _decode_captures(
+    captures: Sequence[tuple[str, bytes | bytearray | memoryview]],
+    members: MemberMap | None,
+    *,
+    streams: Streams,
+    progress: Callable[[int], None] | None,
+) -> PcapImport:
     readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
     notes: list[str] = []
     if members is None:
@@ -168,33 +181,34 @@ def decode_captures(
         file = files[index]
         feed = decoder.feed_keyed
         done = 0
-        stamped = _Timestamps(reader.packets())
-        count = 0
-        for packet in stamped:
-            count += 1
-            if file.first_ts_ns is None:
-                file.first_ts_ns = packet.ts_ns
-            file.last_ts_ns = packet.ts_ns
+        # Classic pcap records always carry a time: only pcapng needs the filling wrapper.
+        stamped = _Timestamps(reader.packets()) if reader.format != "pcap" else None
+        first_ts = packet = None
+        for count, packet in enumerate(stamped if stamped is not None else reader.packets(), 1):
+            if first_ts is None:
+                first_ts = packet.ts_ns
             keyed += feed(packet, packet.index, capture=index, payload_offset=packet.payload_offset)
             if progress is not None and count % PROGRESS_EVERY == 0:
                 progress(packet.file_offset - done)
                 done = packet.file_offset
+        if packet is not None:
+            file.first_ts_ns, file.last_ts_ns = first_ts, packet.ts_ns
         if progress is not None:
             progress(size - done)
         file.packets = reader.packet_count
         file.udp_packets = reader.udp_count
         file.truncated = reader.truncated
         file.skipped = dict(reader.skipped)
-        if stamped.missing:
+        if stamped is not None and stamped.missing:
             notes.append(f"{name}: {stamped.missing} packet(s) carry no timestamp (pcapng Simple Packet Blocks):"
                          " each takes the previous packet's time")
         for error in reader.problems:
             problems.append(Problem("capture file", error.expected, name, None, error.offset))
     keyed += decoder.finish_keyed()
-    keyed.sort(key=lambda item: item[0])
+    keyed.sort(key=itemgetter(0))
     problems += decoder.problems
     notes += decoder.notes
-    events = [event for _, event in keyed]
+    events = list(map(itemgetter(1), keyed))
     if not events:
         names = ", ".join(f.path for f in files)
         udp = sum(f.udp_packets for f in files)
