@@ -55,7 +55,7 @@ from typing import Any
 from engine.invariants import InvariantChecker
 from engine.node import MemberStart
 from engine.outputs import Send
-from engine.replay import SeededNomination, member_seed
+from engine.replay import NOMINATION_SOURCES, SUMMARY_KEYS, SeededNomination, member_seed
 from engine.trace import TraceHasher, canonical, summary_record
 from engine.versions import Model, model_for
 from formats.errors import DecodeError
@@ -63,21 +63,8 @@ from formats.events import Event
 
 MS = 1_000_000
 DEFAULT_LINK_DELAY_NS = MS
-NOMINATION_SOURCES = ("auto", "seeded", "recorded")
-
 #: External inputs fed to a member as they were recorded.
 MEMBER_INPUTS = frozenset({"MemberStart", "MemberStop", "MemberCrash", "End"})
-#: Summary fields per member (the contract's summary keys).
-SUMMARY_KEYS = (
-    "electionState",
-    "role",
-    "leadershipTermId",
-    "leaderMemberId",
-    "candidateTermId",
-    "logPosition",
-    "appendPosition",
-    "commitPosition",
-)
 
 _INPUT, _DELIVER = 0, 1
 
