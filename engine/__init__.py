@@ -7,7 +7,8 @@ log appends — engine.outputs).  Inside, `ConsensusModuleAgent` (engine.agent) 
 cycle and owns an `Election` (engine.election: all 18 states of `io.aeron.cluster.Election`) while
 one is running; `engine.members` has `ClusterMember` and Aeron's quorum helpers; the media driver,
 archive and clustered service are simulated in engine.sim_parts.  `engine.replay`, `engine.trace`
-and `engine.invariants` re-run recorded members and check them.
+and `engine.invariants` re-run recorded members and check them; `engine.scenario` runs the
+datadriven scenario files (tests/testdata) and `recount export-scenario`'s output.
 
 What it may import: only `formats` (message types, recording.log and node-state.dat models).
 

@@ -33,47 +33,30 @@ change how the members end up are dropped; starts, crashes, stops and restarts a
 The search runs the scenario at most ``budget`` times (deterministic: subsets are tried in a fixed
 order), and the header says how many commands were kept.
 
-The runner is mirrored here (`_World`): the same commands, the same order of time, outputs and
-lines as ``tests/test_scenarios.py``'s ``World``, with the 1.47.3 model it uses; the test suite
-checks that an exported file passes that runner.  Pure apart from building text: no I/O.
+The runner is engine.scenario's, the one tests/test_scenarios.py runs the test data with: each
+run here is a `World` fed the exported commands, so an exported file passes that test as it is.
+Pure apart from building text: no I/O.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from engine.config import Config, parse_duration_ns
-from engine.flags import ModelFlags
 from engine.javarandom import JavaRandom
-from engine.node import MemberStart, Node
-from formats.describe import describe_record, format_ts
+from engine.scenario import MS, SourceFactory, Stanza, World, render_file, run_command
 from formats.errors import DecodeError
 from formats.events import MESSAGE_CLASSES, Event
-from formats.sbe import from_fields
 
-MS = 1_000_000
 DEFAULT_HIDDEN = ("CanvassPosition", "AppendPosition", "CommitPosition")
 DEFAULT_BUDGET = 200
 _EVIDENCE = frozenset({"RecordingSignal", "LogEndOfStream"})
-_IMPLIED_IDS = {  # what the runner fills in when a member-id field is left out (we always write them)
-    "CanvassPosition": "followerMemberId",
-    "RequestVote": "candidateMemberId",
-}
 
 
 class ExportError(ValueError):
     """The recording cannot be exported as asked (one line, for the CLI)."""
-
-
-def members_string(count: int) -> str:
-    """The runner's cluster: members 0..N-1 on localhost (the endpoints do not change the election)."""
-    return "|".join(
-        f"{i},localhost:2{i}001,localhost:2{i}002,localhost:2{i}003,localhost:2{i}004,localhost:2{i}005"
-        for i in range(count)
-    )
 
 
 def format_duration(ns: int) -> str:
@@ -99,200 +82,6 @@ def parse_window(text: str | None) -> tuple[int | None, int | None]:
     if low is not None and high is not None and high < low:
         raise ExportError(f"--window: the end ({end}) is before the start ({start})")
     return low, high
-
-
-# -- the runner, mirrored ----------------------------------------------------------------------------------
-
-
-class _Delays:
-    """The runner's ScriptedDelays: chosen delays, then java.util.Random(seed); remembers the delays."""
-
-    def __init__(self, delays_ns: Sequence[int], election_timeout_ns: int, seed: int, source: Any = None) -> None:
-        self.delays_ns = list(delays_ns)
-        self.half_ns = election_timeout_ns >> 1
-        self.random = JavaRandom(seed)
-        self.source = source  # the recording's own randomness, for the first run
-        self.draws: list[int] = []
-
-    def next_double(self) -> float:
-        if self.delays_ns:
-            value = (self.delays_ns.pop(0) + 0.5) / self.half_ns
-        elif self.source is not None:
-            value = self.source.next_double()
-        else:
-            value = self.random.next_double()
-        self.draws.append(int(value * self.half_ns))
-        return value
-
-
-@dataclass
-class _Member:
-    node: Node
-    random: _Delays
-    draws_shown: int = 0
-
-
-@dataclass
-class _World:
-    """tests/test_scenarios.py's World for the commands exported here (every member isolated)."""
-
-    member_count: int
-    sources: Mapping[tuple[int, int], Callable[[Callable[[], int]], Any]] = field(default_factory=dict)
-    now: int = 0
-    members: dict[int, _Member] = field(default_factory=dict)
-    start_options: dict[int, dict[str, str]] = field(default_factory=dict)
-    lives: dict[int, int] = field(default_factory=dict)
-    #: Each member life's randomness (member, life) -> _Delays, for the delays it drew.
-    randoms: dict[tuple[int, int], _Delays] = field(default_factory=dict)
-    hidden: set[str] = field(default_factory=set)
-    shown: set[str] = field(default_factory=set)
-
-    def run(self, line: str) -> list[str]:
-        words = line.split()
-        command, rest = words[0], words[1:]
-        positional = [w for w in rest if "=" not in w]
-        options = dict(w.split("=", 1) for w in rest if "=" in w)
-        lines: list[str] = []
-        if command == "members":
-            self.member_count = int(positional[0])
-        elif command == "start":
-            self._start(int(positional[0]), options, lines)
-        elif command == "restart":
-            self._restart(int(positional[0]), options, lines)
-        elif command in ("crash", "stop"):
-            member_id = int(positional[0])
-            kind = "MemberCrash" if command == "crash" else "MemberStop"
-            event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type=kind, fields={})
-            self.members[member_id].node.step(event, self.now)
-            self._collect(member_id, lines)
-        elif command == "deliver":
-            self._deliver(positional, options, lines)
-        elif command == "advance":
-            self._advance_members(self.now + parse_duration_ns(positional[0]), lines)
-        elif command == "isolate":
-            pass  # nothing is routed between members here
-        elif command == "state":
-            ids = [int(p) for p in positional] or sorted(self.members)
-            lines.extend(self.state_line(i) for i in ids)
-        elif command == "hide":
-            self.hidden.update(positional)
-            self.shown.difference_update(positional)
-        else:
-            raise AssertionError(f"the exporter wrote a command it does not run: {command}")
-        return lines
-
-    def _random(self, member_id: int, options: Mapping[str, str], election_timeout_ns: int) -> _Delays:
-        seed = int(options.get("seed", member_id))
-        delays = [parse_duration_ns(d) for d in options["delay"].split(",")] if options.get("delay") else []
-        life = self.lives.get(member_id, 0)
-        make_source = self.sources.get((member_id, life))
-        source = make_source(lambda: self.now) if make_source is not None else None
-        self.randoms[(member_id, life)] = _Delays(delays, election_timeout_ns, seed, source)
-        return self.randoms[(member_id, life)]
-
-    def _start(self, member_id: int, options: dict[str, str], lines: list[str]) -> None:
-        self.start_options[member_id] = dict(options)
-        fields: dict[str, Any] = {"clusterMembers": members_string(self.member_count)}
-        config: dict[str, Any] = {}
-        for key, value in options.items():
-            if key.startswith("config."):
-                config[key[len("config.") :]] = value
-        if "appointed" in options:
-            fields["appointedLeaderId"] = int(options["appointed"])
-        if "candidateTermId" in options:
-            fields["nodeState"] = {"candidateTermId": int(options["candidateTermId"]), "logPosition": 0, "timestamp": 0}
-        if "log" in options:
-            fields["recordingLog"] = [_term_entry(text) for text in options["log"].split(",")]
-        if "append" in options:
-            fields["appendPosition"] = int(options["append"])
-        if config:
-            fields["config"] = config
-        timeout = Config.from_properties(fields.get("config")).election_timeout_ns
-        self.lives[member_id] = 0
-        random = self._random(member_id, options, timeout)
-        event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type="MemberStart", fields=fields)
-        node = Node(member_id, MemberStart.from_event(event), random=random, flags=ModelFlags())
-        self.members[member_id] = _Member(node, random)
-        node.advance(self.now)
-        self._collect(member_id, lines)
-
-    def _restart(self, member_id: int, options: dict[str, str], lines: list[str]) -> None:
-        merged = {**self.start_options.get(member_id, {}), **options}
-        if "delay" not in options:
-            merged.pop("delay", None)
-        fields: dict[str, Any] = {"clusterMembers": members_string(self.member_count)}
-        if "appointed" in merged:
-            fields["appointedLeaderId"] = int(merged["appointed"])
-        member = self.members[member_id]
-        self.lives[member_id] = self.lives.get(member_id, 0) + 1
-        member.random = self._random(member_id, merged, Config().election_timeout_ns)
-        member.draws_shown = 0
-        member.node.random = member.random
-        event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type="MemberStart", fields=fields)
-        member.node.step(event, self.now)
-        self._collect(member_id, lines)
-
-    def _deliver(self, positional: list[str], options: dict[str, str], lines: list[str]) -> None:
-        sender, receiver = (int(x) for x in re.split("→|->", positional[0]))
-        type_name = positional[1]
-        channel = options.pop("channel", "consensus")
-        log_position = None
-        for word in positional[2:]:
-            if word.startswith("@"):
-                log_position = int(word[1:])
-                channel = "log"
-        fields = {k: int(v) if re.fullmatch(r"-?\d+", v) else v for k, v in options.items()}
-        message = from_fields(MESSAGE_CLASSES[type_name], fields)
-        event = Event(ts=self.now, node=receiver, dir="in", peer=sender, channel=channel, type=type_name,
-                      fields=message.to_fields(), extra={"logPosition": log_position} if log_position is not None else None)
-        member = self.members.get(receiver)
-        if member is None or not member.node.is_running:
-            return
-        member.node.step(event, event.ts)
-        self._collect(receiver, lines)
-
-    def _advance_members(self, until: int, lines: list[str]) -> None:
-        tick = self.now
-        while tick < until:
-            tick = min(until, tick - tick % MS + MS)
-            self.now = tick
-            for member_id in sorted(self.members):
-                member = self.members[member_id]
-                if member.node.is_running:
-                    member.node.advance(tick)
-                    self._collect(member_id, lines)
-        self.now = max(self.now, until)
-
-    def _collect(self, member_id: int, lines: list[str]) -> None:
-        member = self.members[member_id]
-        for output in member.node.take_outputs():
-            record = output.to_json()
-            if record["kind"] == "state" and record.get("to") == "NOMINATE" and member.random.draws[member.draws_shown :]:
-                delay = member.random.draws[member.draws_shown]
-                member.draws_shown += 1
-                self._show(lines, {"kind": "random", "ts": record["ts"], "node": member_id},
-                           f"{member_id} nomination delay {format_ts(delay)}")
-            self._show(lines, record)
-
-    def _show(self, lines: list[str], record: dict[str, Any], text: str | None = None) -> None:
-        kind, type_name = record["kind"], record.get("type")
-        if type_name in self.hidden or (kind in self.hidden and type_name not in self.shown):
-            return
-        lines.append(f"{format_ts(record['ts'])} {text if text is not None else describe_record(record)}")
-
-    def state_line(self, member_id: int) -> str:
-        s = self.members[member_id].node.inspect()
-        return (
-            f"{member_id} {s['electionState']} {s['role']} term={s['leadershipTermId']} logTerm={s['logLeadershipTermId']}"
-            f" cand={s['candidateTermId']} leader={s['leaderMemberId']} log={s['logPosition']}"
-            f" append={s['appendPosition']} commit={s['commitPosition']}"
-        )
-
-
-def _term_entry(text: str) -> dict[str, Any]:
-    term, base, position = (int(part) for part in text.split(":"))
-    return {"recordingId": 0, "leadershipTermId": term, "termBaseLogPosition": base, "logPosition": position,
-            "timestamp": 0, "serviceId": -1, "type": "TERM"}
 
 
 # -- turning events into commands ---------------------------------------------------------------------------------
@@ -464,12 +253,9 @@ def export_scenario(
     if hidden:
         header_lines.append("hide " + " ".join(hidden))
 
-    def run(kept: Sequence[_Step], sources: Mapping[tuple[int, int], Any]) -> tuple[list[list[str]], list[str], _World]:
-        world = _World(count, sources=sources)
-        outputs = [world.run(line) for line in header_lines]
-        for command in _timed(kept):
-            outputs.append(world.run(command))
-        outputs.append(world.run("state"))
+    def run(kept: Sequence[_Step], sources: Mapping[tuple[int, int], SourceFactory]) -> tuple[list[list[str]], list[str], World]:
+        world = World(sources=sources)
+        outputs = [run_command(world, line) for line in [*header_lines, *_timed(kept), "state"]]
         return outputs, outputs[-1], world
 
     sources = {key: value.source for key, value in recorded.items()}
@@ -599,7 +385,7 @@ def _state_before(ordered: Sequence[Event], chosen: Sequence[int], low: int) -> 
     return fields
 
 
-def _with_delays(steps: Sequence[_Step], world: _World) -> list[_Step]:
+def _with_delays(steps: Sequence[_Step], world: World) -> list[_Step]:
     """The steps with each start/restart given the delays its member life drew in ``world``'s run."""
     lives: dict[int, int] = {}
     out = []
@@ -702,7 +488,8 @@ def _render(
                      " kept; the others do not change the outcome.")
     for what, count in sorted(skipped.items()):
         lines.append(f"# Left out (the format cannot say it): {count} {what}.")
-    body: list[str] = []
+    stanzas: list[Stanza] = []
+    preamble = [*lines, ""]
     pending: list[str] = []
     all_commands = list(header_lines) + list(commands) + ["state"]
     last = len(all_commands) - 1
@@ -710,9 +497,6 @@ def _render(
         pending.append(command)
         # A stanza ends at the header's end, at each command that produced lines, and at the end.
         if produced or index == len(header_lines) - 1 or index == last:
-            body.extend(pending)
-            body.append("----")
-            body.extend(produced)
-            body.append("")
-            pending = []
-    return "\n".join(lines + [""] + body)
+            stanzas.append(Stanza(preamble, pending, list(produced)))
+            preamble, pending = [""], []
+    return render_file(stanzas, [""])

@@ -9,10 +9,10 @@ import json
 import pytest
 
 from engine.replay import ReplaySession, UnknownModelError, comparison_key, member_seed, replay
+from engine.scenario import World, run_command
 from engine.trace import encode_record, verify
 from formats.errors import DecodeError
 from formats.events import Event
-from tests.test_scenarios import World, run_command
 
 
 def record(*commands: str) -> list[Event]:

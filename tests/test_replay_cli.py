@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from cli.app import run
+from engine.scenario import World, run_command
 from engine.trace import verify
 from formats.events import dump_jsonl
-from tests.test_scenarios import World, run_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
