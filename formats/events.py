@@ -130,6 +130,18 @@ class Event:
 _EventTwin = mutable_twin(Event)
 
 
+def new_event(ts: int, node: int, dir: str, peer: int | None, channel: str, type: str,
+              fields: Mapping[str, Any], payload: bytes | None, extra: Mapping[str, Any] | None) -> Event:
+    """``Event(ts=..., ..., extra=...)`` with every field given in order, for importers' hot loops.
+
+    A quarter of the keyword constructor's cost: no keyword parsing, and the class is given once
+    (built as the mutable twin, then made an `Event`; see `formats.udp.mutable_twin`).
+    """
+    event = _EventTwin(ts, node, dir, peer, channel, type, fields, payload, extra)
+    event.__class__ = Event
+    return event
+
+
 def message_event(
     message: Any,
     *,

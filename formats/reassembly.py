@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from formats.udp import (
     BEGIN_FLAG,
     END_FLAG,
+    EOS_FLAG,
     FRAME_ALIGNMENT,
     TERM_MAX_LENGTH,
     TERM_MIN_LENGTH,
@@ -304,8 +305,11 @@ class Reassembler:
         return out
 
     def _on_heartbeat(self, frame: DataFrame) -> list[Message | Gap]:
-        position = compute_position(frame.term_id, frame.term_offset, self._shift, self._initial_term_id)
-        if frame.is_end_of_stream:
+        # compute_position and is_end_of_stream, inlined: a third of a cluster's frames are heartbeats.
+        position = (
+            (((frame.term_id - self._initial_term_id + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000) << self._shift
+        ) + frame.term_offset
+        if frame.flags & EOS_FLAG:
             self.end_of_stream = True
         if self._next is None:
             self._next = position

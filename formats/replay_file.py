@@ -94,6 +94,25 @@ def _encode_object(value: dict[str, Any]) -> str:
     return "".join(_c_encoder(value, 0))
 
 
+def _encode_extra(extra: Mapping[str, Any]) -> str:
+    """``_encode_object(extra)``, written directly for the two shapes the capture importers give every
+    event (``{"packet": n}`` and ``{"logPosition": p, "packet": n}``, plain ints: the same text)."""
+    if type(extra) is dict:
+        size = len(extra)
+        if size == 1:
+            packet = extra.get("packet")
+            if type(packet) is int:
+                return f'{{"packet":{packet}}}'
+        elif size == 2:
+            first, second = extra
+            if first == "logPosition" and second == "packet":
+                position, packet = extra["logPosition"], extra["packet"]
+                if type(position) is int and type(packet) is int:
+                    return f'{{"logPosition":{position},"packet":{packet}}}'
+        return _encode_object(extra)
+    return _encode_object(dict(extra))
+
+
 def _typed_arrays(pieces: list[list[Any] | int]) -> list[pa.Array]:
     """A per-name column's pieces as arrays of one type: int64, bool or string by the values, else
     each value's JSON text.  A piece is a list of values, or a count of missing values (nulls)."""
@@ -170,10 +189,10 @@ def _events_to_table(
     canonical = [f if type(f) is dict else dict(f) for f in canonical]
     # The JSON text of each distinct mapping once: a message's out and in events share one dict.
     ids = list(map(id, canonical))
-    texts = {key: _encode_object(fields) for key, fields in dict(zip(ids, canonical, strict=True)).items()}
+    distinct = dict(zip(ids, canonical, strict=True))  # in order of first use
+    texts = {key: _encode_object(fields) for key, fields in distinct.items()}
     fields_json = list(map(texts.__getitem__, ids))
-    extra_json = [None if not e.extra else _encode_object(e.extra if type(e.extra) is dict else dict(e.extra))
-                  for e in events]
+    extra_json = [None if not e.extra else _encode_extra(e.extra) for e in events]
     arrays: dict[str, pa.Array] = {
         "seq": pa.array(range(count), type=pa.uint64()),
         "ts": pa.array([e.ts for e in events], type=pa.int64()),
@@ -186,7 +205,7 @@ def _events_to_table(
         "fields": pa.array(fields_json, type=pa.string()),
         "extra": pa.array(extra_json, type=pa.string()),
     }
-    arrays.update(_name_columns(canonical))
+    arrays.update(_name_columns(canonical, ids, distinct))
     meta = {"recount.format": FORMAT, "recount.formatVersion": str(FORMAT_VERSION), "recount.source": source}
     if cluster_members:
         meta["clusterMembers"] = cluster_members
@@ -196,7 +215,8 @@ def _events_to_table(
     return table.replace_schema_metadata(meta)
 
 
-def _name_columns(canonical: list[dict[str, Any]]) -> dict[str, pa.Array]:
+def _name_columns(canonical: list[dict[str, Any]], ids: list[int], distinct: dict[int, dict[str, Any]]
+                  ) -> dict[str, pa.Array]:
     """One array per field name (sorted), in event order.
 
     The rows are grouped by their field names (a handful of message shapes) and each group is
@@ -204,7 +224,10 @@ def _name_columns(canonical: list[dict[str, Any]]) -> dict[str, pa.Array]:
     group (a group without the name gives nulls), then put back in event order with one `take`.
     """
     shape_ids: dict[tuple[str, ...], int] = {}
-    shape_of = [shape_ids.setdefault(names, len(shape_ids)) for names in map(tuple, canonical)]
+    # Each distinct mapping's names once (events share them), taken in order of first use so that
+    # the shapes are numbered as a pass over every row would number them.
+    shape_by_id = {key: shape_ids.setdefault(tuple(fields), len(shape_ids)) for key, fields in distinct.items()}
+    shape_of = list(map(shape_by_id.__getitem__, ids))
     if len(shape_ids) <= 1:
         order = range(len(canonical))
         where = None

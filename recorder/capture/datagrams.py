@@ -75,7 +75,7 @@ from typing import Any, NamedTuple
 
 from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
 from formats.errors import DecodeError
-from formats.events import Event
+from formats.events import Event, new_event
 from formats.reassembly import Gap, Message, Reassembler
 from formats.sbe import decode_message
 from formats.udp import (
@@ -249,20 +249,27 @@ class DatagramDecoder:
         self.notes: list[str] = []
         self.skipped: Counter[str] = Counter()
         self.frames: Counter[str] = Counter()
-        self.messages: Counter[str] = Counter()
+        #: decoded messages by (channel, type); `messages` names them "channel/type"
+        self._message_counts: Counter[tuple[str, str]] = Counter()
         self.datagrams = 0
         self._streams: dict[tuple, _Stream] = {}
         self._publications: dict[tuple, _Publication] = {}
         self._log_sessions: dict[int, int] = {}
         self._leader_of: dict[int, int] = {}
         self._emitted: set[tuple] = set()
-        self._decoded: dict[bytes, tuple[Any, dict[str, Any]]] = {}
+        self._decoded: dict[bytes, tuple[Any, dict[str, Any], str]] = {}  # bytes → (message, fields, type)
         self._last_sent: dict[tuple[int, int], int] = {}  # (capture, member) → when it last sent anything
         self._down_since: dict[tuple[int, int], int] = {}  # (capture, member) → when it last fell silent
         self._order = 0
         self._finished = False
 
     # --- public ---------------------------------------------------------------------------------
+    @property
+    def messages(self) -> Counter[str]:
+        """Decoded messages counted by ``channel/type``."""
+        return Counter({f"{channel}/{type_name}": count
+                        for (channel, type_name), count in self._message_counts.items()})
+
     def feed(self, datagram: Datagram, packet_index: int, *, capture: int = 0,
              payload_offset: int | None = None) -> list[Event]:
         return [event for _, event in self.feed_keyed(datagram, packet_index, capture=capture,
@@ -421,15 +428,26 @@ class DatagramDecoder:
     def _on_term_frame(self, datagram: Datagram, frame: DataFrame | PadFrame, packet: int, capture: int,
                        out: list[Keyed]) -> None:
         self.frames["DATA" if type(frame) is DataFrame else "PAD"] += 1
-        stream = self._stream(datagram, frame.session_id, frame.stream_id, capture)
+        # `_stream`'s lookup, inlined (a known stream is the rule); `_stream` makes new ones.
+        stream = self._streams.get((capture, datagram.src_ip, datagram.src_port, datagram.dst_ip,
+                                    datagram.dst_port, frame.session_id, frame.stream_id))
+        if stream is None:
+            stream = self._stream(datagram, frame.session_id, frame.stream_id, capture)
         if stream.reassembler is None:
             self._problem("skipped stream", stream.skip, capture, packet)
             return
         sender = stream.publication.sender
         if sender is None:
             sender = self.members.member_at_ip(datagram.src_ip)
+        ts = datagram.ts_ns
         if sender is not None:
-            self._transmitted((capture, sender), datagram.ts_ns)
+            # `_transmitted`, inlined: this runs for every frame.
+            member = (capture, sender)
+            last = self._last_sent.get(member)
+            if last is None or ts > last:
+                if last is not None and ts - last > RESTART_SILENCE_NS:
+                    self._down_since[member] = last + HEARTBEAT_INTERVAL_NS
+                self._last_sent[member] = ts
         if stream.awaiting_setup:
             # Sent, so its sender's out event stands; not received: the receiver has no image.
             self.frames["DATA before a new image's SETUP"] += 1
@@ -446,14 +464,27 @@ class DatagramDecoder:
             self._problem("corrupt frame", f"session {frame.session_id} stream {frame.stream_id}: {error}",
                           capture, packet)
             return
-        ts = datagram.ts_ns
         stream.last_ts = ts
         stream.last_packet = packet
         arrivals = stream.arrivals
         if frame.flags & BEGIN_FLAG and type(frame) is DataFrame and frame.frame_length:
-            arrivals.setdefault((frame.term_id, frame.term_offset), (ts, packet))
-            if len(arrivals) > MAX_ARRIVALS:  # begin frames seen again after their message was delivered
-                del arrivals[next(iter(arrivals))]
+            if (len(items) == 1 and type(items[0]) is Message and items[0].term_offset == frame.term_offset
+                    and items[0].term_id == frame.term_id):
+                # The common case: this frame delivers its own message at once.  Its arrival would be
+                # recorded and taken back unused; only the bookkeeping's side effects are kept (the
+                # key goes, and a full table still loses its oldest entry).
+                if arrivals and arrivals.pop((frame.term_id, frame.term_offset), None) is None \
+                        and len(arrivals) >= MAX_ARRIVALS:
+                    del arrivals[next(iter(arrivals))]
+                item = items[0]
+                if stream.awaiting_setup:
+                    stream.unreceived.add(item.start_position)
+                self._on_item(stream, item, ts, packet, capture, out)
+                items = ()
+            else:
+                arrivals.setdefault((frame.term_id, frame.term_offset), (ts, packet))
+                if len(arrivals) > MAX_ARRIVALS:  # begin frames seen again after their message was delivered
+                    del arrivals[next(iter(arrivals))]
         given_up = False
         for item in items:
             if stream.awaiting_setup and type(item) is Message:
@@ -475,13 +506,12 @@ class DatagramDecoder:
             publication = stream.publication
             node = stream.receiver
             position = stream.end_position  # the end of the last message: where the stream ended
-            key = (datagram.ts_ns, capture, packet, self._next_order(), 2)
+            self._order += 1
+            key = (ts, capture, packet, self._order, 2)
             if self._keep(node, capture, ("eos", node, publication.key)):
-                out.append((key, Event(
-                    ts=datagram.ts_ns, node=node, dir="local", peer=None, channel="local", type="LogEndOfStream",
-                    fields={"logSessionId": frame.session_id, "logPosition": position},
-                    extra={"packet": packet},
-                )))
+                out.append((key, new_event(ts, node, "local", None, "local", "LogEndOfStream",
+                                           {"logSessionId": frame.session_id, "logPosition": position}, None,
+                                           {"packet": packet})))
 
     def _stream(self, datagram: Datagram, session_id: int, stream_id: int, capture: int) -> _Stream:
         key = (capture, datagram.src_ip, datagram.src_port, datagram.dst_ip, datagram.dst_port, session_id,
@@ -531,37 +561,19 @@ class DatagramDecoder:
             return
         stream.end_position = item.end_position
         payload = item.payload
-        if len(payload) < 8:
-            self._problem("corrupt message", f"a {len(payload)}-byte message, shorter than an SBE header",
-                          capture, packet)
-            return
-        _, template_id, schema_id, _ = _SBE_HEADER.unpack_from(payload, 0)
-        if schema_id != SCHEMA_ID:
-            self._problem("other schema", f"{stream.channel} message of schema {schema_id} (template {template_id}),"
-                          f" not the cluster schema {SCHEMA_ID}: skipped", capture, packet)
-            return
-        spec = MESSAGES_BY_TEMPLATE_ID.get(template_id)
-        if spec is None:
-            self._problem("unknown template", f"{stream.channel} message with unknown templateId {template_id}:"
-                          " skipped", capture, packet)
-            return
+        # Bytes decoded before passed every check below and decode the same way again.
         decoded = self._decoded.get(payload)
         if decoded is None:
-            try:
-                message = decode_message(payload).message
-            except DecodeError as error:
-                self._problem("corrupt message", f"{spec.name}: {error.expected}", capture, packet)
+            decoded = self._decode(stream, payload, capture, packet)
+            if decoded is None:
                 return
-            # Heartbeats repeat byte for byte (CommitPosition, AppendPosition while idle): decode once.
-            if len(self._decoded) >= MAX_DECODED:
-                self._decoded.clear()
-            decoded = self._decoded[payload] = (message, message.to_fields())
-        message = decoded[0]
-        type_name = spec.name
-        self.messages[f"{stream.channel}/{type_name}"] += 1
-        info = (ts, capture, packet, self._next_order(), stream, item, message, type_name)
-        publication = stream.publication
+        message, fields, type_name = decoded
         channel = stream.channel
+        # A tuple key, not an f-string per message: the names are only joined for the summary.
+        self._message_counts[channel, type_name] += 1
+        self._order += 1  # `_next_order`, inlined: this runs for every message
+        info = (ts, capture, packet, self._order, stream, item, message, type_name)
+        publication = stream.publication
         if channel == "consensus":
             attr = SENDER_FIELD.get(type_name)
             sender = getattr(message, attr) if attr is not None else None
@@ -575,7 +587,7 @@ class DatagramDecoder:
                     self._problem("sender mismatch", f"{type_name} names member {sender} as sender, but earlier"
                                   f" messages of the same publication came from member {publication.sender}",
                                   capture, packet)
-                self._emit(info, sender, out)
+                self._emit(info, sender, out, fields)
                 return
         elif channel == "log":
             if type_name == "NewLeadershipTermEvent" and message.log_session_id == item.session_id:
@@ -589,7 +601,7 @@ class DatagramDecoder:
                     self._identify(publication, message.leader_member_id, "NewLeaderEvent comes from the leader",
                                    out)
         elif channel == "ingress":
-            self._emit(info, None, out)
+            self._emit(info, None, out, fields)
             return
         if publication.sender is None:
             self._resolve(publication, stream, out)
@@ -597,7 +609,34 @@ class DatagramDecoder:
             leader = self._leader_of.get(stream.receiver) if channel == "log" else None
             publication.pending.append(info + (leader,))
             return
-        self._emit(info, publication.sender, out)
+        self._emit(info, publication.sender, out, fields)
+
+    def _decode(self, stream: _Stream, payload: bytes, capture: int, packet: int) -> tuple | None:
+        """Check and SBE-decode a message not seen before; None (a problem noted) when it is skipped."""
+        if len(payload) < 8:
+            self._problem("corrupt message", f"a {len(payload)}-byte message, shorter than an SBE header",
+                          capture, packet)
+            return None
+        _, template_id, schema_id, _ = _SBE_HEADER.unpack_from(payload, 0)
+        if schema_id != SCHEMA_ID:
+            self._problem("other schema", f"{stream.channel} message of schema {schema_id} (template {template_id}),"
+                          f" not the cluster schema {SCHEMA_ID}: skipped", capture, packet)
+            return None
+        spec = MESSAGES_BY_TEMPLATE_ID.get(template_id)
+        if spec is None:
+            self._problem("unknown template", f"{stream.channel} message with unknown templateId {template_id}:"
+                          " skipped", capture, packet)
+            return None
+        try:
+            message = decode_message(payload).message
+        except DecodeError as error:
+            self._problem("corrupt message", f"{spec.name}: {error.expected}", capture, packet)
+            return None
+        # Heartbeats repeat byte for byte (CommitPosition, AppendPosition while idle): decode once.
+        if len(self._decoded) >= MAX_DECODED:
+            self._decoded.clear()
+        decoded = self._decoded[payload] = (message, message.to_fields(), spec.name)
+        return decoded
 
     def _identify(self, publication: _Publication, sender: int, how: str, out: list[Keyed]) -> None:
         publication.sender = sender
@@ -671,56 +710,59 @@ class DatagramDecoder:
                               " unknown, kept with peer null", info[1], info[2])
             self._emit(info, sender, out)
 
-    def _emit(self, info: tuple, sender: int | None, out: list[Keyed]) -> None:
+    def _emit(self, info: tuple, sender: int | None, out: list[Keyed], fields: dict | None = None) -> None:
+        """A decoded message's events; ``fields`` is its entry in the decoded cache when the caller has it."""
         ts, capture, packet, order, stream, item, message, type_name = info
         channel = stream.channel
         receiver = stream.receiver
+        start_position = item.start_position
+        payload = item.payload
         if self.observer is not None:
             self.observer(DecodedMessage(ts, capture, packet, channel, sender, receiver, item.session_id,
-                                         item.stream_id, item.start_position, item.end_position, type_name,
-                                         message, item.payload))
-        cached = self._decoded.get(item.payload)
-        # Events carrying the same bytes share one fields dict (nothing mutates an event's fields);
-        # the replay table then encodes each distinct dict once.
-        fields = cached[1] if cached is not None else message.to_fields()
-        payload = item.payload
-        identity = (stream.publication.key, stream.destination, item.start_position)
+                                         item.stream_id, start_position, item.end_position, type_name,
+                                         message, payload))
+        if fields is None:  # a message that waited for its sender: the cache may have moved on
+            cached = self._decoded.get(payload)
+            # Events carrying the same bytes share one fields dict (nothing mutates an event's fields);
+            # the replay table then encodes each distinct dict once.
+            fields = cached[1] if cached is not None else message.to_fields()
         received = True
-        if stream.unreceived and item.start_position in stream.unreceived:
-            stream.unreceived.discard(item.start_position)
+        if stream.unreceived and start_position in stream.unreceived:
+            stream.unreceived.discard(start_position)
             received = False
             self._problem("not received", f"{type_name} to member {receiver} while it had no image (it had asked"
                           " for a SETUP): not received", capture, packet)
+        # One capture (no `local_members`): every event is kept, so skip `_keep` and the identities it
+        # would be asked about (most imports are of one capture).
+        several = self.local_members is not None
+        identity = (stream.publication.key, stream.destination, start_position) if several else None
+        keep_out = sender is not None and (not several
+                                           or self._keep(sender, capture, ("out", sender, identity)))
         if channel == "consensus":
-            if sender is not None and self._keep(sender, capture, ("out", sender, identity)):
-                out.append(((ts, capture, packet, order, 0), Event(
-                    ts=ts, node=sender, dir="out", peer=receiver, channel=channel, type=type_name, fields=fields,
-                    payload=payload, extra={"packet": packet})))
-            if received and self._keep(receiver, capture, ("in", receiver, identity)):
-                stream.held.append(((ts, capture, packet, order, 1), Event(
-                    ts=ts, node=receiver, dir="in", peer=sender, channel=channel, type=type_name, fields=fields,
-                    payload=payload, extra={"packet": packet})))
+            if keep_out:
+                out.append(((ts, capture, packet, order, 0), new_event(
+                    ts, sender, "out", receiver, channel, type_name, fields, payload, {"packet": packet})))
+            if received and (not several or self._keep(receiver, capture, ("in", receiver, identity))):
+                stream.held.append(((ts, capture, packet, order, 1), new_event(
+                    ts, receiver, "in", sender, channel, type_name, fields, payload, {"packet": packet})))
         elif channel == "log":
             # The leader's own appends (and its archive's catch-up replays): each frame it sent to one
             # follower's log or catch-up endpoint is an ``out`` event at the leader, with the position.
-            if sender is not None and self._keep(sender, capture, ("out", sender, identity)):
-                out.append(((ts, capture, packet, order, 0), Event(
-                    ts=ts, node=sender, dir="out", peer=receiver, channel=channel, type=type_name, fields=fields,
-                    payload=payload, extra={"logPosition": item.end_position, "packet": packet})))
-            if received and self._keep(receiver, capture, ("in", receiver, identity)):
-                stream.held.append(((ts, capture, packet, order, 1), Event(
-                    ts=ts, node=receiver, dir="in", peer=sender, channel=channel, type=type_name, fields=fields,
-                    payload=payload, extra={"logPosition": item.end_position, "packet": packet})))
+            if keep_out:
+                out.append(((ts, capture, packet, order, 0), new_event(
+                    ts, sender, "out", receiver, channel, type_name, fields, payload,
+                    {"logPosition": item.end_position, "packet": packet})))
+            if received and (not several or self._keep(receiver, capture, ("in", receiver, identity))):
+                stream.held.append(((ts, capture, packet, order, 1), new_event(
+                    ts, receiver, "in", sender, channel, type_name, fields, payload,
+                    {"logPosition": item.end_position, "packet": packet})))
         elif channel == "ingress":
-            if received and self._keep(receiver, capture, ("in", receiver, identity)):
-                stream.held.append(((ts, capture, packet, order, 1), Event(
-                    ts=ts, node=receiver, dir="in", peer=None, channel=channel, type=type_name, fields=fields,
-                    payload=payload, extra={"packet": packet})))
-        elif channel == "egress" and sender is not None:
-            if self._keep(sender, capture, ("out", sender, identity)):
-                out.append(((ts, capture, packet, order, 0), Event(
-                    ts=ts, node=sender, dir="out", peer=None, channel=channel, type=type_name, fields=fields,
-                    payload=payload, extra={"packet": packet})))
+            if received and (not several or self._keep(receiver, capture, ("in", receiver, identity))):
+                stream.held.append(((ts, capture, packet, order, 1), new_event(
+                    ts, receiver, "in", None, channel, type_name, fields, payload, {"packet": packet})))
+        elif channel == "egress" and keep_out:
+            out.append(((ts, capture, packet, order, 0), new_event(
+                ts, sender, "out", None, channel, type_name, fields, payload, {"packet": packet})))
 
     def _keep(self, node: int, capture: int, identity: tuple) -> bool:
         """Whether this capture is where ``node``'s event should come from (several captures)."""
@@ -734,10 +776,6 @@ class DatagramDecoder:
         return True
 
     # --- bookkeeping ----------------------------------------------------------------------------
-    def _next_order(self) -> int:
-        self._order += 1
-        return self._order
-
     def _problem(self, category: str, detail: str, capture: int, packet: int | None,
                  offset: int | None = None) -> None:
         self.skipped[category] += 1
