@@ -9,8 +9,9 @@ with pyarrow (no event is decoded to build it) and written to a temporary .arrow
 TUI then opens memory-mapped like any replay.
 
 Printed figures (targets from the issue: first screen < 1 s, any seek or step back < 50 ms p99):
-* first screen: from opening the file to the first frame of the app drawn (200×50, headless),
-  while the index starts in its worker;
+* first screen: from opening the file to the first frame of the app drawn (200×50, headless: the
+  moment its first refresh completes, when it starts the index worker), and to the app's first idle
+  moment with that worker running;
 * index: the one replay pass in the background worker (events/s), checkpoints taken;
 * seek: `Session.moment(k)` for random k (state after event k and after k-1, every member);
 * step back: `moment(k - 1)` right after `moment(k)` (re-execution from the nearest checkpoint);
@@ -90,9 +91,22 @@ async def first_screen(path: Path, block: int) -> tuple[float, RecountApp, float
     started = time.perf_counter()
     session = Session.open(path, block_size=block)
     app = RecountApp(session)
+    # The app starts its index worker right after the first refresh (call_after_refresh): that moment
+    # is the first screen drawn.  pilot.pause() returns later, when the app is idle, which with the
+    # index thread already running is not what a user waits for; both are printed.
+    first_frame: list[float] = []
+    start_index = app._start_index
+
+    def on_first_refresh() -> None:
+        first_frame.append(time.perf_counter() - started)
+        start_index()
+
+    app._start_index = on_first_refresh
     async with app.run_test(size=(200, 50)) as pilot:
         await pilot.pause()
-        drawn = time.perf_counter() - started
+        idle = time.perf_counter() - started
+        drawn = first_frame[0] if first_frame else idle
+        app.first_idle = idle  # type: ignore[attr-defined]
         index_started = time.perf_counter()
         await app.wait_until_indexed()
         indexed = time.perf_counter() - index_started
@@ -128,7 +142,8 @@ def main() -> None:
         drawn, app, indexed = asyncio.run(first_screen(path, args.block))
         session = app.session
         index = session.index
-        print(f"first screen: {drawn * 1000:.0f} ms (target < 1000 ms)")
+        print(f"first screen: {drawn * 1000:.0f} ms drawn (target < 1000 ms); app first idle, index running: "
+              f"{app.first_idle * 1000:.0f} ms")
         print(
             f"index: {indexed:.1f} s in the background worker ({count / indexed:,.0f} events/s), "
             f"{len(index.checkpoints)} checkpoints every {args.block} events, "
