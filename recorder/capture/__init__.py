@@ -46,7 +46,7 @@ from recorder.capture.cluster_dir_import import is_cluster_dir, member_of, read_
 from recorder.capture.cluster_dir_import import member_start as build_member_start
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.members import MemberMap
-from recorder.capture.pcap_import import decode_captures, import_pcaps, sniff_capture
+from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.recording_import import is_recording, recording_as_pcap
 
 FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
@@ -157,11 +157,8 @@ def load_captures(
     load = CaptureLoad([], member_map.text if member_map else None, members_from)
     load.notes += recording_notes
     captured = None
-    if kinds["pcap"] and not recordings:
-        captured = import_pcaps(kinds["pcap"], member_map, streams=streams, progress=progress)
-    elif kinds["pcap"] or recordings:
-        captured = decode_captures(_read_captures(kinds["pcap"]) + recordings, member_map, streams=streams,
-                                   progress=progress)
+    if kinds["pcap"] or recordings:
+        captured = import_pcaps(kinds["pcap"], member_map, streams=streams, progress=progress, extra=recordings)
     if captured is not None:
         if member_map is None:
             member_map = captured.members
@@ -236,19 +233,6 @@ def load_captures(
     if not load.events:
         raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
     return load
-
-
-def _read_captures(paths: Sequence[str]) -> list[tuple[str, bytes]]:
-    """Pcap files read whole, to be decoded together with recordings (`import_pcaps` maps them
-    instead when they are alone)."""
-    captures = []
-    for name in paths:
-        with open(name, "rb") as file:
-            data = file.read()
-        if not data:
-            raise DecodeError("empty file: expected a pcap or pcapng capture", source=name, offset=0)
-        captures.append((name, data))
-    return captures
 
 
 def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[list, list[str]]:

@@ -226,8 +226,10 @@ def import_pcaps(
     *,
     streams: Streams = DEFAULT_STREAMS,
     progress: Callable[[int], None] | None = None,
+    extra: Sequence[tuple[str, bytes | bytearray | memoryview]] = (),
 ) -> PcapImport:
-    """Memory-map each capture file and decode them together.
+    """Memory-map each capture file and decode them together, with ``extra`` captures already in
+    memory (a `recount record` recording turned into pcap bytes).
 
     The maps are left to the garbage collector rather than closed here: views of them may still be
     referenced (by an exception's traceback, say), and an mmap with live views cannot be closed.
@@ -241,6 +243,7 @@ def import_pcaps(
                 raise DecodeError("empty file: expected a pcap or pcapng capture", source=name, offset=0)
             mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         captures.append((name, memoryview(mapped)))
+    captures.extend(extra)
     return decode_captures(captures, members, streams=streams, progress=progress)
 
 
