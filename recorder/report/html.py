@@ -59,6 +59,8 @@ def state_colour(state: str) -> str:
 
 
 def _e(value: Any) -> str:
+    if isinstance(value, bool):
+        value = "true" if value else "false"
     return html.escape(str(value), quote=True)
 
 
@@ -418,7 +420,9 @@ def _message_row(row: _Row, y: float, col: Mapping[int, float], width: int, cloc
         timing += f"; sent {row.count} times in this election, last at {clock.seconds(row.last_ts, 6)}"
     lost = ""
     if message.receive_ns is None:
-        lost = f'<text x="{end:.1f}" y="{y + 4}" text-anchor="middle" fill="{colour}" font-weight="bold">✕</text>'
+        cx, r = end - 7 * direction, 4
+        lost = (f'<path d="M{cx - r:.1f},{y - r} L{cx + r:.1f},{y + r} M{cx - r:.1f},{y + r} L{cx + r:.1f},{y - r}" '
+                f'stroke="{colour}" stroke-width="2.2"/>')
     return (
         f'<g class="message" data-type="{_e(message.type)}" data-sender="{message.sender}" data-receiver="{message.receiver}">'
         f"<title>{_e(message.sender)}→{_e(message.receiver)} {_e(label)}: {_e(timing)}{_e(tail)}</title>"
@@ -661,6 +665,12 @@ def _files_section(incident: Incident) -> str:
              'left them. What changed is highlighted.</p><div class="files">']
     for files in incident.files:
         parts.append(f'<div class="card member-files" data-member="{files.member}"><h3>member {files.member}</h3>')
+        lane = next((lane for lane in incident.lanes if lane.member == files.member), None)
+        last_down = lane.down[-1] if lane is not None and lane.down else None
+        if last_down is not None and not last_down.restarted:
+            what = "crash" if last_down.cause == "crash" else "stop"
+            parts.append(f'<p class="sub">Down at the end: "at end" is what it left at its {what} at '
+                         f"{_e(_Clock(incident.start_ns).seconds(last_down.start_ns))}.</p>")
         parts.append("<p><b>node-state.dat</b> (candidateTerm)</p>")
         parts.append('<table class="node-state"><thead><tr><th></th><th>candidateTermId</th><th>logPosition</th><th>timestamp</th></tr></thead><tbody>')
         for label, state in (("at start", files.node_state_start), ("at end", files.node_state_end)):
