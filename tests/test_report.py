@@ -23,7 +23,7 @@ import pytest
 from cli.app import run
 from recorder import convert
 from recorder.report import build_incident
-from recorder.report.html import render_html
+from recorder.report.html import MAX_PROBLEM_ROWS, render_html
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILOVER = ROOT / "samples" / "leader-failover" / "incident.arrow"
@@ -131,6 +131,9 @@ def test_chromium_lists_every_divergence_of_a_one_host_capture(tmp_path):
     rows = dom.having("tr", **{"class": "problem"})
     assert len(rows) == 93 and {r["data-kind"] for r in rows} == {"divergence"}
     assert dom.having("div", **{"data-verdict": "bad"})
+    # the sequence diagram shows the first few and counts the rest, so the messages stay in view
+    assert len(dom.having("text", **{"class": "problem-row note"})) == MAX_PROBLEM_ROWS
+    assert f"and {93 - MAX_PROBLEM_ROWS} more divergences" in "".join(dom.text)
 
 
 def _png_size_and_variety(path: Path) -> tuple[int, int, int]:

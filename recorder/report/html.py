@@ -45,6 +45,9 @@ MESSAGE_COLOURS = {
 NEGATIVE_VOTE = "#dc2626"
 #: Rows of one election's sequence diagram; the rest is counted and left to the Perfetto trace.
 MAX_SEQUENCE_ROWS = 120
+#: Divergences drawn as rows of one sequence diagram, and listed in the table; the rest are counted.
+MAX_PROBLEM_ROWS = 12
+MAX_PROBLEM_TABLE = 300
 CHAR_PX = 6.6  # width of one character of the 11 px monospace font, for fitting labels
 
 
@@ -288,10 +291,12 @@ def _sequence_rows(election: Election, incident: Incident) -> tuple[list[_Row], 
         for down in lane.down:
             if election.start_ns <= down.start_ns <= election.end_ns:
                 rows.append(_Row(down.start_ns, "down", (lane.member, down)))
-    for problem in incident.problems:
-        if isinstance(problem.ts, int) and election.start_ns <= problem.ts <= election.end_ns:
-            rows.append(_Row(problem.ts, "problem", problem))
-    order = {"down": 0, "state": 1, "message": 2, "problem": 3}
+    within = [p for p in incident.problems if isinstance(p.ts, int) and election.start_ns <= p.ts <= election.end_ns]
+    for problem in within[:MAX_PROBLEM_ROWS]:
+        rows.append(_Row(problem.ts, "problem", problem))
+    if len(within) > MAX_PROBLEM_ROWS:
+        rows.append(_Row(within[MAX_PROBLEM_ROWS].ts, "more-problems", len(within) - MAX_PROBLEM_ROWS))
+    order = {"down": 0, "state": 1, "message": 2, "problem": 3, "more-problems": 4}
     rows.sort(key=lambda r: (r.ts, order[r.kind]))
     hidden = max(len(rows) - MAX_SEQUENCE_ROWS, 0)
     return rows[:MAX_SEQUENCE_ROWS], hidden
@@ -305,7 +310,7 @@ def sequence_svg(election: Election, incident: Incident) -> str:
     gutter = 118
     column = max(190, min(320, 960 // max(len(members), 1)))
     width = gutter + column * len(members) + 20
-    header = 46
+    header = 56
     row_h = 25
     height = header + row_h * len(rows) + 26
     col = {m: gutter + column * i + column / 2 for i, m in enumerate(members)}
@@ -340,13 +345,15 @@ def sequence_svg(election: Election, incident: Incident) -> str:
             y2 = y_of(down.end_ns) if down.end_ns <= election.end_ns else height - 16
             out.append(f'<line x1="{cx:.1f}" y1="{y1:.1f}" x2="{cx:.1f}" y2="{y2:.1f}" stroke="#ef4444" stroke-width="3" stroke-dasharray="2,4">'
                        f"<title>member {member} down</title></line>")
-        badge = f" · leader of term {leaders[member]}" if member in leaders else ""
         box_w = column - 24
-        fill = "#dcfce7" if member in leaders else "#f1f5f9"
+        lead = member in leaders
+        fill = "#dcfce7" if lead else "#f1f5f9"
+        badge = (f'<text x="{cx:.1f}" y="37" text-anchor="middle" class="small" fill="#15803d">leader of term '
+                 f"{_e(leaders[member])}</text>" if lead else "")
         out.append(
-            f'<g class="lifeline-head" data-member="{member}"><rect x="{cx - box_w / 2:.1f}" y="6" width="{box_w}" height="26" rx="5" '
-            f'fill="{fill}" stroke="#94a3b8"/><text x="{cx:.1f}" y="23" text-anchor="middle" class="head">'
-            f"member {member}{_e(badge)}</text></g>"
+            f'<g class="lifeline-head" data-member="{member}"><rect x="{cx - box_w / 2:.1f}" y="6" width="{box_w}" height="36" rx="5" '
+            f'fill="{fill}" stroke="#94a3b8"/><text x="{cx:.1f}" y="{22 if lead else 29}" text-anchor="middle" class="head">'
+            f"member {member}</text>{badge}</g>"
         )
     for index, row in enumerate(rows):
         y = header + row_h * index + 14
@@ -359,6 +366,9 @@ def sequence_svg(election: Election, incident: Incident) -> str:
             member, down = row.item
             what = "crashed" if down.cause == "crash" else "stopped"
             out.append(f'<text x="{col[member] + 8:.1f}" y="{y + 4}" class="note" fill="#b91c1c">✕ member {member} {what}</text>')
+        elif row.kind == "more-problems":
+            out.append(f'<text class="note" x="{gutter:.1f}" y="{y + 4}" fill="#dc2626">⚠ … and {row.item} more '
+                       f'divergences or invariant violations in this election, from here on (all are in the table below)</text>')
         else:
             problem = row.item
             cx = col.get(problem.member)
@@ -626,7 +636,7 @@ def _problems_section(incident: Incident, clock: _Clock) -> str:
     if not incident.problems:
         return head + '<div class="card"><p class="none" data-problems="0">None: every member did what the model does.</p></div>'
     rows = []
-    for problem in incident.problems:
+    for problem in incident.problems[:MAX_PROBLEM_TABLE]:
         record = problem.record
         state = record.get("state") or {}
         where = (f"{state.get('electionState')} / {state.get('role')}, term {state.get('leadershipTermId')}"
@@ -643,8 +653,11 @@ def _problems_section(incident: Incident, clock: _Clock) -> str:
             f"<td>{_e(problem.member)}</td><td><b>{_e(problem.kind)}</b></td><td class=\"mono\">{_e(cause)}</td>"
             f"<td>{_e(where)}</td><td class=\"mono\">{_e(ref)}</td></tr>"
         )
+    more = len(incident.problems) - MAX_PROBLEM_TABLE
+    tail = (f'<p class="sub">… and {more} more: <code>recount replay {_e(incident.source)} --json | '
+            "jq -c 'select(.kind==\"divergence\" or .kind==\"invariant\")'</code> lists them all.</p>" if more > 0 else "")
     return (head + '<div class="card"><table><thead><tr><th>time</th><th>member</th><th>what</th><th>cause</th>'
-            "<th>member's state</th><th>evidence</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+            "<th>member's state</th><th>evidence</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + tail + "</div>")
 
 
 def _outline(side: Any) -> str:
