@@ -572,11 +572,7 @@ def _verdict(incident: Incident) -> str:
                 f"{_e(incident.model)} does what every member did in the recording.</div>")
     first = min((p.ts for p in incident.problems if isinstance(p.ts, int)), default=None)
     return (f'<div class="verdict bad" data-verdict="bad">{divergences} divergence(s) and {invariants} invariant violation(s); '
-            f'the first at {_e(clock_seconds(incident, first))} — see <a href="#problems">below</a>.</div>')
-
-
-def clock_seconds(incident: Incident, ts: int | None) -> str:
-    return _Clock(incident.start_ns).seconds(ts)
+            f'the first at {_e(_Clock(incident.start_ns).seconds(first))} — see <a href="#problems">below</a>.</div>')
 
 
 def _terms_section(incident: Incident, clock: _Clock) -> str:
