@@ -238,3 +238,16 @@ def test_the_leader_failover_report_and_trace_in_docs_are_up_to_date(tmp_path, m
             f"{committed.relative_to(ROOT)} is out of date: regenerate it with "
             f"`recount {command} samples/leader-failover/incident.arrow -o docs/leader-failover/{name} --force`"
         )
+
+
+def test_a_long_replay_reports_progress_on_stderr_and_keeps_stdout_json(tmp_path, monkeypatch, capsys):
+    import cli.commands.report as report_command
+
+    monkeypatch.setattr(report_command, "PROGRESS_MIN_EVENTS", 1)
+    calls: list[tuple[int, int]] = []
+    loaded = convert.load(str(FAILOVER))
+    build_incident(loaded.events, source="x", on_progress=lambda done, total: calls.append((done, total)))
+    assert calls[0] == (0, len(loaded.events)) and calls[-1] == (len(loaded.events),) * 2
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert run(["report", str(FAILOVER), "-o", str(tmp_path / "r.html"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["terms"]

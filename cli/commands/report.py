@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cli import output
 from cli.commands.replay import load_input
@@ -58,13 +59,25 @@ def write_output(out: str, text: str) -> int:
     return len(data)
 
 
+#: Replays of fewer events than this take about a second or less: no progress bar.
+PROGRESS_MIN_EVENTS = 50_000
+
+
 def load_incident(file: str, *, model: str, seed: int | None) -> Incident:
-    """Read what `recount replay` reads and node-replay it into an `Incident`."""
+    """Read what `recount replay` reads and node-replay it into an `Incident` (a progress bar on
+    stderr for long recordings)."""
     if model not in MODELS:
         raise UserError(str(UnknownModelError(model)))
     loaded = load_input(file)
+    options = dict(source=file, refs=loaded.refs, ref_kind=loaded.ref_kind, model=model, seed=seed)
     try:
-        return build_incident(loaded.events, source=file, refs=loaded.refs, ref_kind=loaded.ref_kind, model=model, seed=seed)
+        if len(loaded.events) < PROGRESS_MIN_EVENTS:
+            return build_incident(loaded.events, **options)
+        columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=output.stderr, transient=True) as progress:
+            task = progress.add_task("replay", total=len(loaded.events))
+            return build_incident(loaded.events, **options,
+                                  on_progress=lambda done, total: progress.update(task, completed=done))
     except DecodeError as error:
         raise error.with_context(source=error.source or file) from None
 

@@ -12,7 +12,7 @@ no clock): the same recording and options give the same bytes.  This package may
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from engine.replay import DEFAULT_TOLERANCE_NS, ReplaySession
@@ -20,6 +20,11 @@ from formats.events import Event
 from recorder.report.model import Incident, build_model
 
 _FILE_KEYS = ("nodeState", "recordingLog")
+#: The trace records the model is built from; the sends, appends and draws (most of a trace) are not
+#: kept, so a long capture's report does not hold its whole trace in memory.
+KEPT_KINDS = frozenset({"state", "role", "election", "divergence", "invariant", "summary"})
+#: Events between two calls of ``on_progress``.
+PROGRESS_EVERY = 4096
 
 
 def build_incident(
@@ -32,21 +37,28 @@ def build_incident(
     seed: int | None = None,
     nomination: str = "auto",
     tolerance_ns: int = DEFAULT_TOLERANCE_NS,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Incident:
-    """Node-replay ``events`` and return the `Incident` a report or a trace is drawn from."""
+    """Node-replay ``events`` and return the `Incident` a report or a trace is drawn from.
+    ``on_progress(done, total)`` is called every `PROGRESS_EVERY` events replayed."""
     events = list(events)
     session = ReplaySession(events, refs=refs, ref_kind=ref_kind, model=model, seed=seed,
                             nomination=nomination, tolerance_ns=tolerance_ns)
     records: list[dict[str, Any]] = []
     files_start: dict[int, dict[str, Any]] = {}
-    for k in range(len(session)):
+    total = len(session)
+    for k in range(total):
         event, _ = session.event(k)
-        records.extend(session.step())
+        records.extend(r for r in session.step() if r["kind"] in KEPT_KINDS)
+        if on_progress is not None and k % PROGRESS_EVERY == 0:
+            on_progress(k, total)
         if event.type == "MemberStart" and event.dir == "local" and event.node not in files_start:
             state = session.states().get(event.node)
             if state is not None:
                 files_start[event.node] = {key: state.get(key) for key in _FILE_KEYS}
-    records.extend(session.finish())
+    records.extend(r for r in session.finish() if r["kind"] in KEPT_KINDS)
+    if on_progress is not None:
+        on_progress(total, total)
     files_end = {member: {key: state.get(key) for key in _FILE_KEYS} for member, state in session.states().items()}
     return build_model(events, records, source=source, refs=session.refs, files_start=files_start, files_end=files_end)
 
