@@ -169,9 +169,13 @@ def lanes_svg(incident: Incident, t0: int, t1: int, *, width: int = 1120, detail
                                   ROLE_COLOURS.get(item.value, "#94a3b8"), clock, "role", show_text=False))
         for down in lane.down:
             out.append(_down_rect(down, x, y, state_h + 3 + role_h, clock, t0, t1))
+        marked: set[tuple[str, int]] = set()  # one mark per pixel is all the eye can tell apart
         for problem in incident.problems:
             if problem.member == lane.member and isinstance(problem.ts, int) and t0 <= problem.ts <= t1:
                 px = x(problem.ts)
+                if (problem.kind, round(px)) in marked:
+                    continue
+                marked.add((problem.kind, round(px)))
                 colour = "#dc2626" if problem.kind == "divergence" else "#7f1d1d"
                 out.append(
                     f'<path class="problem-mark" data-kind="{problem.kind}" d="M{px:.1f},{y - 1} l-5,-8 h10 z" fill="{colour}">'

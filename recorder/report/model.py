@@ -16,7 +16,6 @@ receipt within `MAX_LATENCY_NS` is left unpaired (lost, or the receiver was down
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -378,9 +377,13 @@ def _terms(changes: Sequence[StateChange]) -> tuple[Term, ...]:
     )
 
 
-def message_identity(fields: Mapping[str, Any]) -> str:
-    """A message's fields without the ones that differ between repeats (a canonical string)."""
-    return json.dumps({k: v for k, v in fields.items() if k not in _VOLATILE_FIELDS}, sort_keys=True, default=str)
+_SCALARS = (int, str, float, bool, type(None))
+
+
+def message_identity(fields: Mapping[str, Any]) -> tuple:
+    """A message's fields without the ones that differ between repeats, as a hashable value."""
+    return tuple(sorted((key, value if isinstance(value, _SCALARS) else repr(value))
+                        for key, value in fields.items() if key not in _VOLATILE_FIELDS))
 
 
 def _pair_messages(events: Sequence[Event], ordered: Sequence[int], refs: Sequence[Any]) -> tuple[Message, ...]:
