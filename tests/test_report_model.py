@@ -60,7 +60,7 @@ def test_lanes_are_ordered_non_overlapping_spans_within_the_recording(failover, 
     for incident, _ in (failover, restart):
         for lane in incident.lanes:
             for spans in (lane.states, lane.roles):
-                for before, after in zip(spans, spans[1:]):
+                for before, after in zip(spans, spans[1:], strict=False):
                     assert before.end_ns <= after.start_ns
                 for span in spans:
                     assert incident.start_ns <= span.start_ns < span.end_ns <= incident.end_ns

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from cli import output
-from cli.commands.report import ForceOption, ModelOption, SeedOption, check_output, load_incident, write_output
+from cli.commands.report import (
+    ForceOption,
+    ModelOption,
+    SeedOption,
+    check_output,
+    load_incident,
+    write_output,
+)
 from cli.errors import UserError
 
 FORMATS = ("perfetto",)

@@ -82,7 +82,7 @@ class _Clock:
         """UTC wall-clock time when ``ts`` looks like an epoch time (after 2001), else ''."""
         if ts < 1_000_000_000 * 1_000_000_000:
             return ""
-        moment = datetime.datetime.fromtimestamp(ts / 1e9, tz=datetime.timezone.utc)
+        moment = datetime.datetime.fromtimestamp(ts / 1e9, tz=datetime.UTC)
         return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
