@@ -39,6 +39,8 @@ COMMAND_MODULES = (
     "cli.commands.diff",
     "cli.commands.bisect",
     "cli.commands.export_scenario",
+    "cli.commands.report",
+    "cli.commands.export",
 )
 
 for _name in COMMAND_MODULES:

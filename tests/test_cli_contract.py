@@ -168,6 +168,20 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         writes=lambda tmp, target: ["export-scenario", str(SAMPLE), "-o", str(target), "--window", "..200ms",
                                     "--no-minimise"],
     ),
+    ("report",): Command(
+        given=lambda f, tmp: ["report", f, "-o", str(tmp / "incident.html")],
+        suffix=".arrow",
+        wrong_kind=FAILOVER_DIR / "recording.log",
+        prints=lambda tmp, rq: ["report", str(SAMPLE), "-o", str(tmp / "incident.html")],
+        writes=lambda tmp, target: ["report", str(SAMPLE), "-o", str(target)],
+    ),
+    ("export",): Command(
+        given=lambda f, tmp: ["export", f, "-o", str(tmp / "trace.json")],
+        suffix=".arrow",
+        wrong_kind=FAILOVER_DIR / "recording.log",
+        prints=lambda tmp, rq: ["export", str(SAMPLE), "--format", "perfetto", "-o", str(tmp / "trace.json")],
+        writes=lambda tmp, target: ["export", str(SAMPLE), "-o", str(target)],
+    ),
 }
 
 #: Commands that print no data (the contract exempts the TUI from --json).
@@ -345,7 +359,8 @@ def test_a_time_before_the_recording_is_refused_rather_than_replaying_nothing(ca
 WRITING = [p for p in COMMANDS if COMMANDS[p].writes is not None]
 #: The file each writing command would put at the target (simulate and record write into a directory).
 TARGET_NAME = {("simulate",): "summary.json", ("record",): "recording.arrows", ("tui",): "screen.svg",
-               ("convert",): "out.arrow", ("export-scenario",): "scenario.txt"}
+               ("convert",): "out.arrow", ("export-scenario",): "scenario.txt", ("report",): "incident.html",
+               ("export",): "trace.json"}
 
 
 @pytest.mark.parametrize("path", WRITING, ids=_ids(WRITING))
@@ -359,7 +374,7 @@ def test_an_existing_output_is_kept_without_force(path, tmp_path, capsys):
     assert target.read_text() == "the user's own file\n"
 
 
-REPLACEABLE = [("convert",), ("export-scenario",), ("simulate",)]
+REPLACEABLE = [("convert",), ("export-scenario",), ("simulate",), ("report",), ("export",)]
 
 
 @pytest.mark.parametrize("path", REPLACEABLE, ids=_ids(REPLACEABLE))
