@@ -24,6 +24,7 @@ import pytest
 
 from cli.app import run
 from formats.errors import DecodeError
+from recorder.record import batch_io
 from recorder.record import members as record_members
 from recorder.record.proxy import ProxyError, RecordingProxy
 from recorder.record.reader import Datagram, read_recording, read_recording_table
@@ -336,10 +337,20 @@ def _run_in_thread(proxy: RecordingProxy, recording: RecordingFile, **options):
     return thread, result
 
 
+@pytest.fixture(params=["recvmmsg", "recvfrom"])
+def socket_io(request, monkeypatch):
+    """Both ways of moving datagrams: batched (Linux) and one call per datagram (everywhere)."""
+    if request.param == "recvmmsg" and not batch_io.available():
+        pytest.skip("no recvmmsg/sendmmsg here (not Linux)")
+    monkeypatch.setenv("RECOUNT_RECORD_BATCH_IO", "1" if request.param == "recvmmsg" else "0")
+    return request.param
+
+
 def test_datagrams_go_through_unchanged_both_ways_and_are_recorded_as_the_wire_would_show_them(
-    cluster, tmp_path
+    cluster, tmp_path, socket_io
 ):
     proxy = RecordingProxy(cluster.members, listen_host="127.0.0.1")
+    assert proxy.socket_io == socket_io
     with proxy:
         recording = proxy.create_recording(tmp_path / "out")
         thread, result = _run_in_thread(proxy, recording, flush_ms=10)
@@ -393,6 +404,54 @@ def test_datagrams_go_through_unchanged_both_ways_and_are_recorded_as_the_wire_w
         "fromMember": {"datagrams": 6, "bytes": sent_bytes + 6 * len(b"SM")},
     }
     assert counts["log"]["toMember"]["datagrams"] == 1 and summary.stopped_by == "stop"
+    assert summary.kernel_drops == 0 and summary.warnings == () and summary.socket_io == socket_io
+
+
+def test_a_burst_of_mtu_sized_datagrams_from_senders_taking_turns_goes_through_in_order(cluster, tmp_path, socket_io):
+    proxy = RecordingProxy(cluster.members)
+    senders = [_udp("127.0.0.2"), _udp("127.0.0.3")]
+    member1 = cluster.sockets[1]["consensus"]
+    member1.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)  # the burst must not overflow the member
+    messages = [bytes([i % 251]) * (1 + (i * 97) % 1400) for i in range(300)]
+    with proxy:
+        recording = proxy.create_recording(tmp_path)
+        thread, result = _run_in_thread(proxy, recording, flush_ms=10)
+        target = _address(proxy.proxies[(1, "consensus")])
+        for i, message in enumerate(messages):  # runs of 1..3 from one sender, then the other
+            senders[(i // (1 + i % 3)) % 2].sendto(message, target)
+        received = [member1.recvfrom(2048)[0] for _ in messages]
+        time.sleep(0.05)
+        proxy.stop()
+        thread.join(5)
+    by_sender: dict[int, list[bytes]] = {0: [], 1: []}
+    for i, message in enumerate(messages):
+        by_sender[(i // (1 + i % 3)) % 2].append(message)
+    assert sorted(received) == sorted(messages)
+    rows = read_recording_table(recording.path)[0].to_pylist()
+    for index, sender in enumerate(senders):
+        source = "%s:%d" % sender.getsockname()
+        assert [r["payload"] for r in rows if r["src"] == source] == by_sender[index]
+    assert result["summary"].recorded == len(messages) == result["summary"].datagrams
+
+
+def test_datagrams_the_kernel_dropped_are_said_at_once_and_counted_in_the_summary(cluster, tmp_path, socket_io):
+    proxy = RecordingProxy(cluster.members)
+    listener = next(r.listener for r in proxy._routes if (r.member_id, r.channel) == (1, "consensus"))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a proxy starved of buffer space
+    sender = _udp("127.0.0.2")
+    warnings: list[str] = []
+    with proxy:
+        recording = proxy.create_recording(tmp_path)
+        for i in range(200):  # before the loop runs: the proxy is "behind"
+            sender.sendto(b"x%d" % i + bytes(500), _address(proxy.proxies[(1, "consensus")]))
+        summary = proxy.run(recording, duration_s=0.3, handle_signals=False, on_warning=warnings.append)
+    if not os.path.exists("/proc/net/udp"):
+        pytest.skip("no /proc/net/udp here: kernel drops are not visible")
+    assert summary.kernel_drops > 0 and summary.datagrams + summary.kernel_drops == 200
+    assert warnings and list(summary.warnings) == warnings
+    assert "falling behind" in warnings[0] and proxy.proxies[(1, "consensus")] in warnings[0]
+    assert summary.to_json()["kernelDrops"] == summary.kernel_drops
+    assert f"DROPPED {summary.kernel_drops} datagrams" in summary.describe()
 
 
 def test_a_member_given_its_string_would_bind_its_own_endpoints_and_send_to_the_proxy(cluster):
@@ -469,6 +528,32 @@ def test_bad_configuration_is_exit_2_with_one_line(cluster, tmp_path, capsys):
         blocker.close()
     assert (existing / "recording.arrows").read_bytes() == b"keep me"
     assert not (tmp_path / "out" / "recording.arrows").exists()
+
+
+def _non_loopback_address() -> str | None:
+    """An address of this host that is not loopback (found by routing, nothing sent), or None."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # TEST-NET-1: a route lookup only
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def test_listening_beyond_loopback_warns_that_anything_reaching_the_ports_is_forwarded(cluster, tmp_path, capsys):
+    assert run(["record", "--members", cluster.members, "--out", str(tmp_path / "a"), "--duration", "0",
+                "--json"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("this host has no address but loopback")
+    assert run(["record", "--members", cluster.members, "--out", str(tmp_path / "b"), "--duration", "0",
+                "--listen-host", address, "--json"]) == 0
+    err = capsys.readouterr().err
+    assert f"listening on {address}, not a loopback address" in err and "forwarded to the cluster" in err
 
 
 def test_without_json_each_member_is_told_its_members_string_and_the_summary_follows(
