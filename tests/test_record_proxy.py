@@ -434,6 +434,44 @@ def test_a_burst_of_mtu_sized_datagrams_from_senders_taking_turns_goes_through_i
     assert result["summary"].recorded == len(messages) == result["summary"].datagrams
 
 
+def test_over_ipv6_loopback_datagrams_and_replies_go_through_and_are_recorded(tmp_path, socket_io):
+    def udp6() -> socket.socket:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        sock.bind(("::1", 0))
+        sock.settimeout(5)
+        return sock
+
+    try:
+        members_sockets = [(udp6(), udp6()) for _ in range(3)]
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    members = "|".join(
+        f"{i},[::1]:1,[::1]:{c.getsockname()[1]},[::1]:{log.getsockname()[1]},[::1]:0,[::1]:2"
+        for i, (c, log) in enumerate(members_sockets)
+    )
+    sender, member1 = udp6(), members_sockets[1][0]
+    with RecordingProxy(members, listen_host="::1") as proxy:
+        recording = proxy.create_recording(tmp_path)
+        thread, result = _run_in_thread(proxy, recording, flush_ms=10)
+        target = ("::1", int(proxy.proxies[(1, "consensus")].rsplit(":", 1)[1]))
+        for i in range(3):
+            sender.sendto(b"to %d" % i, target)
+            data, source = member1.recvfrom(100)
+            member1.sendto(b"re " + data, source)
+            assert sender.recvfrom(100) == (b"re to %d" % i, (*target, 0, 0))
+        time.sleep(0.05)
+        proxy.stop()
+        thread.join(5)
+    rows = read_recording_table(recording.path)[0].to_pylist()
+    assert [(r["direction"], r["payload"]) for r in rows[:2]] == [("toMember", b"to 0"), ("fromMember", b"re to 0")]
+    assert rows[0]["src"] == "[::1]:%d" % sender.getsockname()[1] and rows[1]["src"] == "[::1]:%d" % (
+        member1.getsockname()[1])
+    assert result["summary"].recorded == 6
+    for pair in members_sockets:
+        for sock in pair:
+            sock.close()
+
+
 def test_datagrams_the_kernel_dropped_are_said_at_once_and_counted_in_the_summary(cluster, tmp_path, socket_io):
     proxy = RecordingProxy(cluster.members)
     listener = next(r.listener for r in proxy._routes if (r.member_id, r.channel) == (1, "consensus"))
@@ -554,6 +592,17 @@ def test_listening_beyond_loopback_warns_that_anything_reaching_the_ports_is_for
                 "--listen-host", address, "--json"]) == 0
     err = capsys.readouterr().err
     assert f"listening on {address}, not a loopback address" in err and "forwarded to the cluster" in err
+
+
+def test_socket_buffers_the_kernel_clamps_are_reported(cluster, tmp_path, capsys, monkeypatch):
+    import recorder.record.proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "_FORCE_OPTIONS", {socket.SO_RCVBUF: None, socket.SO_SNDBUF: None})
+    monkeypatch.setattr(proxy_module, "SOCKET_BUFFER_BYTES", 1 << 30)  # past any net.core.rmem_max
+    assert run(["record", "--members", cluster.members, "--out", str(tmp_path), "--duration", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert "Socket buffers: receive" in out and "(asked 1024 MiB)" in out
+    assert "warning: the kernel clamped the receive buffers" in err and "net.core.rmem_max" in err
 
 
 def test_without_json_each_member_is_told_its_members_string_and_the_summary_follows(

@@ -54,6 +54,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import platform
 import selectors
 import signal
 import socket
@@ -101,14 +102,21 @@ DROP_CHECK_SECONDS = 0.1
 #: Open upstream sockets, all routes together, before the least recently used is closed.
 MAX_UPSTREAMS = 512
 #: Socket buffers asked for.  A deep receive buffer is what lets the proxy be starved of CPU for a
-#: while (the writer thread, a busy host) without dropping a datagram: 32 MiB holds about half a
-#: second of 50,000 small datagrams/s.  Unprivileged, the kernel caps it at net.core.rmem_max /
-#: wmem_max; with CAP_NET_ADMIN we ask past that cap (SO_RCVBUFFORCE), as a recorder's job is not
-#: to lose anything.
-SOCKET_BUFFER_BYTES = 32 * 1024 * 1024
+#: while (the writer thread, a busy host) without dropping a datagram.  Linux charges a small
+#: datagram about 830 bytes on loopback and doubles the size asked, so 64 MiB holds about 160,000
+#: small datagrams, some 3 s of 50,000/s.  Memory is used only while the proxy is behind.
+#: Unprivileged, the kernel caps it at net.core.rmem_max / wmem_max (often 208 KiB to 4 MiB; the
+#: command warns); with CAP_NET_ADMIN we ask past that cap (SO_RCVBUFFORCE), as a recorder's job is
+#: not to lose anything.
+SOCKET_BUFFER_BYTES = 64 * 1024 * 1024
+#: Python's socket module does not name SO_RCVBUFFORCE/SO_SNDBUFFORCE (3.11): Linux's generic values
+#: (33, 32), on the architectures that use them (alpha, mips, parisc and sparc number them otherwise).
+_GENERIC_SOCKET_OPTIONS = sys.platform.startswith("linux") and platform.machine().lower().startswith(
+    ("x86_64", "amd64", "i386", "i686", "aarch64", "arm", "riscv", "ppc", "s390", "loongarch")
+)
 _FORCE_OPTIONS = {
-    socket.SO_RCVBUF: getattr(socket, "SO_RCVBUFFORCE", None),
-    socket.SO_SNDBUF: getattr(socket, "SO_SNDBUFFORCE", None),
+    socket.SO_RCVBUF: getattr(socket, "SO_RCVBUFFORCE", 33 if _GENERIC_SOCKET_OPTIONS else None),
+    socket.SO_SNDBUF: getattr(socket, "SO_SNDBUFFORCE", 32 if _GENERIC_SOCKET_OPTIONS else None),
 }
 
 
