@@ -20,6 +20,7 @@ directory that is removed afterwards.
     python benchmarks/bench_record_proxy.py                  # 50,000 datagrams/s for 30 s
     python benchmarks/bench_record_proxy.py --rate 20000 --seconds 5 --json
     python benchmarks/bench_record_proxy.py --busy 1         # and one process spinning on a CPU
+    python benchmarks/bench_record_proxy.py --rate 20000 --added-latency   # latency the proxy adds
 
 ``--busy N`` runs N processes that keep a CPU busy for the whole run, standing in for the other jobs of
 a shared host.  The proxy's CPU time (user + system, from /proc) is reported, and so are the summary's
@@ -419,13 +420,30 @@ def main(argv: list[str] | None = None) -> int:
         help="no proxy: send straight to the member (the harness's own latency, for comparison)",
     )
     parser.add_argument("--busy", type=int, default=0, help="processes keeping a CPU busy meanwhile (default 0)")
+    parser.add_argument(
+        "--added-latency",
+        action="store_true",
+        help="also run the same load straight to the member first, and print the latency the proxy adds "
+        "(proxied p50/p99 minus direct p50/p99)",
+    )
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 200_000 or not 0 < args.seconds <= 300:
         parser.error("keep it bounded: 0 < rate <= 200000 and 0 < seconds <= 300")
+    baseline = None
+    if args.added_latency and not args.direct:
+        baseline = run_load(rate=args.rate, seconds=args.seconds, flush_ms=args.flush_ms, direct=True,
+                            busy=args.busy)
     result = run_load(rate=args.rate, seconds=args.seconds, flush_ms=args.flush_ms, direct=args.direct,
                       busy=args.busy)
+    added = None if baseline is None else {
+        "direct_p50_us": baseline.latency_p50_us,
+        "direct_p99_us": baseline.latency_p99_us,
+        "added_p50_us": result.latency_p50_us - baseline.latency_p50_us,
+        "added_p99_us": result.latency_p99_us - baseline.latency_p99_us,
+    }
     if args.json:
-        print(json.dumps(dict(asdict(result), throughput=result.throughput, perfect=result.perfect)))
+        print(json.dumps(dict(asdict(result), throughput=result.throughput, perfect=result.perfect,
+                              added_latency=added)))
     else:
         print(
             f"sent {result.sent} datagrams in {result.send_seconds:.1f} s ({result.throughput:,.0f}/s) "
@@ -444,6 +462,12 @@ def main(argv: list[str] | None = None) -> int:
             f"latency sender -> {'member' if args.direct else 'proxy -> member'}: p50 {result.latency_p50_us:.0f} us, "
             f"p99 {result.latency_p99_us:.0f} us, max {result.latency_max_us:.0f} us"
         )
+        if added is not None:
+            print(
+                f"latency straight to the member (run just before): p50 {added['direct_p50_us']:.0f} us, p99 "
+                f"{added['direct_p99_us']:.0f} us; added by the proxy: p50 {added['added_p50_us']:.0f} us, "
+                f"p99 {added['added_p99_us']:.0f} us"
+            )
         print(
             f"host load average (1 min) before {result.load_average[0]:.2f}, after {result.load_average[1]:.2f} "
             f"on {os.cpu_count()} CPUs, {result.busy} busy process(es) of ours"
@@ -453,8 +477,8 @@ def main(argv: list[str] | None = None) -> int:
             user, system = result.proxy_cpu_seconds
             print(
                 f"proxy: {user + system:.1f} s CPU ({(user + system) / result.send_seconds:.0%} of one core; user "
-                f"{user:.1f} s, system {system:.1f} s), socket I/O {summary.get('socketIo')}, kernel drops {summary.get('kernelDrops')}, "
-                f"warnings {len(summary.get('warnings') or [])}"
+                f"{user:.1f} s, system {system:.1f} s), socket I/O {summary.get('socketIo')}, "
+                f"kernel drops {summary.get('kernelDrops')}, warnings {len(summary.get('warnings') or [])}"
             )
             if result.proxy_stderr:
                 print("proxy stderr: " + result.proxy_stderr.replace("\n", "\n  "))
