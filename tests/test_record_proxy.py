@@ -472,6 +472,36 @@ def test_over_ipv6_loopback_datagrams_and_replies_go_through_and_are_recorded(tm
             sock.close()
 
 
+def test_a_writer_falling_behind_is_said_at_once_and_nothing_is_lost(cluster, tmp_path, monkeypatch):
+    import recorder.record.proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "WRITER_BACKLOG_WARN_BYTES", 1000)
+    slow_append = RecordingFile.append
+
+    def append_slowly(self, columns):
+        time.sleep(0.3)  # a disk far slower than the traffic
+        slow_append(self, columns)
+
+    monkeypatch.setattr(RecordingFile, "append", append_slowly)
+    proxy = RecordingProxy(cluster.members)
+    sender, member1 = _udp("127.0.0.2"), cluster.sockets[1]["consensus"]
+    warnings: list[str] = []
+    with proxy:
+        recording = proxy.create_recording(tmp_path)
+        thread = threading.Thread(target=lambda: warnings.append(proxy.run(
+            recording, flush_ms=5, handle_signals=False, on_warning=warnings.append)), daemon=True)
+        thread.start()
+        for i in range(40):
+            sender.sendto(b"%d" % i + bytes(200), _address(proxy.proxies[(1, "consensus")]))
+            member1.recvfrom(1000)
+            time.sleep(0.005)
+        proxy.stop()
+        thread.join(30)
+    *said, summary = warnings
+    assert said and "the recording writer is" in said[0] and "behind" in said[0]
+    assert list(summary.warnings) == said and summary.recorded == 40 and summary.lost == 0
+
+
 def test_datagrams_the_kernel_dropped_are_said_at_once_and_counted_in_the_summary(cluster, tmp_path, socket_io):
     proxy = RecordingProxy(cluster.members)
     listener = next(r.listener for r in proxy._routes if (r.member_id, r.channel) == (1, "consensus"))

@@ -143,8 +143,12 @@ class BatchSocketIO:
             header.msg_iovlen = 1
         self._recv_pristine = ctypes.create_string_buffer(ctypes.string_at(self._recv, ctypes.sizeof(self._recv)))
         self._recv_view = memoryview(self._recv).cast("B")
-        self._lengths = struct.Struct("=" + f"{_MSG_LEN_OFFSET}xI{_MMSG_SIZE - _MSG_LEN_OFFSET - 4}x" * BATCH)
-        self._namelens = struct.Struct("=" + f"{_NAMELEN_OFFSET}xI{_MMSG_SIZE - _NAMELEN_OFFSET - 4}x" * BATCH)
+        # Per count n, a Struct reading exactly the first n headers' msg_len (or msg_namelen).
+        self._lengths = [struct.Struct("=" + f"{_MSG_LEN_OFFSET}xI{_MMSG_SIZE - _MSG_LEN_OFFSET - 4}x" * n)
+                         for n in range(BATCH + 1)]
+        self._namelens = [struct.Struct("=" + f"{_NAMELEN_OFFSET}xI{_MMSG_SIZE - _NAMELEN_OFFSET - 4}x" * n)
+                          for n in range(BATCH + 1)]
+        self._dirty = BATCH  # headers the kernel may have changed since they were last restored
 
         self._destination = ctypes.create_string_buffer(NAME_BYTES)
         self._send_iov = (_IoVec * BATCH)()
@@ -159,23 +163,25 @@ class BatchSocketIO:
         self._send_iov_view = memoryview(self._send_iov).cast("B")
         self._send_address = ctypes.addressof(self._send)
         self._recv_address = ctypes.addressof(self._recv)
-        self._recv_size = ctypes.sizeof(self._recv)
         self._iov_structs = [struct.Struct("=" + "QQ" * n) for n in range(BATCH + 1)]
 
     def receive(self, fd: int) -> tuple[list[int], list[bytes]]:
         """Read what is waiting on ``fd`` (up to `BATCH` datagrams, without blocking): their lengths
         and raw source addresses; payload ``i`` is ``view[i * SLOT_BYTES : ... + lengths[i]]``.
         Nothing waiting is two empty lists; an error is an `OSError`."""
-        ctypes.memmove(self._recv_address, self._recv_pristine, self._recv_size)
+        if self._dirty:  # only the headers of the last batch were written by the kernel
+            ctypes.memmove(self._recv_address, self._recv_pristine, self._dirty * _MMSG_SIZE)
         count = self._recvmmsg(fd, self._recv_address, BATCH, _MSG_DONTWAIT, None)
         if count <= 0:
+            self._dirty = 0
             error = ctypes.get_errno()
             if count == 0 or error in (11, 4):  # EAGAIN/EWOULDBLOCK, EINTR
                 return [], []
             raise OSError(error, os.strerror(error))
-        lengths = list(self._lengths.unpack_from(self._recv_view)[:count])
+        self._dirty = count
+        lengths = list(self._lengths[count].unpack_from(self._recv_view))
         names = self._names_view
-        name_lengths = self._namelens.unpack_from(self._recv_view)
+        name_lengths = self._namelens[count].unpack_from(self._recv_view)
         sources = [bytes(names[i * NAME_BYTES : i * NAME_BYTES + name_lengths[i]]) for i in range(count)]
         return lengths, sources
 
