@@ -42,10 +42,11 @@ socket for a new sender) end the loop through a self-pipe; the rows still pendin
 stream is closed and a `RecordingSummary` returned.  A proxy runs once.
 
 Falling behind is said, never silent.  The writer thread reads the kernel's per-socket drop counters
-(``/proc/net/udp``, ``/proc/net/udp6``; Linux) for every socket of the proxy at each flush: a
-datagram dropped because a receive buffer was full is reported at once through ``on_warning`` (the
-command prints it on stderr) and counted in the summary (``kernelDrops``); so is a writer whose queue
-grows past `WRITER_BACKLOG_WARN_BYTES`.  The socket buffers asked for and granted are in
+(``/proc/net/udp``, ``/proc/net/udp6``; Linux) for every socket of the proxy at each flush (at most
+every `DROP_CHECK_SECONDS`): datagrams dropped because a receive buffer was full are reported through
+``on_warning`` (the command prints it on stderr) the first time at once, then at most once a second,
+and counted in the summary (``kernelDrops``); a writer whose queue grows past
+`WRITER_BACKLOG_WARN_BYTES` is reported the same way.  The socket buffers asked for and granted are in
 `socket_buffers` (the kernel may clamp them to ``net.core.rmem_max``).
 """
 
