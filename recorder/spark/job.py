@@ -410,12 +410,37 @@ def _run_spark(spark: Any, tasks: list[dict[str, Any]], progress: Callable[[int,
         except BaseException as error:  # noqa: BLE001 - handed to the caller's thread below
             outcome["error"] = error
 
-    thread = threading.Thread(target=submit, name="recount-spark-job", daemon=True)
-    thread.start()
+    # Ctrl-C: pyspark's own handler raises KeyboardInterrupt wherever the main thread is, often inside
+    # a py4j call, which then logs tracebacks and breaks its connection.  Ours only notes it; the loop
+    # below cancels the job and raises between calls.
+    interrupted = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda _signum, _frame: interrupted.set())
+    try:
+        thread = threading.Thread(target=submit, name="recount-spark-job", daemon=True)
+        thread.start()
+        _follow(context, group, thread, len(tasks), progress, interrupted)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if "error" in outcome:
+        raise outcome["error"]
+    if progress is not None:
+        progress(len(tasks), len(tasks))
+    return outcome["rows"]
+
+
+def _follow(context: Any, group: str, thread: threading.Thread, total: int,
+            progress: Callable[[int, int], None] | None, interrupted: threading.Event) -> None:
+    """Wait for the job's thread, reporting finished tasks; on Ctrl-C cancel the job and raise."""
     tracker = context.statusTracker()
     last = -1
     while thread.is_alive():
         thread.join(POLL_SECONDS)
+        if interrupted.is_set():
+            context.cancelJobGroup(group)
+            raise KeyboardInterrupt
         if progress is None:
             continue
         done = 0
@@ -426,13 +451,8 @@ def _run_spark(spark: Any, tasks: list[dict[str, Any]], progress: Callable[[int,
                 if stage is not None:
                     done += stage.numCompletedTasks
         if done != last:
-            progress(min(done, len(tasks)), len(tasks))
+            progress(min(done, total), total)
             last = done
-    if "error" in outcome:
-        raise outcome["error"]
-    if progress is not None:
-        progress(len(tasks), len(tasks))
-    return outcome["rows"]
 
 
 # --- staging and processes -------------------------------------------------------------------------
