@@ -1,6 +1,7 @@
 """Helpers for the Spark tests and benchmark: one shared local Spark session, and synthetic captures.
 
-`shared_spark()` starts (once per process) the session every Spark test uses: `local[2]`, no UI, two
+`shared_spark()` starts (once per process) the session every Spark test uses: `local[2,2]` (two
+cores; a task is tried twice, as the fault test needs: plain `local[2]` never retries), no UI, two
 shuffle partitions, no package downloads (everything Spark needs ships in the pyspark wheel), so
 the tests run offline.  It is built by `recorder.spark.job.spark_session`, the same builder the
 ``--engine spark`` path uses.
@@ -37,7 +38,7 @@ def shared_spark():
     if _session is None:
         from recorder.spark.job import spark_session
 
-        _session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2",
+        _session = spark_session("local[2,2]", {"spark.sql.shuffle.partitions": "2",
                                               "spark.default.parallelism": "2"})
     return _session
 

@@ -24,6 +24,7 @@ import pytest
 
 from cli.app import run
 from formats.errors import DecodeError
+from recorder.record import batch_io
 from recorder.record import members as record_members
 from recorder.record.proxy import ProxyError, RecordingProxy
 from recorder.record.reader import Datagram, read_recording, read_recording_table
@@ -336,10 +337,20 @@ def _run_in_thread(proxy: RecordingProxy, recording: RecordingFile, **options):
     return thread, result
 
 
+@pytest.fixture(params=["recvmmsg", "recvfrom"])
+def socket_io(request, monkeypatch):
+    """Both ways of moving datagrams: batched (Linux) and one call per datagram (everywhere)."""
+    if request.param == "recvmmsg" and not batch_io.available():
+        pytest.skip("no recvmmsg/sendmmsg here (not Linux)")
+    monkeypatch.setenv("RECOUNT_RECORD_BATCH_IO", "1" if request.param == "recvmmsg" else "0")
+    return request.param
+
+
 def test_datagrams_go_through_unchanged_both_ways_and_are_recorded_as_the_wire_would_show_them(
-    cluster, tmp_path
+    cluster, tmp_path, socket_io
 ):
     proxy = RecordingProxy(cluster.members, listen_host="127.0.0.1")
+    assert proxy.socket_io == socket_io
     with proxy:
         recording = proxy.create_recording(tmp_path / "out")
         thread, result = _run_in_thread(proxy, recording, flush_ms=10)
@@ -393,6 +404,122 @@ def test_datagrams_go_through_unchanged_both_ways_and_are_recorded_as_the_wire_w
         "fromMember": {"datagrams": 6, "bytes": sent_bytes + 6 * len(b"SM")},
     }
     assert counts["log"]["toMember"]["datagrams"] == 1 and summary.stopped_by == "stop"
+    assert summary.kernel_drops == 0 and summary.warnings == () and summary.socket_io == socket_io
+
+
+def test_a_burst_of_mtu_sized_datagrams_from_senders_taking_turns_goes_through_in_order(cluster, tmp_path, socket_io):
+    proxy = RecordingProxy(cluster.members)
+    senders = [_udp("127.0.0.2"), _udp("127.0.0.3")]
+    member1 = cluster.sockets[1]["consensus"]
+    member1.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)  # the burst must not overflow the member
+    messages = [bytes([i % 251]) * (1 + (i * 97) % 1400) for i in range(300)]
+    with proxy:
+        recording = proxy.create_recording(tmp_path)
+        thread, result = _run_in_thread(proxy, recording, flush_ms=10)
+        target = _address(proxy.proxies[(1, "consensus")])
+        for i, message in enumerate(messages):  # runs of 1..3 from one sender, then the other
+            senders[(i // (1 + i % 3)) % 2].sendto(message, target)
+        received = [member1.recvfrom(2048)[0] for _ in messages]
+        time.sleep(0.05)
+        proxy.stop()
+        thread.join(5)
+    by_sender: dict[int, list[bytes]] = {0: [], 1: []}
+    for i, message in enumerate(messages):
+        by_sender[(i // (1 + i % 3)) % 2].append(message)
+    assert sorted(received) == sorted(messages)
+    rows = read_recording_table(recording.path)[0].to_pylist()
+    for index, sender in enumerate(senders):
+        source = "%s:%d" % sender.getsockname()
+        assert [r["payload"] for r in rows if r["src"] == source] == by_sender[index]
+    assert result["summary"].recorded == len(messages) == result["summary"].datagrams
+
+
+def test_over_ipv6_loopback_datagrams_and_replies_go_through_and_are_recorded(tmp_path, socket_io):
+    def udp6() -> socket.socket:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        sock.bind(("::1", 0))
+        sock.settimeout(5)
+        return sock
+
+    try:
+        members_sockets = [(udp6(), udp6()) for _ in range(3)]
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    members = "|".join(
+        f"{i},[::1]:1,[::1]:{c.getsockname()[1]},[::1]:{log.getsockname()[1]},[::1]:0,[::1]:2"
+        for i, (c, log) in enumerate(members_sockets)
+    )
+    sender, member1 = udp6(), members_sockets[1][0]
+    with RecordingProxy(members, listen_host="::1") as proxy:
+        recording = proxy.create_recording(tmp_path)
+        thread, result = _run_in_thread(proxy, recording, flush_ms=10)
+        target = ("::1", int(proxy.proxies[(1, "consensus")].rsplit(":", 1)[1]))
+        for i in range(3):
+            sender.sendto(b"to %d" % i, target)
+            data, source = member1.recvfrom(100)
+            member1.sendto(b"re " + data, source)
+            assert sender.recvfrom(100) == (b"re to %d" % i, (*target, 0, 0))
+        time.sleep(0.05)
+        proxy.stop()
+        thread.join(5)
+    rows = read_recording_table(recording.path)[0].to_pylist()
+    assert [(r["direction"], r["payload"]) for r in rows[:2]] == [("toMember", b"to 0"), ("fromMember", b"re to 0")]
+    assert rows[0]["src"] == "[::1]:%d" % sender.getsockname()[1] and rows[1]["src"] == "[::1]:%d" % (
+        member1.getsockname()[1])
+    assert result["summary"].recorded == 6
+    for pair in members_sockets:
+        for sock in pair:
+            sock.close()
+
+
+def test_a_writer_falling_behind_is_said_at_once_and_nothing_is_lost(cluster, tmp_path, monkeypatch):
+    import recorder.record.proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "WRITER_BACKLOG_WARN_BYTES", 1000)
+    slow_append = RecordingFile.append
+
+    def append_slowly(self, columns):
+        time.sleep(0.3)  # a disk far slower than the traffic
+        slow_append(self, columns)
+
+    monkeypatch.setattr(RecordingFile, "append", append_slowly)
+    proxy = RecordingProxy(cluster.members)
+    sender, member1 = _udp("127.0.0.2"), cluster.sockets[1]["consensus"]
+    warnings: list[str] = []
+    with proxy:
+        recording = proxy.create_recording(tmp_path)
+        thread = threading.Thread(target=lambda: warnings.append(proxy.run(
+            recording, flush_ms=5, handle_signals=False, on_warning=warnings.append)), daemon=True)
+        thread.start()
+        for i in range(40):
+            sender.sendto(b"%d" % i + bytes(200), _address(proxy.proxies[(1, "consensus")]))
+            member1.recvfrom(1000)
+            time.sleep(0.005)
+        proxy.stop()
+        thread.join(30)
+    *said, summary = warnings
+    assert said and "the recording writer is" in said[0] and "behind" in said[0]
+    assert list(summary.warnings) == said and summary.recorded == 40 and summary.lost == 0
+
+
+def test_datagrams_the_kernel_dropped_are_said_at_once_and_counted_in_the_summary(cluster, tmp_path, socket_io):
+    proxy = RecordingProxy(cluster.members)
+    listener = next(r.listener for r in proxy._routes if (r.member_id, r.channel) == (1, "consensus"))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a proxy starved of buffer space
+    sender = _udp("127.0.0.2")
+    warnings: list[str] = []
+    with proxy:
+        recording = proxy.create_recording(tmp_path)
+        for i in range(200):  # before the loop runs: the proxy is "behind"
+            sender.sendto(b"x%d" % i + bytes(500), _address(proxy.proxies[(1, "consensus")]))
+        summary = proxy.run(recording, duration_s=0.3, handle_signals=False, on_warning=warnings.append)
+    if not os.path.exists("/proc/net/udp"):
+        pytest.skip("no /proc/net/udp here: kernel drops are not visible")
+    assert summary.kernel_drops > 0 and summary.datagrams + summary.kernel_drops == 200
+    assert warnings and list(summary.warnings) == warnings
+    assert "falling behind" in warnings[0] and proxy.proxies[(1, "consensus")] in warnings[0]
+    assert summary.to_json()["kernelDrops"] == summary.kernel_drops
+    assert f"DROPPED {summary.kernel_drops} datagrams" in summary.describe()
 
 
 def test_a_member_given_its_string_would_bind_its_own_endpoints_and_send_to_the_proxy(cluster):
@@ -469,6 +596,43 @@ def test_bad_configuration_is_exit_2_with_one_line(cluster, tmp_path, capsys):
         blocker.close()
     assert (existing / "recording.arrows").read_bytes() == b"keep me"
     assert not (tmp_path / "out" / "recording.arrows").exists()
+
+
+def _non_loopback_address() -> str | None:
+    """An address of this host that is not loopback (found by routing, nothing sent), or None."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # TEST-NET-1: a route lookup only
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def test_listening_beyond_loopback_warns_that_anything_reaching_the_ports_is_forwarded(cluster, tmp_path, capsys):
+    assert run(["record", "--members", cluster.members, "--out", str(tmp_path / "a"), "--duration", "0",
+                "--json"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("this host has no address but loopback")
+    assert run(["record", "--members", cluster.members, "--out", str(tmp_path / "b"), "--duration", "0",
+                "--listen-host", address, "--json"]) == 0
+    err = capsys.readouterr().err
+    assert f"listening on {address}, not a loopback address" in err and "forwarded to the cluster" in err
+
+
+def test_socket_buffers_the_kernel_clamps_are_reported(cluster, tmp_path, capsys, monkeypatch):
+    import recorder.record.proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "_FORCE_OPTIONS", {socket.SO_RCVBUF: None, socket.SO_SNDBUF: None})
+    monkeypatch.setattr(proxy_module, "SOCKET_BUFFER_BYTES", 1 << 30)  # past any net.core.rmem_max
+    assert run(["record", "--members", cluster.members, "--out", str(tmp_path), "--duration", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert "Socket buffers: receive" in out and "(asked 1024 MiB)" in out
+    assert "warning: the kernel clamped the receive buffers" in err and "net.core.rmem_max" in err
 
 
 def test_without_json_each_member_is_told_its_members_string_and_the_summary_follows(

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -25,6 +27,8 @@ from recorder.spark import datasource, job
 from tests.spark_session import MEMBERS, cluster_capture, shared_spark
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Puts faults into the Python workers Spark starts (see its docstring).
+FAULTS = Path(__file__).resolve().parent / "spark_faults"
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -303,6 +307,153 @@ def test_recount_convert_engine_spark_on_the_real_capture_matches_the_local_conv
     types = dict(document["incidents"][0]["eventTypes"])
     assert types["RequestVote"] > 0 and types["MemberStart"] == 3
     assert incident.exists()
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.spark
+def test_a_python_worker_killed_in_the_middle_of_an_incident_is_retried_and_the_output_is_identical(
+        spark, corpus, tmp_path):
+    clean = tmp_path / "clean"
+    job.convert_bulk([str(corpus)], clean, spark=spark)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    environment = spark.sparkContext.environment  # what the Python workers of later jobs start with
+    saved = dict(environment)
+    environment.update(PYTHONPATH=str(FAULTS), RECOUNT_TEST_FAULT="die-once", RECOUNT_TEST_FAULT_DIR=str(faults))
+    out = tmp_path / "faulted"
+    try:
+        result = job.convert_bulk([str(corpus)], out, spark=spark)
+    finally:
+        environment.clear()
+        environment.update(saved)
+    pid, half_written, size = (faults / "died").read_text().split()
+    assert int(pid) > 0 and int(size) > 0, "a worker wrote half an incident's file and died"
+    assert Path(half_written).parent.parent == out and not Path(half_written).exists()
+    assert {row["incident"]: row["status"] for row in result.incidents} == {
+        "inc-a": "converted", "inc-b": "converted", "inc-c": "failed"}
+    assert _tree(out) == _tree(clean)  # every replay file and the catalog, byte for byte; nothing else
+
+
+# --- replay file names from directory names ----------------------------------------------------------
+def test_incident_names_become_replay_files_inside_the_output_directory_that_never_collide():
+    names = ["inc-a", "..", ".", "../../etc/passwd", "/abs/olute", "a/../../b", ".hidden", "new\nline",
+             "back\\slash", "inc a", "inc_a", "Inc-B", "inc-b", "", "é", "x" * 300, "bad\udcffbyte", "day1/inc-a"]
+    files = job.replay_file_names(names)
+    assert files["inc-a"] == "inc-a.arrow" and files["inc_a"] == "inc_a.arrow" and files["day1/inc-a"] == \
+        "day1/inc-a.arrow"
+    assert len({f.casefold() for f in files.values()}) == len(names), "no two share a file, whatever the case"
+    for name, file in files.items():
+        parts = file.split("/")
+        assert all(part and not part.startswith(".") and len(part) < 140 for part in parts), (name, file)
+        assert all(c.isascii() and (c.isalnum() or c in "._+-") for part in parts for c in part), (name, file)
+        assert file.endswith(".arrow") and len(parts) == len(name.split("/")), (name, file)
+    assert files["inc a"].startswith("inc_a-") and files["Inc-B"].startswith("Inc-B-")
+    assert job.replay_file_names(list(reversed(names))) == files, "the same names whatever their order"
+
+
+def test_odd_directory_names_convert_into_the_output_directory_under_safe_names(tmp_path):
+    capture = cluster_capture(3, heartbeats=2)
+    roots = tmp_path / "captures"
+    for name in ("inc a", "inc_a", "-dash", "new\nline", "Inc-B", "inc-b", "\u00e9t\u00e9"):
+        _write(roots / name / "host.pcap", capture)
+    out = tmp_path / "out"
+    result = job.convert_bulk([str(roots)], out, engine="local")
+    rows = {row["incident"]: row for row in result.incidents}
+    assert len(rows) == 7 and all(row["status"] == "converted" for row in rows.values())
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*.arrow")}
+    assert files == {row["replayFile"] for row in rows.values()} and len(files) == 7
+    assert rows["inc_a"]["replayFile"] == "inc_a.arrow" and rows["inc a"]["replayFile"] != "inc_a.arrow"
+    local = _local_replay([str(roots / "new\nline" / "host.pcap")], tmp_path / "local.arrow")
+    assert (out / rows["new\nline"]["replayFile"]).read_bytes() == local
+    assert sorted(p.name for p in out.iterdir()) == sorted([*files, "catalog"]), "no staging left behind"
+
+
+# --- processes --------------------------------------------------------------------------------------
+def _descendants(root: int) -> set[tuple[int, str]]:
+    """(pid, start time) of the live descendants of ``root``, from /proc."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        children.setdefault(int(fields[1]), []).append((int(entry), fields[19]))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child[0])
+    return found
+
+
+def _still_running(processes: set[tuple[int, str]]) -> list[str]:
+    running = []
+    for pid, start in processes:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if fields[19] == start and fields[0] != "Z":
+            running.append(f"{pid}: {command[:100]}")
+    return running
+
+
+def _convert_in_a_subprocess(corpus: Path, out: Path, faults: Path, fault: str | None) -> subprocess.Popen:
+    env = dict(os.environ, RECOUNT_TEST_FAULT_DIR=str(faults), PYTHONPATH=str(FAULTS))
+    if fault:
+        env["RECOUNT_TEST_FAULT"] = fault
+    return subprocess.Popen([sys.executable, "-m", "cli", "convert", str(corpus), "--out-dir", str(out), "--engine",
+                             "spark", "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2", "--json"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc to follow the process tree")
+def test_ctrl_c_in_the_middle_of_a_spark_conversion_leaves_no_jvm_or_python_worker_running(corpus, tmp_path):
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    out = tmp_path / "out"
+    process = _convert_in_a_subprocess(corpus, out, faults, "hang")
+    seen: set[tuple[int, str]] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(faults.glob("started-*"))) < 2 and process.poll() is None and time.monotonic() < deadline:
+            seen |= _descendants(process.pid)
+            time.sleep(0.2)
+        seen |= _descendants(process.pid)
+        assert len(list(faults.glob("started-*"))) == 2, "two tasks are in the middle of an incident"
+        workers = {int(marker.name.split("-")[1]) for marker in faults.glob("started-*")}
+        assert workers <= {pid for pid, _ in seen}, "the workers are the command's own descendants"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.communicate()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "ERROR" not in err, err  # py4j is not interrupted mid-call
+    assert _still_running(seen) == []
+    assert not out.exists() or not [p for p in out.rglob("*") if p.suffix == ".arrow" or "staging" in p.name]
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc to follow the process tree")
+def test_a_spark_conversion_that_ends_with_a_failed_incident_leaves_no_jvm_or_python_worker_running(
+        corpus, tmp_path):
+    process = _convert_in_a_subprocess(corpus, tmp_path / "out", tmp_path, None)
+    seen: set[tuple[int, str]] = set()
+    while process.poll() is None:
+        seen |= _descendants(process.pid)
+        time.sleep(0.2)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and "1 incident(s) could not be converted" in err, err
+    assert len(seen) >= 2 and _still_running(seen) == []
 
 
 # --- the command line -----------------------------------------------------------------------------

@@ -29,8 +29,9 @@ OutDirOption = Annotated[
 ]
 MasterOption = Annotated[
     str | None,
-    typer.Option("--master", help="Spark master URL (local[*], local[4], spark://host:7077, yarn, ...); default"
-                                  " local[*], or the one spark-submit was given.", show_default=False),
+    typer.Option("--master", help="Spark master URL (local[*], local[4,2], spark://host:7077, yarn, ...); default"
+                                  " local[*,4] (all cores, a failed task tried up to 4 times), or the one"
+                                  " spark-submit was given.", show_default=False),
 ]
 ConfOption = Annotated[
     list[str] | None,

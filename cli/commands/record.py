@@ -94,12 +94,22 @@ def record(
             else:
                 _print_plan(proxy, recording.path, flush_ms)
 
-        summary = proxy.run(recording, flush_ms=flush_ms, duration_s=duration, on_ready=announce)
+        if proxy.listens_beyond_this_host:
+            _warn(f"listening on {proxy.listen_ip}, not a loopback address: anything that reaches these ports "
+                  "from the network is forwarded to the cluster's members")
+        summary = proxy.run(
+            recording, flush_ms=flush_ms, duration_s=duration, on_ready=announce, on_warning=_warn
+        )
     if json_output:
         output.print_json_line(summary.to_json())
     else:
         output.stdout.print(summary.describe(), markup=False)
     return _exit_status(summary)
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"recount record: warning: {message}\n")
+    sys.stderr.flush()
 
 
 def _print_plan(proxy: RecordingProxy, path: str, flush_ms: int) -> None:
@@ -116,7 +126,17 @@ def _print_plan(proxy: RecordingProxy, path: str, flush_ms: int) -> None:
             f"  member {endpoint.member_id} {endpoint.channel}: {endpoint.proxy} -> {endpoint.member}",
             markup=False,
         )
+    buffers = proxy.socket_buffers
+    out.print(
+        f"Socket buffers: receive {buffers['receive'] / 2**20:.1f} MiB, send {buffers['send'] / 2**20:.1f} MiB "
+        f"(asked {buffers['asked'] / 2**20:.0f} MiB); reading with {proxy.socket_io}",
+        markup=False,
+    )
     sys.stdout.flush()
+    if buffers["receive"] < buffers["asked"]:
+        _warn(f"the kernel clamped the receive buffers to {buffers['receive'] / 2**20:.1f} MiB (asked "
+              f"{buffers['asked'] / 2**20:.0f} MiB; raise net.core.rmem_max, or run with CAP_NET_ADMIN): a busy "
+              "host starving the proxy of CPU overflows them sooner")
     output.stderr.print(
         f"recording {' and '.join(proxy.channels)} to {path} (flushed every {flush_ms} ms); "
         "stop with Ctrl-C or SIGTERM",

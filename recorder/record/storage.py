@@ -147,23 +147,40 @@ class RecordingFile:
 
 
 class BackgroundWriter:
-    """Owns a `RecordingFile` on a thread of its own; rows arrive in batches through `submit`."""
+    """Owns a `RecordingFile` on a thread of its own; rows arrive in batches through `submit`.
+
+    ``build``, when given, turns what is submitted into the columns on the writer thread (the
+    proxy submits raw buffers, so that the forwarding loop does no Arrow work); what is submitted
+    then needs ``len()`` (rows) and ``size`` (bytes, for `queued_bytes`)."""
 
     def __init__(
-        self, recording: RecordingFile, *, on_error: Callable[[Exception], None] | None = None
+        self,
+        recording: RecordingFile,
+        *,
+        on_error: Callable[[Exception], None] | None = None,
+        build: Callable[[Any], Sequence[pa.Array | Sequence[Any]]] | None = None,
     ) -> None:
         self.recording = recording
         self._on_error = on_error
-        self._queue: queue.SimpleQueue[Sequence[Any] | None] = queue.SimpleQueue()
+        self._build = build
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        #: Bytes submitted and not yet written (a writer falling behind shows here).
+        self.queued_bytes = 0
+        self._queued_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="recount-record-writer", daemon=True)
         self.error: Exception | None = None
         self.rows_lost = 0
         self._closed = False
         self._thread.start()
 
-    def submit(self, columns: Sequence[pa.Array | Sequence[Any]]) -> None:
-        """Queue one batch (as `RecordingFile.append` takes it) for writing."""
-        if columns and len(columns[0]):
+    def submit(self, columns: Any) -> None:
+        """Queue one batch (as `RecordingFile.append` takes it, or what ``build`` takes) for writing."""
+        if self._build is not None:
+            if columns is not None and len(columns):
+                with self._queued_lock:
+                    self.queued_bytes += columns.size
+                self._queue.put(columns)
+        elif columns and len(columns[0]):
             self._queue.put(columns)
 
     def close(self) -> None:
@@ -175,19 +192,25 @@ class BackgroundWriter:
 
     def _run(self) -> None:
         while True:
-            columns = self._queue.get()
-            if columns is None:
+            item = self._queue.get()
+            if item is None:
                 break
-            if self.error is not None:
-                self.rows_lost += len(columns[0])
-                continue
+            rows = len(item) if self._build is not None else len(item[0])
             try:
-                self.recording.append(columns)
-            except Exception as error:  # an OSError is the disk's fault; anything else is ours
-                self.error = error
-                self.rows_lost += len(columns[0])
-                if self._on_error is not None:
-                    self._on_error(error)
+                if self.error is not None:
+                    self.rows_lost += rows
+                    continue
+                try:
+                    self.recording.append(item if self._build is None else self._build(item))
+                except Exception as error:  # an OSError is the disk's fault; anything else is ours
+                    self.error = error
+                    self.rows_lost += rows
+                    if self._on_error is not None:
+                        self._on_error(error)
+            finally:
+                if self._build is not None:
+                    with self._queued_lock:
+                        self.queued_bytes -= item.size
         if self.error is None:
             try:
                 self.recording.close()

@@ -9,10 +9,22 @@ Theory of operation.
 2. Each remaining incident is one Spark task (``sc.parallelize(incidents, len(incidents))``).  The task
    runs the local converter itself (`recorder.convert.convert`, which decodes the inputs together and
    assembles the table with `formats.replay_file.events_to_table`), so the file is exactly what
-   ``recount convert <inputs> -o X`` writes; it is written to ``OUT/<incident>.arrow.tmp-<pid>-<n>``
-   and renamed into place: a failed or killed task never leaves a half-written replay file.  It
-   returns the incident's catalog rows, not its events, so nothing large goes through the driver.  An input that cannot be read fails its incident only
-   (status ``failed``, its error in the catalog), never the job.
+   ``recount convert <inputs> -o X`` writes; it is written into this run's staging directory
+   (``OUT/.recount-staging-<driver pid>-<random>/``, same file system) and renamed into place, so a
+   replay file is never seen half-written under its name.  A task killed mid-write (its worker died,
+   the job was interrupted) leaves its partial file in the staging directory, which the driver removes
+   when the job ends, however it ends; one left by a driver that was itself killed is removed by the
+   next run.  Spark retries a task whose worker died (``local[N,F]`` allows F attempts; the default
+   master is ``local[*,4]``, as a cluster's ``spark.task.maxFailures``), and the retry writes the same
+   bytes.  It returns the incident's catalog rows, not its events, so nothing large goes through the
+   driver.  An input that cannot be read fails its incident only (status ``failed``, its error in the
+   catalog), never the job.
+
+   Replay file names come from incident names, which come from directory names: each ``/``-separated
+   part is reduced to ``[A-Za-z0-9._+-]`` (anything else becomes ``_``; a leading dot too, so ``..``
+   and hidden names cannot occur); a name that had to change, or that equals another incident's but
+   for case (case-insensitive file systems), gets ``-<8 hex digits of its SHA-1>`` so that no two incidents share a file and none lands outside ``OUT``
+   (`replay_file_names`).  The catalog keeps the incident's own name beside its file's.
 
    Why one task per incident and not per file: an incident's captures are decoded together (one
    host's capture says which member a publication belongs to for another's; a member's events come
@@ -29,14 +41,25 @@ Theory of operation.
    DuckDB reads them as they are: ``SELECT * FROM 'OUT/catalog/incidents.parquet'``.
 
 ``engine="local"`` runs the same tasks one after the other in this process, without Spark.
+
+Processes.  When `convert_bulk` started the Spark session itself (not under spark-submit, no session
+passed in), it stops it when the job ends, done, failed or interrupted (Ctrl-C): the job is cancelled,
+the session stopped, the JVM it launched shut down and waited for, and any process it started that
+is still alive then (a Python worker, Linux only) is killed, so nothing it started outlives it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import secrets
+import shutil
+import signal
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,7 +72,8 @@ import pyarrow.parquet as pq
 from formats.errors import DecodeError
 from recorder.spark import datasource
 
-DEFAULT_MASTER = "local[*]"
+#: All cores, and up to 4 attempts per task (in local mode Spark retries only with local[N,F]).
+DEFAULT_MASTER = "local[*,4]"
 CATALOG_DIR = "catalog"
 REPLAY_SUFFIX = ".arrow"
 POLL_SECONDS = 0.2
@@ -172,25 +196,63 @@ def parse_conf(pairs: Sequence[str]) -> dict[str, str]:
 
 
 # --- one incident ----------------------------------------------------------------------------------
-def replay_path(out_dir: str | os.PathLike[str], incident: str) -> Path:
-    return Path(out_dir, *incident.split("/")).with_name(incident.split("/")[-1] + REPLAY_SUFFIX)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+#: Longest part of a replay file's path kept from an incident's name (file systems allow 255 bytes).
+MAX_NAME_PART = 120
+
+
+def _safe_part(part: str) -> str:
+    safe = _UNSAFE.sub("_", part)
+    safe = "_" * (len(safe) - len(safe.lstrip("."))) + safe.lstrip(".")  # no "..", no hidden files
+    return safe[:MAX_NAME_PART] or "_"
+
+
+def replay_file_names(names: Sequence[str]) -> dict[str, str]:
+    """Each incident name's replay file, relative to the output directory ("/"-separated), such that
+    none leaves the directory and no two collide (see the module docstring)."""
+
+    def plain(name: str) -> str:
+        return "/".join(_safe_part(part) for part in name.split("/")) + REPLAY_SUFFIX
+
+    def hashed(name: str) -> str:
+        *parents, last = plain(name)[: -len(REPLAY_SUFFIX)].split("/")
+        digest = hashlib.sha1(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        return "/".join([*parents, f"{last}-{digest}"]) + REPLAY_SUFFIX
+
+    files = {name: plain(name) if plain(name) == name + REPLAY_SUFFIX else hashed(name) for name in names}
+    by_file: dict[str, list[str]] = {}
+    for name, file in files.items():
+        by_file.setdefault(file.casefold(), []).append(name)
+    for group in by_file.values():
+        if len(group) > 1:  # names equal but for case: each its own file on a case-insensitive disk too
+            for name in group:
+                files[name] = hashed(name)
+    seen: dict[str, str] = {}
+    for name, file in files.items():
+        other = seen.setdefault(file.casefold(), name)
+        if other != name:
+            raise ValueError(f"incidents {other!r} and {name!r} would share the replay file {file}")
+    return files
 
 
 def convert_incident(task: Mapping[str, Any]) -> dict[str, Any]:
     """Convert one incident into its replay file, atomically, and return its catalog rows (runs in a task).
 
     ``task``: ``incident``, ``inputs`` (paths, in order), ``inputBytes``, ``target`` (the replay
-    file), ``relative`` (its name in the catalog), ``members`` (or None), ``attempt`` (for the
-    temporary file's name).  The file is written by the local converter itself
-    (`datasource.convert_incident_file`) beside the target, then renamed over it.
+    file), ``relative`` (its name in the catalog), ``members`` (or None), ``staging`` (the run's
+    staging directory, beside the target's), ``attempt`` (for the temporary file's name).  The file is
+    written by the local converter itself (`datasource.convert_incident_file`) into the staging
+    directory, then renamed over the target.
     """
     incident = task["incident"]
     row = _failed_row(datasource.Incident(incident, "", ()), 0)
     row.update(inputs=list(task["inputs"]), inputBytes=task["inputBytes"])
     target = Path(task["target"])
-    temporary = target.with_name(f"{target.name}.tmp-{os.getpid()}-{task.get('attempt', 0)}")
+    staging = Path(task.get("staging") or target.parent)
+    temporary = staging / f".{target.name}.tmp-{os.getpid()}-{task.get('attempt', 0)}"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir(parents=True, exist_ok=True)
         try:
             result = datasource.convert_incident_file(task["inputs"], temporary, members=task.get("members"))
             ts, nodes, types = _columns(temporary)
@@ -236,8 +298,8 @@ def _columns(path: str | os.PathLike[str]) -> tuple[list[int], list[int], list[s
 
 def _times_by_node(nodes: list[int], ts: list[int]) -> dict[int, list[int]]:
     by_node: dict[int, list[int]] = {}
-    for node, time in zip(nodes, ts, strict=True):
-        by_node.setdefault(node, []).append(time)
+    for node, moment in zip(nodes, ts, strict=True):
+        by_node.setdefault(node, []).append(moment)
     return by_node
 
 
@@ -285,10 +347,13 @@ def convert_bulk(
         raise NotADirectoryError(20, "exists and is not a directory", str(out))
     out.mkdir(parents=True, exist_ok=True)
     previous = _read_catalog(out)
+    files = replay_file_names([incident.name for incident in incidents])
+    _remove_abandoned_staging(out)
+    staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     tasks, kept = [], []
     for incident in incidents:
-        target = replay_path(out, incident.name)
-        relative = target.relative_to(out).as_posix()
+        relative = files[incident.name]
+        target = out.joinpath(*relative.split("/"))
         if target.exists() and not force:
             try:
                 kept.append(_skipped(incident, relative, target, previous))
@@ -300,21 +365,28 @@ def convert_bulk(
                              "errors": [_error_row(incident.name, failure)]})
             continue
         tasks.append({"incident": incident.name, "inputs": incident.paths, "inputBytes": incident.size,
-                      "target": str(target), "relative": relative, "members": members})
+                      "target": str(target), "relative": relative, "members": members,
+                      "staging": str(staging)})
     if progress is not None:
         progress(0, len(tasks))
-    if not tasks:
-        results = []
-    elif engine == "local":
-        results = []
-        for done, task in enumerate(tasks, start=1):
-            results.append(convert_incident(task))
-            if progress is not None:
-                progress(done, len(tasks))
-    else:
-        session = spark if spark is not None else spark_session(master, conf)
-        master = session.sparkContext.master
-        results = [json.loads(text) for text in _run_spark(session, tasks, progress)]
+    try:
+        if not tasks:
+            results = []
+        elif engine == "local":
+            results = []
+            for done, task in enumerate(tasks, start=1):
+                results.append(convert_incident(task))
+                if progress is not None:
+                    progress(done, len(tasks))
+        elif spark is not None:
+            master = spark.sparkContext.master
+            results = [json.loads(text) for text in _run_spark(spark, tasks, progress)]
+        else:
+            with _owned_session(master, conf) as session:
+                master = session.sparkContext.master
+                results = [json.loads(text) for text in _run_spark(session, tasks, progress)]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # what killed or interrupted tasks left half-written
     rows = sorted([r["incident"] for r in results] + [k["incident"] for k in kept], key=lambda r: r["incident"])
     member_rows = [m for r in results + kept for m in r["members"]]
     error_rows = [e for r in results + kept for e in r["errors"]]
@@ -338,12 +410,37 @@ def _run_spark(spark: Any, tasks: list[dict[str, Any]], progress: Callable[[int,
         except BaseException as error:  # noqa: BLE001 - handed to the caller's thread below
             outcome["error"] = error
 
-    thread = threading.Thread(target=submit, name="recount-spark-job", daemon=True)
-    thread.start()
+    # Ctrl-C: pyspark's own handler raises KeyboardInterrupt wherever the main thread is, often inside
+    # a py4j call, which then logs tracebacks and breaks its connection.  Ours only notes it; the loop
+    # below cancels the job and raises between calls.
+    interrupted = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda _signum, _frame: interrupted.set())
+    try:
+        thread = threading.Thread(target=submit, name="recount-spark-job", daemon=True)
+        thread.start()
+        _follow(context, group, thread, len(tasks), progress, interrupted)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if "error" in outcome:
+        raise outcome["error"]
+    if progress is not None:
+        progress(len(tasks), len(tasks))
+    return outcome["rows"]
+
+
+def _follow(context: Any, group: str, thread: threading.Thread, total: int,
+            progress: Callable[[int, int], None] | None, interrupted: threading.Event) -> None:
+    """Wait for the job's thread, reporting finished tasks; on Ctrl-C cancel the job and raise."""
     tracker = context.statusTracker()
     last = -1
     while thread.is_alive():
         thread.join(POLL_SECONDS)
+        if interrupted.is_set():
+            context.cancelJobGroup(group)
+            raise KeyboardInterrupt
         if progress is None:
             continue
         done = 0
@@ -354,13 +451,137 @@ def _run_spark(spark: Any, tasks: list[dict[str, Any]], progress: Callable[[int,
                 if stage is not None:
                     done += stage.numCompletedTasks
         if done != last:
-            progress(min(done, len(tasks)), len(tasks))
+            progress(min(done, total), total)
             last = done
-    if "error" in outcome:
-        raise outcome["error"]
-    if progress is not None:
-        progress(len(tasks), len(tasks))
-    return outcome["rows"]
+
+
+# --- staging and processes -------------------------------------------------------------------------
+STAGING_PREFIX = ".recount-staging-"
+
+
+def _remove_abandoned_staging(out: Path) -> None:
+    """Remove the staging directories of earlier runs whose driver is gone (killed mid-job)."""
+    for entry in out.glob(f"{STAGING_PREFIX}*"):
+        pid = entry.name[len(STAGING_PREFIX):].split("-")[0]
+        if entry.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _owned_session:
+    """A Spark session started for one job and, however the job ends, stopped with every process
+    it started (see the module docstring)."""
+
+    def __init__(self, master: str | None, conf: Mapping[str, str] | None) -> None:
+        self._master, self._conf = master, conf
+        self.session = None
+        self._ours = False
+
+    def __enter__(self):
+        from pyspark import SparkContext
+
+        # A context already running in this process (spark-submit's, a notebook's) is not ours to stop.
+        self._ours = SparkContext._active_spark_context is None
+        self.session = spark_session(self._master, self._conf)
+        return self.session
+
+    def __exit__(self, *exc_info) -> None:
+        if self._ours:
+            stop_spark(self.session)
+
+
+def stop_spark(session: Any, timeout_s: float = 20.0) -> None:
+    """Stop ``session`` and the JVM it launched, then kill whatever that JVM started (Python workers)
+    that still lives."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)  # the JVM we launched (None under spark-submit)
+    started = _descendants(process.pid) if process is not None else set()
+    # Ctrl-C during the wait below must not leave the job half torn down: finish, then let it through.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        try:
+            session.sparkContext.cancelAllJobs()
+            session.stop()
+        except Exception:  # noqa: BLE001 - a JVM already gone: what follows still cleans up
+            pass
+        if process is not None:
+            started |= _descendants(process.pid)
+        if gateway is not None:
+            try:
+                gateway.shutdown()
+            except Exception:  # noqa: BLE001
+                pass
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+        if process is not None:
+            if process.stdin is not None:
+                process.stdin.close()  # the gateway JVM exits when its stdin closes
+            try:
+                process.wait(timeout_s)
+            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: no more waiting
+                process.kill()
+                process.wait(5)
+        deadline = time.monotonic() + 5
+        while True:
+            alive = {p for p in started if _same_process_alive(p)}
+            if not alive or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        for pid, _ in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _descendants(root: int) -> set[tuple[int, str]]:
+    """(pid, start time) of every live descendant of ``root`` (Linux /proc; empty elsewhere)."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append((int(entry), fields[19]))
+    found: set[tuple[int, str]] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child[0])
+    return found
+
+
+def _same_process_alive(process: tuple[int, str]) -> bool:
+    pid, start = process
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == start and fields[0] != "Z"
 
 
 # --- the catalog -----------------------------------------------------------------------------------
