@@ -71,19 +71,54 @@ def print_summary(summary: dict[str, Any]) -> None:
     if skipped:
         err.print("skipped: " + ", ".join(f"{count} {category}" for category, count in skipped.items()))
     problems = summary.get("problems", [])
-    for problem in problems[:SHOWN]:
-        where = ", ".join(str(p) for p in (problem.get("file"),
-                                           f"packet {problem['packet']}" if "packet" in problem else None,
-                                           f"offset {problem['offset']}" if "offset" in problem else None,
-                                           f"line {problem['line']}" if "line" in problem else None) if p)
-        output.warn(f"{where}: {problem['detail']}" if where else problem["detail"])
-    if len(problems) > SHOWN:
-        err.print(f"... and {len(problems) - SHOWN} more problem(s) (--json lists them)")
+    groups = _grouped(problems)
+    for (file, detail), places in groups[:SHOWN]:
+        where = ", ".join(p for p in (file, places[0]) if p)
+        more = f" (and {len(places) - 1} more like it)" if len(places) > 1 else ""
+        output.warn((f"{where}: {detail}" if where else detail) + more)
+    if len(groups) > SHOWN:
+        err.print(f"... and {sum(len(p) for _, p in groups[SHOWN:])} more problem(s) (--json lists them)")
     for alignment in summary.get("alignment", []):
         err.print(f"member {alignment['node']}'s agent log: clock aligned by {alignment['method']},"
                   f" within {_micros(alignment['boundNs'])}")
-    notes = summary.get("notes", [])
+    notes = [n for n in summary.get("notes", []) if not (source == "inferred" and n.startswith("cluster members inferred"))]
     for note in notes[:SHOWN]:
         err.print(f"note: {note}", markup=False)
     if len(notes) > SHOWN:
         err.print(f"... and {len(notes) - SHOWN} more note(s) (--json lists them)")
+
+
+def _grouped(problems: Sequence[dict[str, Any]]) -> list[tuple[tuple[str | None, str], list[str]]]:
+    """Problems with the same file and detail as one entry, with every place it happened, in order."""
+    groups: dict[tuple[str | None, str], list[str]] = {}
+    for problem in problems:
+        place = ", ".join(f"{unit} {problem[unit]}" for unit in ("packet", "offset", "line") if unit in problem)
+        groups.setdefault((problem.get("file"), problem["detail"]), []).append(place)
+    return list(groups.items())
+
+
+def print_found(summary: dict[str, Any]) -> None:
+    """What was found in the directories given and which member each input was taken for (stderr)."""
+    err = output.stderr
+    by_path = {}
+    for item in (summary.get("capture") or {}).get("inputs", []):
+        if item.get("kind") in ("agent-log", "cluster-dir"):
+            by_path[os.path.realpath(item["path"])] = f"member {item['node']}"
+        elif item.get("kind") == "capture":
+            local = item.get("localMembers") or []
+            by_path[os.path.realpath(item["path"])] = (
+                f"taken on the host of member(s) {', '.join(map(str, local))}" if local else "capture")
+    for found in summary.get("found", []):
+        err.print(f"found in {found['given']}:", markup=False)
+        for item in found["found"]:
+            tail = os.sep + os.path.normpath(item["path"])
+            assigned = next((who for path, who in by_path.items() if path.endswith(tail)), None)
+            err.print(f"  {item['path']:<40} {item['kind']:<12} {assigned or ''}".rstrip(), markup=False)
+    for note in summary.get("notes", []):
+        err.print(f"note: {note}", markup=False)
+
+
+def print_warnings(warnings: Sequence[str]) -> None:
+    """Whose side the inputs show, and the endpoints not known (`recorder.evidence`): before any result."""
+    for warning in warnings:
+        output.warn(warning)
