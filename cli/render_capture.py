@@ -100,20 +100,17 @@ def _grouped(problems: Sequence[dict[str, Any]]) -> list[tuple[tuple[str | None,
 def print_found(summary: dict[str, Any]) -> None:
     """What was found in the directories given and which member each input was taken for (stderr)."""
     err = output.stderr
-    by_path = {}
-    for item in (summary.get("capture") or {}).get("inputs", []):
-        if item.get("kind") in ("agent-log", "cluster-dir"):
-            by_path[os.path.realpath(item["path"])] = f"member {item['node']}"
-        elif item.get("kind") == "capture":
-            local = item.get("localMembers") or []
-            by_path[os.path.realpath(item["path"])] = (
-                f"taken on the host of member(s) {', '.join(map(str, local))}" if local else "capture")
     for found in summary.get("found", []):
         err.print(f"found in {found['given']}:", markup=False)
         for item in found["found"]:
-            tail = os.sep + os.path.normpath(item["path"])
-            assigned = next((who for path, who in by_path.items() if path.endswith(tail)), None)
-            err.print(f"  {item['path']:<40} {item['kind']:<12} {assigned or ''}".rstrip(), markup=False)
+            members = item.get("members") or []
+            if not members:
+                assigned = ""
+            elif item["kind"] in ("pcap", "pcapng"):
+                assigned = f"taken on the host of member(s) {', '.join(map(str, members))}"
+            else:
+                assigned = f"member {', '.join(map(str, members))}"
+            err.print(f"  {item['path']:<40} {item['kind']:<12} {assigned}".rstrip(), markup=False)
     for note in summary.get("notes", []):
         err.print(f"note: {note}", markup=False)
 

@@ -253,10 +253,29 @@ class Built:
             inputs=tuple(self.inputs),
             cluster_members=self.cluster_members,
             capture=self.captured.summary() if self.captured is not None else None,
-            found=tuple(self.found),
+            found=tuple(_assigned(self.found, self.captured)),
             notes=tuple(self.notes),
             coverage=coverage(self.events, self.cluster_members).to_json(),
         )
+
+
+def _assigned(found: Sequence[dict[str, Any]], captured: Any | None) -> list[dict[str, Any]]:
+    """``found`` (`discovery.Expanded.found`) with the member each input was taken for: ``members``
+    (an agent log's or cluster dir's member; the members a capture was taken beside)."""
+    members_of: dict[str, list[int]] = {}
+    for item in captured.inputs if captured is not None else []:
+        if item.get("kind") in ("agent-log", "cluster-dir") and item.get("node") is not None:
+            members_of[os.path.realpath(item["path"])] = [item["node"]]
+        elif item.get("kind") == "capture":
+            members_of[os.path.realpath(item["path"])] = list(item.get("localMembers") or [])
+    out = []
+    for given in found:
+        items = []
+        for item in given["found"]:
+            assigned = members_of.get(os.path.realpath(item["absolute"])) if "absolute" in item else None
+            items.append({"path": item["path"], "kind": item["kind"], "members": assigned or []})
+        out.append({"given": given["given"], "found": items})
+    return out
 
 
 def build(

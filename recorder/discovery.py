@@ -205,7 +205,7 @@ class Expanded:
     """The inputs a command line named, with its directories and tarballs looked into."""
 
     paths: list[str]
-    #: per path given that was looked into: what was found in it, ``{"given", "found": [{path, kind}]}``
+    #: per path given that was looked into: what was found in it, ``{"given", "found": [{path, kind, absolute}]}``
     found: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _scratch: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)
@@ -248,7 +248,8 @@ def expand_inputs(paths: Sequence[str]) -> Expanded:
             raise ValueError(f"{given}: no captures, agent logs, cluster directories or JSON Lines found in it")
         expanded.paths += [i.path for i in inputs]
         expanded.found.append({"given": os.fspath(given),
-                               "found": [{"path": os.path.relpath(i.path, root), "kind": i.kind} for i in inputs]})
+                               "found": [{"path": os.path.relpath(i.path, root), "kind": i.kind, "absolute": i.path}
+                                         for i in inputs]})
         expanded.notes += [note.replace(root + os.sep, "") for incident in incidents for note in incident.notes]
     return expanded
 

@@ -162,13 +162,17 @@ def replay_command(
             lines = replay_lines(loaded.events, **options)
         else:
             records = replay(loaded.events, **options)
+    first = min(event.ts for event in loaded.events)
+    last = min(max(event.ts for event in loaded.events), until_ns if until_ns is not None else 1 << 62)
     try:
         if json_output:
             write = sys.stdout.write
-            for line in lines if lines is not None else (encode_record(r) for r in records):
+            stream = lines if lines is not None else (encode_record(r) for r in records)
+            for line in progress.tracked(stream, "replaying", first, last, progress.record_ts):
                 write(line + "\n")
         else:
-            render_replay.print_timeline(output.stdout, records, source=file)
+            render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
+                                                                         progress.record_ts), source=file)
     except DecodeError as error:
         raise error.with_context(source=error.source or file) from None
 
