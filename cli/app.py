@@ -111,7 +111,8 @@ app = typer.Typer(
     epilog=(
         "Examples:\n\n"
         "  recount replay samples/leader-failover/incident.arrow\n\n"
-        "  recount convert capture.pcap node0/ node1/ node2/ -o incident.arrow\n\n"
+        "  recount replay samples/leader-failover      (an incident directory: captures, agent logs, cluster dirs)\n\n"
+        "  recount convert incident/ -o incident.arrow\n\n"
         "  recount replay incident.arrow --json | jq 'select(.kind==\"divergence\")'\n\n"
         "Every command has --help with examples.  Exit status: 0 done, 2 bad input or usage, 1 an internal error."
     ),

@@ -10,15 +10,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-
 from cli import output
 
 #: Inputs smaller than this are read before a bar would be worth drawing.
@@ -28,25 +19,34 @@ SHOWN = 10
 
 
 def _capture_bytes(inputs: Sequence[str]) -> int:
+    """The bytes of the captures among ``inputs``, directories included (what the bar counts)."""
     total = 0
     for name in inputs:
-        if os.path.isfile(name) and name.lower().endswith((".pcap", ".pcapng", ".cap")):
+        if os.path.isdir(name):
+            for directory, _, files in os.walk(name, followlinks=True):
+                total += _capture_bytes([os.path.join(directory, f) for f in files])
+        elif os.path.isfile(name) and name.lower().endswith((".pcap", ".pcapng", ".cap")):
             total += os.path.getsize(name)
     return total
 
 
 @contextmanager
 def progress_by_bytes(inputs: Sequence[str]) -> Iterator[Callable[[int], None] | None]:
-    """A callback advancing a progress bar by bytes read, or None for small inputs."""
+    """A callback advancing a progress bar by bytes read, or None for small inputs (`cli.progress`
+    decides whether it is drawn)."""
+    from cli import progress
+
     total = _capture_bytes(inputs)
-    if total < PROGRESS_MIN_BYTES:
+    if total < PROGRESS_MIN_BYTES or not progress.enabled():
         yield None
         return
-    columns = (TextColumn("reading captures"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-               TimeRemainingColumn())
-    with Progress(*columns, console=output.stderr, transient=True) as progress:
-        task = progress.add_task("read", total=total)
-        yield lambda advance: progress.advance(task, advance)
+    read = [0]
+    with progress.over_time("reading captures", 0, total) as reached:
+        def advance(count: int) -> None:
+            read[0] += count
+            reached(read[0])
+
+        yield advance
 
 
 def _micros(ns: int | None) -> str:

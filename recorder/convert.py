@@ -367,21 +367,12 @@ def convert(
     members: str | None = None,
     progress: Callable[[int], None] | None = None,
     config: Mapping[str, Any] | None = None,
-    phase: Callable[[str], Any] | None = None,
 ) -> ConvertResult:
-    """Convert ``inputs`` into the replay file ``out`` (atomically; refuses to overwrite without force).
-
-    See `build` for the inputs and options.  ``phase``, when given, is called with the name of each
-    step after reading (``"table"``, ``"write"``), for a progress display.
-    """
+    """Convert ``inputs`` into the replay file ``out`` (atomically; refuses to overwrite without force):
+    `check_output`, `build`, `Built.table`, `write_atomically`.  See `build` for the inputs and options."""
     out = check_output(out, force=force)
     built = build(inputs, format=format, members=members, progress=progress, config=config)
-    if phase is not None:
-        phase("table")
-    table = built.table()
-    if phase is not None:
-        phase("write")
-    write_atomically(table, out)
+    write_atomically(built.table(), out)
     return built.result(str(out))
 
 

@@ -200,3 +200,19 @@ def test_progress_is_silent_without_a_terminal_unless_asked(capsys, sample_copy)
         progress.requested = None
     asked = capsys.readouterr().err
     assert "replaying ..." in asked and f"reading {sample_copy} ..." in asked
+
+
+def test_convert_helps_own_examples_on_the_samples_work(capsys, tmp_path, monkeypatch):
+    import shlex
+
+    from cli.app import command
+
+    monkeypatch.chdir(ROOT)
+    epilog = command().commands["convert"].epilog  # what `recount convert --help` shows, unwrapped
+    examples = [m for m in epilog.split("recount convert ")[1:] if m.startswith("samples/")]
+    assert len(examples) >= 2
+    for example in examples:
+        argv = shlex.split(example.split("\n", 1)[0])
+        out = argv.index("-o") + 1
+        argv[out] = str(tmp_path / argv[out])
+        assert run(["convert", *argv]) == 0, example

@@ -54,10 +54,16 @@ def convert(
     if out is None:
         raise UserError("give -o OUT.arrow (or --out-dir OUT_DIR for one replay file per incident)")
     try:
-        with render_capture.progress_by_bytes(inputs) as read_progress, progress.phase("reading inputs") as phase:
-            result = converter.convert(inputs, out, force=force, format=input_format, members=members,
-                                       progress=read_progress, config=properties,
-                                       phase=lambda step: phase(PHASES.get(step, step)))
+        # convert(), step by step, so that each step has its own progress display.
+        target = converter.check_output(out, force=force)
+        with render_capture.progress_by_bytes(inputs) as read_progress:
+            built = converter.build(inputs, format=input_format, members=members, progress=read_progress,
+                                    config=properties)
+        with progress.phase("building the replay table") as phase:
+            table = built.table()
+            phase("writing the replay file")
+            converter.write_atomically(table, target)
+        result = built.result(str(target))
     except converter.OutputExistsError as error:
         raise UserError(f"{error.filename}: {error.strerror}") from None
     except OSError as error:
@@ -77,10 +83,6 @@ def convert(
         from recorder.evidence import Coverage
 
         render_capture.print_warnings(Coverage.from_json(result.coverage).warnings())
-
-
-#: What the progress display calls each step of a conversion after reading.
-PHASES = {"table": "building the replay table", "write": "writing the replay file"}
 
 
 def _config_properties(options: list[str]) -> dict[str, int]:
@@ -108,9 +110,12 @@ def register(app: typer.Typer) -> None:
             "  recount convert samples/leader-failover -o incident.arrow\n\n"
             "(an incident directory, or a .tar.gz of one: its captures, agent logs and members' cluster dirs are"
             " found as bulk mode finds them, and read together)\n\n"
-            "  recount convert host0.pcap host1.pcap node0/ node1/ node2/ -o incident.arrow"
-            " --members '0,h0:9002,h0:9003,h0:9004,h0:9005,h0:9001|1,...'\n\n"
-            "(a member's directory holds its cluster dir and agent log, in either layout)\n\n"
+            "  recount convert samples/leader-failover/host0.pcap samples/leader-failover/node0/"
+            " samples/leader-failover/node1/ samples/leader-failover/node2/ -o host0.arrow --members"
+            " '0,10.42.0.1:20002,10.42.0.1:20003,10.42.0.1:20004,10.42.0.1:20005,10.42.0.1:20001"
+            "|1,10.42.0.2:20002,10.42.0.2:20003,10.42.0.2:20004,10.42.0.2:20005,10.42.0.2:20001"
+            "|2,10.42.0.3:20002,10.42.0.3:20003,10.42.0.3:20004,10.42.0.3:20005,10.42.0.3:20001'\n\n"
+            "(one host's capture and every member's directory, with the members string the captures lack)\n\n"
             "  recount convert capture.pcap -o incident.arrow --members '...'"
             " --config aeron.cluster.leader.heartbeat.timeout=2s --config aeron.cluster.election.timeout=500ms\n\n"
             "(cluster configuration the captures do not record, by Aeron property name)\n\n"
