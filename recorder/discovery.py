@@ -182,11 +182,16 @@ def is_tarball(path: str | os.PathLike[str]) -> bool:
 
 
 def is_container(path: str | os.PathLike[str]) -> bool:
-    """A directory that is not itself one member's cluster directory, or a tarball: something to look into."""
+    """A tarball, or a directory that is more than one member's bare cluster directory (an incident, or
+    a member's directory holding its agent log too): something to look into with `discover`."""
     name = os.fspath(path)
     if is_tarball(name):
         return True
-    return os.path.isdir(name) and input_kind(name) != "cluster-dir"
+    if not os.path.isdir(name):
+        return False
+    if input_kind(name) != "cluster-dir":
+        return True
+    return any(path != name for path, _ in _walk(name, []))
 
 
 def unpack(path: str, into: str) -> str:
@@ -248,10 +253,15 @@ def expand_inputs(paths: Sequence[str]) -> Expanded:
             raise ValueError(f"{given}: no captures, agent logs, cluster directories or JSON Lines found in it")
         expanded.paths += [i.path for i in inputs]
         expanded.found.append({"given": os.fspath(given),
-                               "found": [{"path": os.path.relpath(i.path, root), "kind": i.kind, "absolute": i.path}
+                               "found": [{"path": _relative(i.path, root), "kind": i.kind, "absolute": i.path}
                                          for i in inputs]})
         expanded.notes += [note.replace(root + os.sep, "") for incident in incidents for note in incident.notes]
     return expanded
+
+
+def _relative(path: str, root: str) -> str:
+    relative = os.path.relpath(path, root)
+    return os.path.basename(os.path.abspath(root)) if relative == "." else relative
 
 
 def distinct_inputs(paths: Sequence[str]) -> tuple[list[str], list[str]]:
