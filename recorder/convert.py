@@ -300,8 +300,10 @@ def build(
     for given in inputs:
         if not os.path.exists(given):
             raise FileNotFoundError(2, "no such file or directory", str(given))
-    with discovery.expand_inputs([str(p) for p in inputs]) if format in (None, "auto") else \
-            discovery.Expanded([str(p) for p in inputs]) as expanded:
+    names = [str(p) for p in inputs]
+    # With --format given, every input is of that format: nothing to look into.
+    expanded = discovery.expand_inputs(names) if format in (None, "auto") else discovery.Expanded(names)
+    with expanded:
         paths, repeated = discovery.distinct_inputs(expanded.paths)
         notes = expanded.notes + repeated
         kinds = [reader_for(path, format=format, readers=READERS) for path in paths]
@@ -318,13 +320,12 @@ def build(
                 loaded.append(_loaded_captures(captured))
     events = merge(loaded)
     if not events:
-        names = ", ".join(str(p) for p in inputs)
-        raise DecodeError("holds no events (expected at least one JSON Lines event or decodable capture)", source=names)
+        raise DecodeError("holds no events (expected at least one JSON Lines event or decodable capture)",
+                          source=", ".join(names))
     if properties:
         events = with_config(events, properties)
     members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)
-    shown = [str(p) for p in inputs] if not expanded.found else paths
-    return Built(events, shown, members, captured, expanded.found, notes)
+    return Built(events, paths, members, captured, expanded.found, notes)
 
 
 def check_output(out: str | Path, *, force: bool = False) -> Path:

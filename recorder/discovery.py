@@ -182,16 +182,14 @@ def is_tarball(path: str | os.PathLike[str]) -> bool:
 
 
 def is_container(path: str | os.PathLike[str]) -> bool:
-    """A tarball, or a directory that is more than one member's bare cluster directory (an incident, or
-    a member's directory holding its agent log too): something to look into with `discover`."""
+    """A tarball, or a directory that is not itself an input (an incident, or a member's directory
+    holding its cluster dir and agent log): something to look into with `discover`.  A cluster directory
+    given on its own is that member's files as given, even with an agent log inside it (as before
+    directories were looked into; give the log too, or the incident's directory)."""
     name = os.fspath(path)
     if is_tarball(name):
         return True
-    if not os.path.isdir(name):
-        return False
-    if input_kind(name) != "cluster-dir":
-        return True
-    return any(path != name for path, _ in _walk(name, []))
+    return os.path.isdir(name) and input_kind(name) != "cluster-dir"
 
 
 def unpack(path: str, into: str) -> str:

@@ -103,14 +103,11 @@ def test_member_directories_in_the_samples_layout_hold_their_cluster_dir_and_age
     assert sorted(os.path.basename(p) for p in expanded.paths) == ["agent-events.log", "cluster"]
 
 
-def test_a_real_member_directory_is_its_cluster_dir_and_the_agent_log_inside_it(capture):
+def test_a_cluster_dir_given_on_its_own_is_read_as_given_and_found_whole_inside_an_incident(capture):
     member = capture / "node1"
-    expanded = expand_inputs([str(member)])
-    assert sorted(expanded.paths) == sorted([str(member), str(member / "agent-events.log")])
-    assert [item["path"] for item in expanded.found[0]["found"]] == ["node1", "agent-events.log"]
-    # Given with its agent log as well (the older way), the log is read once.
-    kept, notes = distinct_inputs([*expanded.paths, str(member / "agent-events.log")])
-    assert len(kept) == 2 and "given twice" in notes[0]
+    assert expand_inputs([str(member)]).paths == [str(member)]  # as before: its agent log only when given
+    [incident] = discover([str(capture)], incident_depth=0)
+    assert {str(member), str(member / "agent-events.log")} <= set(incident.paths)
 
 
 def test_convert_of_a_directory_reports_what_it_found_in_json(capsys, tmp_path, sample_copy):
