@@ -91,7 +91,7 @@ def _time(option: str, value: str | None) -> int | None:
 
 
 def replay_command(
-    file: Annotated[str, typer.Argument(help="A replay file (*.arrow) or a JSON Lines capture (*.jsonl).", metavar="FILE", show_default=False)],
+    file: Annotated[str, typer.Argument(help="A replay file (*.arrow), any capture `recount convert` reads, or an incident directory (or .tar.gz) holding them.", metavar="FILE", show_default=False)],
     node: Annotated[
         list[int] | None, typer.Option("--node", help="Replay only this member (repeat for more).", show_default=False)
     ] = None,
@@ -183,6 +183,7 @@ def register(app: typer.Typer) -> None:
         epilog=(
             "Examples:\n\n"
             "  recount replay election.arrow\n\n"
+            "  recount replay samples/leader-failover      (an incident directory: what it holds is converted in memory)\n\n"
             "  recount replay election.jsonl --node 1 --until 2500ms\n\n"
             "  recount replay election.arrow --seed 7 --json | jq 'select(.kind==\"divergence\")'\n\n"
             "  recount replay incident.arrow --mode cluster --model 1.41.0"
