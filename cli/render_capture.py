@@ -16,6 +16,8 @@ from cli import output
 PROGRESS_MIN_BYTES = 16 << 20
 #: Problems and notes shown in full; the rest are counted (all are in the --json summary).
 SHOWN = 10
+#: Notes of `recorder.capture.members.infer_members` saying an endpoint's member was guessed or not found.
+GUESSES = ("guessed by address", "could not tell whose")
 
 
 def _capture_bytes(inputs: Sequence[str]) -> int:
@@ -82,6 +84,10 @@ def print_summary(summary: dict[str, Any]) -> None:
         err.print(f"member {alignment['node']}'s agent log: clock aligned by {alignment['method']},"
                   f" within {_micros(alignment['boundNs'])}")
     notes = [n for n in summary.get("notes", []) if not (source == "inferred" and n.startswith("cluster members inferred"))]
+    for note in notes:  # what rests on a guess is a warning, not one note among many
+        if note.startswith(GUESSES):
+            output.warn(note)
+    notes = [n for n in notes if not n.startswith(GUESSES)]
     for note in notes[:SHOWN]:
         err.print(f"note: {note}", markup=False)
     if len(notes) > SHOWN:
