@@ -1,30 +1,22 @@
-"""The `recount` Typer application and the entry point that turns errors into exit statuses."""
+"""The `recount` Typer application and the entry point that turns errors into exit statuses.
+
+Startup is kept light (`recount --help` well under 300 ms): a command's module, and the engine,
+pyarrow, DuckDB or Textual it needs, are imported only when that command runs or shows its own
+help.  `COMMANDS` names each command and its one-line help for the top-level listing (a test checks
+them against the real commands); a module missing from it is simply imported up front.
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from cli.errors import UserError
 from formats.errors import DecodeError
-
-app = typer.Typer(
-    name="recount",
-    help="Deterministic record-and-replay debugger for Aeron Cluster elections and consensus.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=(
-        "Examples:\n\n"
-        "  recount replay samples/leader-failover/incident.arrow\n\n"
-        "  recount convert capture.pcap node0/ node1/ node2/ -o incident.arrow\n\n"
-        "  recount replay incident.arrow --json | jq 'select(.kind==\"divergence\")'\n\n"
-        "Every command has --help with examples.  Exit status: 0 done, 2 bad input or usage, 1 an internal error."
-    ),
-)
 
 #: One module per command; each has `register(app)`.
 COMMAND_MODULES = (
@@ -43,8 +35,110 @@ COMMAND_MODULES = (
     "cli.commands.export",
 )
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+#: module → (command name, its one-line help): listed by `recount --help` without importing the module.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "cli.commands.inspect": ("inspect", "Read Aeron Cluster's files: recording.log, node-state.dat, cluster-mark*.dat,"
+                                        " or a whole cluster dir."),
+    "cli.commands.record": ("record", "Record a live cluster's consensus and log traffic through a UDP proxy,"
+                                      " crash-safe."),
+    "cli.commands.convert": ("convert", "Convert captures into one replay file, events in global time order."),
+    "cli.commands.query": ("query", "Run SQL over replay files: they are the table `events` (with a `file` column"
+                                    " when several)."),
+    "cli.commands.simulate": ("simulate", "Simulate a cluster incident: pcaps per host, agent logs, cluster dirs,"
+                                          " a replay file, a summary."),
+    "cli.commands.replay": ("replay", "Re-run each member from its own recorded inbound events and show where it"
+                                      " would differ."),
+    "cli.commands.tui": ("tui", "Seek through a replay: member lanes, events, each member's state and files at"
+                                " any event."),
+    "cli.commands.versions": ("versions", "List the modelled Aeron releases, what each behaviour flag changes, and"
+                                          " installed user models."),
+    "cli.commands.diff": ("diff", "Align two replays by member, time and log position; show the first divergence"
+                                  " and all differences."),
+    "cli.commands.bisect": ("bisect", "Binary search over Aeron releases for the first one where a check on the"
+                                      " replay changes."),
+    "cli.commands.export_scenario": ("export-scenario", "Write a datadriven scenario file that reproduces the"
+                                                        " recording (or a window of it), minimised."),
+}
+
+
+def load_commands(module_name: str) -> dict[str, Any]:
+    """The click commands that ``module_name``'s `register` adds, by name (imports the module)."""
+    holder = typer.Typer()
+    importlib.import_module(module_name).register(holder)
+    return dict(typer.main.get_group(holder).commands)
+
+
+class _Listed(TyperCommand):
+    """A command not imported yet: its name and one-line help, for the top-level listing."""
+
+    def __init__(self, name: str, module: str, help: str) -> None:
+        super().__init__(name, help=help, short_help=help)
+        self.module = module
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: commands in `COMMANDS` are imported when resolved, not when listed."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for module in COMMAND_MODULES:
+            if module in COMMANDS:
+                name, help = COMMANDS[module]
+                self.commands.setdefault(name, _Listed(name, module, help))
+            else:
+                self.commands.update(load_commands(module))
+
+    def resolve_command(self, ctx, args):
+        listed = self.commands.get(args[0]) if args else None
+        if isinstance(listed, _Listed):
+            self.commands.update(load_commands(listed.module))
+        return super().resolve_command(ctx, args)
+
+    def load_all(self) -> LazyGroup:
+        """Every command imported (for tests and tools that walk the real commands)."""
+        for command in list(self.commands.values()):
+            if isinstance(command, _Listed):
+                self.commands.update(load_commands(command.module))
+        return self
+
+
+app = typer.Typer(
+    name="recount",
+    cls=LazyGroup,
+    help="Deterministic record-and-replay debugger for Aeron Cluster elections and consensus.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=(
+        "Examples:\n\n"
+        "  recount replay samples/leader-failover/incident.arrow\n\n"
+        "  recount replay samples/leader-failover      (an incident directory: captures, agent logs, cluster dirs)\n\n"
+        "  recount convert incident/ -o incident.arrow\n\n"
+        "  recount replay incident.arrow --json | jq 'select(.kind==\"divergence\")'\n\n"
+        "Every command has --help with examples.  Exit status: 0 done, 2 bad input or usage, 1 an internal error."
+    ),
+)
+
+
+
+@app.callback()
+def _options(
+    show_progress: Annotated[
+        bool | None,
+        typer.Option("--progress/--no-progress",
+                     help="Progress bars on stderr for long phases (default: only when stderr is a terminal).",
+                     show_default=False),
+    ] = None,
+) -> None:
+    from cli import progress
+
+    progress.requested = show_progress
+
+
+def command() -> LazyGroup:
+    """The whole command tree as click sees it, every command imported."""
+    return typer.main.get_command(app).load_all()
 
 
 def _click_exceptions() -> tuple[tuple[type, ...], ...]:
@@ -86,7 +180,7 @@ def _fail(message: str, code: int = 2) -> int:
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit status (tests call this directly)."""
     try:
-        result = app(args=argv, standalone_mode=False, prog_name="recount")
+        result = typer.main.get_command(app).main(args=argv, standalone_mode=False, prog_name="recount")
     except _ABORT:
         return _fail("aborted", 130)
     except _NO_ARGS_IS_HELP as error:  # a bare `recount` or `recount inspect`: the help is the answer

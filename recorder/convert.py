@@ -36,7 +36,7 @@ from engine.config import Config
 from formats import replay_file
 from formats.errors import DecodeError
 from formats.events import Event, parse_jsonl
-from recorder import capture
+from recorder import capture, discovery
 
 
 class OutputExistsError(FileExistsError):
@@ -50,6 +50,8 @@ class LoadedEvents:
     ref_kind: str  # "line" or "seq"
     source: str
     cluster_members: str | None = None
+    #: For an incident read from directories: what was found and read (`ConvertResult.to_json` without ``out``).
+    summary: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,12 @@ class ConvertResult:
     cluster_members: str | None
     #: What the captures held, what was skipped and why (`recorder.capture.CaptureLoad.summary`).
     capture: dict[str, Any] | None = None
+    #: Directories and tarballs looked into, and what was found in each (`discovery.Expanded.found`).
+    found: tuple[dict[str, Any], ...] = ()
+    #: Inputs given twice, nested cluster directories passed over, ...
+    notes: tuple[str, ...] = ()
+    #: Which members' own side the inputs show (`evidence.coverage`).
+    coverage: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         document = {
@@ -81,6 +89,12 @@ class ConvertResult:
             "inputs": list(self.inputs),
             "clusterMembers": self.cluster_members,
         }
+        if self.found:
+            document["found"] = list(self.found)
+        if self.notes:
+            document["notes"] = list(self.notes)
+        if self.coverage is not None:
+            document["coverage"] = self.coverage
         if self.capture is not None:
             document["capture"] = self.capture
         return document
@@ -173,8 +187,12 @@ def reader_for(path: str | Path, *, format: str | None = None, readers: dict[str
     raise DecodeError(f"cannot tell the input format from the file name (expected one of {suffixes})", source=str(path))
 
 
-def load(path: str | Path, *, format: str | None = None, readers: dict[str, InputReader] = REPLAY_READERS) -> LoadedEvents:
-    """Read one input (a capture or a replay file) into events."""
+def load(path: str | Path, *, format: str | None = None, readers: dict[str, InputReader] = REPLAY_READERS,
+         progress: Callable[[int], None] | None = None) -> LoadedEvents:
+    """Read one input (a capture or a replay file) into events; an incident directory, a member's
+    directory or a tarball of one is converted in memory (`load_incident`)."""
+    if format in (None, "auto") and discovery.is_container(path):
+        return load_incident(path, progress=progress)
     path = Path(path)
     if path.is_dir() and format not in ("cluster-dir", "auto", None):
         raise IsADirectoryError(21, "is a directory, expected a file", str(path))
@@ -210,6 +228,137 @@ def merge(loaded: Sequence[LoadedEvents]) -> list[Event]:
     return [t[3] for t in keyed]
 
 
+@dataclass(slots=True)
+class Built:
+    """One incident's events in replay order, and what was found, assumed and noted on the way."""
+
+    events: list[Event]
+    inputs: list[str]
+    cluster_members: str | None
+    captured: Any | None  #: `recorder.capture.CaptureLoad` when there were captures
+    found: list[dict[str, Any]]
+    notes: list[str]
+
+    def table(self) -> pa.Table:
+        source = ",".join(os.path.basename(str(p).rstrip("/")) for p in self.inputs)
+        return replay_file.events_to_table(self.events, source=source, cluster_members=self.cluster_members)
+
+    def result(self, out: str) -> ConvertResult:
+        from recorder.evidence import coverage
+
+        return ConvertResult(
+            out=out,
+            events=len(self.events),
+            nodes=tuple(sorted({e.node for e in self.events})),
+            inputs=tuple(self.inputs),
+            cluster_members=self.cluster_members,
+            capture=self.captured.summary() if self.captured is not None else None,
+            found=tuple(_assigned(self.found, self.captured)),
+            notes=tuple(self.notes),
+            coverage=coverage(self.events, self.cluster_members).to_json(),
+        )
+
+
+def _assigned(found: Sequence[dict[str, Any]], captured: Any | None) -> list[dict[str, Any]]:
+    """``found`` (`discovery.Expanded.found`) with the member each input was taken for: ``members``
+    (an agent log's or cluster dir's member; the members a capture was taken beside)."""
+    members_of: dict[str, list[int]] = {}
+    for item in captured.inputs if captured is not None else []:
+        if item.get("kind") in ("agent-log", "cluster-dir") and item.get("node") is not None:
+            members_of[os.path.realpath(item["path"])] = [item["node"]]
+        elif item.get("kind") == "capture":
+            members_of[os.path.realpath(item["path"])] = list(item.get("localMembers") or [])
+    out = []
+    for given in found:
+        items = []
+        for item in given["found"]:
+            assigned = members_of.get(os.path.realpath(item["absolute"])) if "absolute" in item else None
+            items.append({"path": item["path"], "kind": item["kind"], "members": assigned or []})
+        out.append({"given": given["given"], "found": items})
+    return out
+
+
+def build(
+    inputs: Sequence[str | Path],
+    *,
+    format: str | None = None,
+    members: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Built:
+    """Read ``inputs`` (files, cluster dirs, incident directories, tarballs) into one incident's events.
+
+    Directories and tarballs are looked into by `recorder.discovery.expand_inputs` (the bulk mode's
+    discovery); an input given twice is read once.  Captures (pcap/pcapng, agent logs, cluster dirs)
+    are read together by `recorder.capture`, with ``members`` (the cluster members string) and
+    ``progress`` (called with bytes read).  ``config`` (Aeron property → value) goes into every
+    member's MemberStart; a bad property is a `ValueError` raised before anything is read.
+    """
+    if not inputs:
+        raise ValueError("no inputs given")
+    properties = cluster_config(config) if config else None
+    for given in inputs:
+        if not os.path.exists(given):
+            raise FileNotFoundError(2, "no such file or directory", str(given))
+    names = [str(p) for p in inputs]
+    # With --format given, every input is of that format: nothing to look into.
+    expanded = discovery.expand_inputs(names) if format in (None, "auto") else discovery.Expanded(names)
+    with expanded:
+        paths, repeated = discovery.distinct_inputs(expanded.paths)
+        notes = expanded.notes + repeated
+        kinds = [reader_for(path, format=format, readers=READERS) for path in paths]
+        captured = None
+        capture_paths = [path for path, kind in zip(paths, kinds, strict=True) if kind.captures]
+        if capture_paths:
+            kind_of = "auto" if format in (None, "auto") else format
+            captured = capture.load_captures(capture_paths, members=members, format=kind_of, progress=progress)
+        loaded = []
+        for path, kind in zip(paths, kinds, strict=True):
+            if not kind.captures:
+                loaded.append(load(path, format=kind.name, readers=READERS))
+            elif path == capture_paths[0]:
+                loaded.append(_loaded_captures(captured))
+    events = merge(loaded)
+    if not events:
+        raise DecodeError("holds no events (expected at least one JSON Lines event or decodable capture)",
+                          source=", ".join(names))
+    if properties:
+        events = with_config(events, properties)
+    members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)
+    return Built(events, paths, members, captured, expanded.found, notes)
+
+
+def check_output(out: str | Path, *, force: bool = False) -> Path:
+    """``out`` as a replay file to write: refused when it exists (without ``force``), is a directory,
+    or its directory does not exist; every error names ``out`` as the user gave it."""
+    out = Path(out)
+    if out.exists() and not force:
+        raise OutputExistsError(17, "exists (use --force to overwrite it)", str(out))
+    if out.is_dir():
+        raise IsADirectoryError(21, "is a directory, expected a file name", str(out))
+    parent = out.parent
+    if not parent.is_dir():
+        raise FileNotFoundError(2, f"cannot write it: directory {str(parent)!r} does not exist", str(out))
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(13, f"cannot write it: directory {str(parent)!r} is not writable", str(out))
+    return out
+
+
+def write_atomically(table: pa.Table, out: Path) -> None:
+    """``table`` as the replay file ``out``, written aside then renamed; errors name ``out``."""
+    temporary = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+    try:
+        with pa.OSFile(str(temporary), "wb") as sink:
+            replay_file.write_table(table, sink)
+        os.replace(temporary, out)
+    except OSError as error:
+        reason = error.strerror or str(error).replace(str(temporary), str(out))
+        raise OSError(error.errno or 5, f"cannot write it: {reason}", str(out)) from None
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
 def convert(
     inputs: Sequence[str | Path],
     out: str | Path,
@@ -220,55 +369,21 @@ def convert(
     progress: Callable[[int], None] | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> ConvertResult:
-    """Convert ``inputs`` into the replay file ``out`` (atomically; refuses to overwrite without force).
+    """Convert ``inputs`` into the replay file ``out`` (atomically; refuses to overwrite without force):
+    `check_output`, `build`, `Built.table`, `write_atomically`.  See `build` for the inputs and options."""
+    out = check_output(out, force=force)
+    built = build(inputs, format=format, members=members, progress=progress, config=config)
+    write_atomically(built.table(), out)
+    return built.result(str(out))
 
-    Captures (pcap/pcapng, agent logs, cluster dirs) are read together by `recorder.capture`, with
-    ``members`` (the cluster members string) and ``progress`` (called with bytes read).  ``config``
-    (Aeron property → value) goes into every member's MemberStart; a bad property is a `ValueError`
-    raised before anything is read.
-    """
-    if not inputs:
-        raise ValueError("no inputs given")
-    properties = cluster_config(config) if config else None
-    out = Path(out)
-    if out.exists() and not force:
-        raise OutputExistsError(17, "exists (use --force to overwrite it)", str(out))
-    if out.is_dir():
-        raise IsADirectoryError(21, "is a directory, expected a file name", str(out))
-    kinds = [reader_for(path, format=format, readers=READERS) for path in inputs]
-    captured = None
-    capture_paths = [path for path, kind in zip(inputs, kinds, strict=True) if kind.captures]
-    if capture_paths:
-        kind_of = "auto" if format in (None, "auto") else format
-        captured = capture.load_captures(capture_paths, members=members, format=kind_of, progress=progress)
-    loaded = []
-    for path, kind in zip(inputs, kinds, strict=True):
-        if not kind.captures:
-            loaded.append(load(path, format=kind.name, readers=READERS))
-        elif path == capture_paths[0]:
-            loaded.append(_loaded_captures(captured))
-    events = merge(loaded)
-    if not events:
-        names = ", ".join(str(p) for p in inputs)
-        raise DecodeError("holds no events (expected at least one JSON Lines event or decodable capture)", source=names)
-    if properties:
-        events = with_config(events, properties)
-    members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)
-    source = ",".join(os.path.basename(str(p)) for p in inputs)
-    table = replay_file.events_to_table(events, source=source, cluster_members=members)
-    temporary = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-    try:
-        with pa.OSFile(str(temporary), "wb") as sink:
-            replay_file.write_table(table, sink)
-        os.replace(temporary, out)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-    return ConvertResult(
-        out=str(out),
-        events=len(events),
-        nodes=tuple(sorted({e.node for e in events})),
-        inputs=tuple(str(p) for p in inputs),
-        cluster_members=members,
-        capture=captured.summary() if captured is not None else None,
-    )
+
+def load_incident(path: str | Path, *, progress: Callable[[int], None] | None = None) -> LoadedEvents:
+    """An incident directory, a member's directory or a tarball of one, converted in memory: the same
+    events, in the same order and with the same refs, as converting it to a file and loading that."""
+    built = build([path], progress=progress)
+    table = built.table()
+    events = replay_file.table_to_events(table, name=str(path))
+    refs = table.column("seq").to_pylist()
+    summary = built.result("").to_json()
+    summary.pop("out")
+    return LoadedEvents(events, refs, "seq", str(path), built.cluster_members, summary)

@@ -356,4 +356,12 @@ def load_side(
         raise ValueError(f"--until {until}: before the first event of {path} (ts {first} ns); times are the "
                          f"recording's own ts in ns")
     records = replay_records(loaded, model=chosen, mode=mode, seed=seed, until=until)
-    return Side(label or f"{path} @ {chosen}", records, {"source": path, "kind": "replay", "model": chosen, "mode": mode})
+    info = {"source": path, "kind": "replay", "model": chosen, "mode": mode}
+    if loaded.summary is not None:  # an incident directory: what was found in it (`recorder.discovery`)
+        info["found"] = loaded.summary.get("found", [])
+    from recorder.evidence import coverage
+
+    warnings = coverage(loaded.events, loaded.cluster_members).warnings()
+    if warnings:
+        info["warnings"] = warnings
+    return Side(label or f"{path} @ {chosen}", records, info)

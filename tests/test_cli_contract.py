@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import typer.main
 
-from cli.app import app, run
+from cli.app import command, run
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -197,7 +196,7 @@ def _leaves(command, path: tuple[str, ...] = ()):
         yield path, command
 
 
-LEAVES = dict(_leaves(typer.main.get_command(app)))
+LEAVES = dict(_leaves(command()))
 
 
 def _options(path: tuple[str, ...]) -> set[str]:

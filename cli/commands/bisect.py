@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from cli import output
+from cli import output, progress
 from cli.commands.diff import parse_time_ns, print_changes
 from cli.commands.replay import check_until, load_input
 from cli.errors import UserError
@@ -48,13 +48,15 @@ def bisect_command(
     loaded = load_input(file)
     check_until(until_ns, loaded, file, until)
 
-    def progress(trial: Trial) -> None:
+    def on_trial(trial: Trial) -> None:
         note = f" (same flags as {trial.reused_from})" if trial.reused_from else ""
         output.stderr.print(f"{trial.version}: {'holds' if trial.result else 'fails'}{note}", markup=False)
+        phase(f"bisecting: {trial.version} tried")
 
     try:
-        report = bisect(loaded, good=good, bad=bad, check=parsed, versions=order, mode=mode, seed=seed,
-                        until=until_ns, on_trial=progress)
+        with progress.phase(f"bisecting between {good} and {bad}") as phase:
+            report = bisect(loaded, good=good, bad=bad, check=parsed, versions=order, mode=mode, seed=seed,
+                            until=until_ns, on_trial=on_trial)
     except DecodeError:
         raise
     except ValueError as error:  # BisectError, an unknown model

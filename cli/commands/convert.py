@@ -6,14 +6,14 @@ from typing import Annotated
 
 import typer
 
-from cli import output, render_capture
+from cli import output, progress, render_capture
 from cli.commands import convert_spark
 from cli.errors import UserError
 from recorder import convert as converter
 
 
 def convert(
-    inputs: Annotated[list[str], typer.Argument(help="Captures: pcap/pcapng, aeron-agent logs, member cluster dirs, JSON Lines (*.jsonl), or a replay file.", metavar="INPUT...", show_default=False)],
+    inputs: Annotated[list[str], typer.Argument(help="Captures: pcap/pcapng, aeron-agent logs, member cluster dirs, JSON Lines (*.jsonl), or a replay file; or an incident directory, a member's directory, or a .tar.gz of one (looked into as bulk mode does).", metavar="INPUT...", show_default=False)],
     out: Annotated[
         str | None, typer.Option("--out", "-o", help="The replay file to write (*.arrow).", show_default=False)
     ] = None,
@@ -54,20 +54,35 @@ def convert(
     if out is None:
         raise UserError("give -o OUT.arrow (or --out-dir OUT_DIR for one replay file per incident)")
     try:
-        with render_capture.progress_by_bytes(inputs) as progress:
-            result = converter.convert(inputs, out, force=force, format=input_format, members=members,
-                                       progress=progress, config=properties)
+        # convert(), step by step, so that each step has its own progress display.
+        target = converter.check_output(out, force=force)
+        with render_capture.progress_by_bytes(inputs) as read_progress:
+            built = converter.build(inputs, format=input_format, members=members, progress=read_progress,
+                                    config=properties)
+        with progress.phase("building the replay table") as phase:
+            table = built.table()
+            phase("writing the replay file")
+            converter.write_atomically(table, target)
+        result = built.result(str(target))
     except converter.OutputExistsError as error:
         raise UserError(f"{error.filename}: {error.strerror}") from None
     except OSError as error:
-        raise UserError(f"{error.filename or ''}: {error.strerror or error}") from None
+        raise UserError(f"{error.filename or out}: {error.strerror or error}") from None
+    except ValueError as error:  # a directory holding nothing recount reads, a tarball that cannot be unpacked
+        raise UserError(str(error)) from None
     if json_output:
         output.print_json(result.to_json())
         return
+    summary = result.to_json()
+    render_capture.print_found(summary)
     nodes = ", ".join(str(n) for n in result.nodes) or "none"
     output.stdout.print(f"wrote {result.events} events (members {nodes}) to {result.out}")
     if result.capture is not None:
         render_capture.print_summary(result.capture)
+    if result.coverage is not None:
+        from recorder.evidence import Coverage
+
+        render_capture.print_warnings(Coverage.from_json(result.coverage).warnings())
 
 
 def _config_properties(options: list[str]) -> dict[str, int]:
@@ -92,9 +107,15 @@ def register(app: typer.Typer) -> None:
             "Examples:\n\n"
             "  recount convert election.jsonl -o election.arrow\n\n"
             "  recount convert node0.jsonl node1.jsonl node2.jsonl -o cluster.arrow --force --json\n\n"
-            "  recount convert capture.pcap node0/ node1/ node2/ node*/agent-events.log -o incident.arrow"
-            " --members '0,h0:9002,h0:9003,h0:9004,h0:9005,h0:9001|1,...'\n\n"
-            "(pcap/pcapng captures, aeron-agent logs and members' cluster dirs, read together)\n\n"
+            "  recount convert samples/leader-failover -o incident.arrow\n\n"
+            "(an incident directory, or a .tar.gz of one: its captures, agent logs and members' cluster dirs are"
+            " found as bulk mode finds them, and read together)\n\n"
+            "  recount convert samples/leader-failover/host0.pcap samples/leader-failover/node0/"
+            " samples/leader-failover/node1/ samples/leader-failover/node2/ -o host0.arrow --members"
+            " '0,10.42.0.1:20002,10.42.0.1:20003,10.42.0.1:20004,10.42.0.1:20005,10.42.0.1:20001"
+            "|1,10.42.0.2:20002,10.42.0.2:20003,10.42.0.2:20004,10.42.0.2:20005,10.42.0.2:20001"
+            "|2,10.42.0.3:20002,10.42.0.3:20003,10.42.0.3:20004,10.42.0.3:20005,10.42.0.3:20001'\n\n"
+            "(one host's capture and every member's directory, with the members string the captures lack)\n\n"
             "  recount convert capture.pcap -o incident.arrow --members '...'"
             " --config aeron.cluster.leader.heartbeat.timeout=2s --config aeron.cluster.election.timeout=500ms\n\n"
             "(cluster configuration the captures do not record, by Aeron property name)\n\n"

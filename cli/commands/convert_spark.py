@@ -19,7 +19,7 @@ ENGINES = ("local", "spark")
 
 EngineOption = Annotated[
     str | None,
-    typer.Option("--engine", help="local (this process) or spark (a Spark job; default for --out-dir is spark).",
+    typer.Option("--engine", help="local (this process) or spark (a Spark job, needs the spark extra; the default for --out-dir when pyspark is installed).",
                  show_default=False),
 ]
 OutDirOption = Annotated[
@@ -55,6 +55,26 @@ def wants_bulk(engine: str | None, out_dir: str | None) -> bool:
     return out_dir is not None or engine == "spark"
 
 
+#: What to run when ``--engine spark`` finds no pyspark (it is the ``spark`` extra, not a default dependency).
+PYSPARK_INSTALL = "python -m pip install 'aeron-recount[spark]'"
+
+
+def _has_pyspark() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("pyspark") is not None
+    except ValueError:  # imported as None: treated as missing (as tests do)
+        return False
+
+
+def require_pyspark() -> None:
+    """Fail with the one pip command to run when pyspark is not installed."""
+    if not _has_pyspark():
+        raise UserError(f"--engine spark needs pyspark, which is not installed: run  {PYSPARK_INSTALL}"
+                        "  (or use --engine local)")
+
+
 def run_bulk(
     inputs: list[str],
     *,
@@ -72,9 +92,15 @@ def run_bulk(
     """Bulk conversion of ``inputs`` (directories) into ``out_dir``; see `recorder.spark.job`."""
     from recorder.spark import job
 
+    if engine is None and not _has_pyspark():
+        output.stderr.print("note: pyspark is not installed, so --out-dir converts here (--engine local);"
+                            f" for Spark: {PYSPARK_INSTALL}", markup=False)
+        engine = "local"
     engine = engine or "spark"
     if engine not in ENGINES:
         raise UserError(f"--engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "spark":
+        require_pyspark()
     if out_dir is None:
         raise UserError("--engine spark converts directories of incidents: give --out-dir OUT_DIR")
     if out is not None:

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from cli import output
+from cli import output, progress, render_capture
 from cli.commands.replay import check_input
 from cli.errors import UserError
 from engine.config import parse_duration_ns
@@ -65,14 +65,20 @@ def diff(
     for path, chosen in _sides(a, b, list(model or [])):
         check_input(path)
         try:
-            sides.append(load_side(path, model=chosen, mode=mode, seed=seed, until=until_ns))
+            with progress.phase(f"replaying {path} under {chosen or 'its model'}"):
+                side = load_side(path, model=chosen, mode=mode, seed=seed, until=until_ns)
+            sides.append(side)
+            if side.info.get("found"):
+                render_capture.print_found({"found": side.info["found"]})
+            render_capture.print_warnings([f"{path}: {w}" for w in side.info.get("warnings", [])])
         except DecodeError:
             raise
         except ValueError as error:  # an unknown model, a trace given a model
             raise UserError(str(error)) from None
         except OSError as error:
             raise UserError(f"{error.filename or path}: {error.strerror or error}") from None
-    document = diff_traces(sides[0], sides[1], tolerance_ns=tolerance_ns, limit=limit)
+    with progress.phase("aligning the two replays"):
+        document = diff_traces(sides[0], sides[1], tolerance_ns=tolerance_ns, limit=limit)
     if json_output:
         output.print_json(document)
         return

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli import output
+from cli import output, progress
 from cli.commands.replay import load_input
 from cli.errors import UserError
+from recorder.convert import check_output
 from recorder.export_scenario import (
     DEFAULT_BUDGET,
     DEFAULT_HIDDEN,
@@ -40,24 +40,24 @@ def export_scenario_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (what was kept) on stdout.")] = False,
 ) -> None:
     """Write a datadriven scenario file that reproduces the recording (or a window of it), minimised."""
-    target = Path(out)
-    if target.exists() and not force:
-        raise UserError(f"{out}: exists (use --force to overwrite it)")
-    if target.is_dir():
-        raise UserError(f"{out}: is a directory, expected a file name")
+    try:
+        target = check_output(out, force=force)
+    except OSError as error:
+        raise UserError(f"{error.filename}: {error.strerror}") from None
     try:
         bounds = parse_window(window)
         loaded = load_input(file)
-        exported = export_scenario(
-            loaded.events,
-            window=bounds,
-            nodes=node or None,
-            minimise=minimise,
-            budget=budget,
-            hidden=() if show_all else DEFAULT_HIDDEN,
-            source=file,
-            window_text=window,
-        )
+        with progress.phase("exporting the scenario (replaying and minimising)"):
+            exported = export_scenario(
+                loaded.events,
+                window=bounds,
+                nodes=node or None,
+                minimise=minimise,
+                budget=budget,
+                hidden=() if show_all else DEFAULT_HIDDEN,
+                source=file,
+                window_text=window,
+            )
     except ExportError as error:
         raise UserError(str(error)) from None
     except OSError as error:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli import output, render_replay
+from cli import output, progress, render_capture, render_replay
 from cli.errors import UserError
 from engine.cluster_replay import cluster_replay
 from engine.config import parse_duration_ns
@@ -26,7 +26,8 @@ from formats.errors import DecodeError
 from recorder import convert as loader
 
 #: What `recount replay` (and diff, bisect, export-scenario) read, for error messages.
-INPUTS = "a replay file (*.arrow) or a capture (*.jsonl, *.pcap, *.pcapng, an agent log, a cluster dir)"
+INPUTS = ("a replay file (*.arrow), a capture (*.jsonl, *.pcap, *.pcapng, an agent log, a cluster dir),"
+          " or an incident directory or .tar.gz holding captures")
 
 
 def check_input(file: str) -> None:
@@ -37,15 +38,34 @@ def check_input(file: str) -> None:
 
 def load_input(file: str) -> loader.LoadedEvents:
     """Read anything `recount replay` reads; one line naming the file when it is missing, unreadable
-    or holds no events (a replay of nothing would report success on an empty or wrong file)."""
+    or holds no events (a replay of nothing would report success on an empty or wrong file).
+
+    A directory or tarball is an incident converted in memory: what was found in it and how it was
+    assigned to members goes to stderr; so do warnings about members whose side the inputs do not show."""
     check_input(file)
     try:
-        loaded = loader.load(file)
+        with progress.phase(f"reading {file}"):
+            loaded = loader.load(file)
     except OSError as error:
         raise UserError(f"{error.filename or file}: {error.strerror or error}") from None
+    except ValueError as error:  # a directory with nothing recount reads, a tarball that cannot be unpacked
+        raise UserError(str(error)) from None
     if not loaded.events:
         raise UserError(f"{file}: holds no events (expected {INPUTS})")
+    report_evidence(loaded)
     return loaded
+
+
+def report_evidence(loaded: loader.LoadedEvents) -> None:
+    """On stderr, before any result: what a directory held, and what the inputs do not show."""
+    from recorder.evidence import coverage
+
+    if loaded.summary is not None:
+        render_capture.print_found(loaded.summary)
+        capture = loaded.summary.get("capture")
+        if capture is not None:
+            render_capture.print_summary(capture)
+    render_capture.print_warnings(coverage(loaded.events, loaded.cluster_members).warnings())
 
 
 def check_until(until_ns: int | None, loaded: loader.LoadedEvents, file: str, text: str | None) -> None:
@@ -71,7 +91,7 @@ def _time(option: str, value: str | None) -> int | None:
 
 
 def replay_command(
-    file: Annotated[str, typer.Argument(help="A replay file (*.arrow) or a JSON Lines capture (*.jsonl).", metavar="FILE", show_default=False)],
+    file: Annotated[str, typer.Argument(help="A replay file (*.arrow), any capture `recount convert` reads, or an incident directory (or .tar.gz) holding them.", metavar="FILE", show_default=False)],
     node: Annotated[
         list[int] | None, typer.Option("--node", help="Replay only this member (repeat for more).", show_default=False)
     ] = None,
@@ -142,13 +162,17 @@ def replay_command(
             lines = replay_lines(loaded.events, **options)
         else:
             records = replay(loaded.events, **options)
+    first = min(event.ts for event in loaded.events)
+    last = min(max(event.ts for event in loaded.events), until_ns if until_ns is not None else 1 << 62)
     try:
         if json_output:
             write = sys.stdout.write
-            for line in lines if lines is not None else (encode_record(r) for r in records):
+            stream = lines if lines is not None else (encode_record(r) for r in records)
+            for line in progress.tracked(stream, "replaying", first, last, progress.record_ts):
                 write(line + "\n")
         else:
-            render_replay.print_timeline(output.stdout, records, source=file)
+            render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
+                                                                         progress.record_ts), source=file)
     except DecodeError as error:
         raise error.with_context(source=error.source or file) from None
 
@@ -159,6 +183,7 @@ def register(app: typer.Typer) -> None:
         epilog=(
             "Examples:\n\n"
             "  recount replay election.arrow\n\n"
+            "  recount replay samples/leader-failover      (an incident directory: what it holds is converted in memory)\n\n"
             "  recount replay election.jsonl --node 1 --until 2500ms\n\n"
             "  recount replay election.arrow --seed 7 --json | jq 'select(.kind==\"divergence\")'\n\n"
             "  recount replay incident.arrow --mode cluster --model 1.41.0"

@@ -17,6 +17,14 @@ from recorder.simulate.outputs import summary_document
 PROGRESS_THRESHOLD_NS = 30_000_000_000
 
 
+def _print_format(value: bool) -> None:
+    if value:
+        from recorder.simulate.scenario import describe_format
+
+        output.stdout.out(describe_format(), end="", highlight=False)
+        raise typer.Exit(0)
+
+
 def simulate(
     scenario: Annotated[str, typer.Argument(help="The scenario file (TOML).", metavar="SCENARIO.toml", show_default=False)],
     out: Annotated[str, typer.Option("--out", "-o", help="Directory to write the incident into.", show_default=False)],
@@ -26,6 +34,11 @@ def simulate(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the simulator's files in OUT if they exist.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (the summary) on stdout.")] = False,
+    help_format: Annotated[
+        bool,
+        typer.Option("--help-format", is_eager=True, callback=_print_format, expose_value=False,
+                     help="Print the scenario file format (every key, its default, an example) and exit."),
+    ] = False,
 ) -> None:
     """Simulate a cluster incident: pcaps per host, agent logs, cluster dirs, a replay file, a summary."""
     try:
@@ -95,6 +108,7 @@ def register(app: typer.Typer) -> None:
             "Examples:\n\n"
             "  recount simulate samples/leader-failover/scenario.toml -o /tmp/failover\n\n"
             "  recount simulate my-scenario.toml -o incident --seed 42 --force --json\n\n"
+            "  recount simulate --help-format      (the scenario file format: every key, its default, an example)\n\n"
             "Regenerate a bundled sample in place:\n\n"
             "  recount simulate samples/leader-failover/scenario.toml -o samples/leader-failover --force"
         ),

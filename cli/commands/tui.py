@@ -12,6 +12,7 @@ from cli.errors import UserError
 EPILOG = (
     "Examples:\n\n"
     "  recount tui samples/leader-failover/incident.arrow\n\n"
+    "  recount tui samples/leader-failover/             (the incident's captures, converted in memory)\n\n"
     "  recount tui incident.arrow --go 'term 2'        (open where term 2 got its leader)\n\n"
     "  recount tui a.arrow --diff b.arrow               (v opens the two replays side by side)\n\n"
     "  recount tui incident.arrow --screenshot shot.svg --go 'term 2'   (no terminal needed)\n\n"
@@ -23,7 +24,8 @@ def tui_command(
     file: Annotated[
         str,
         typer.Argument(
-            help="A replay file (*.arrow) or any capture `recount convert` reads.", show_default=False
+            help="A replay file (*.arrow), any capture `recount convert` reads, or an incident directory"
+                 " (or .tar.gz) holding them.", show_default=False
         ),
     ],
     model: Annotated[str, typer.Option("--model", help="Aeron version to model.")] = "1.47.3",
@@ -69,6 +71,7 @@ def tui_command(
     from cli.tui.app import RecountApp, parse_jump
     from cli.tui.session import ReplaySource, Session
     from engine.replay import MODELS, UnknownModelError
+    from recorder import discovery
 
     if model not in MODELS:
         raise UserError(str(UnknownModelError(model)))
@@ -89,7 +92,12 @@ def tui_command(
             raise UserError(f"--size: expected COLUMNSxROWS such as 200x50, got {size!r}") from None
         columns_rows = (columns, rows)
     try:
-        source = ReplaySource.open(file)
+        if discovery.is_container(file):  # an incident directory or tarball: say what was found in it
+            from cli.commands.replay import load_input
+
+            source = ReplaySource.from_loaded(load_input(file), name=file)
+        else:
+            source = ReplaySource.open(file)
     except OSError as error:
         raise UserError(f"{error.filename or file}: {error.strerror or error}") from None
     if len(source) == 0:

@@ -145,18 +145,20 @@ class ReplaySource:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(2, "No such file or directory", str(path))
-        if path.is_dir():
-            raise IsADirectoryError(21, "is a directory, expected a replay file", str(path))
         if path.suffix in (".arrow", ".feather", ".ipc"):
             table = replay_file.read_table(pa.memory_map(str(path), "r"), name=str(path))
             return cls(table, name=str(path), block_size=block_size)
         from recorder import convert as loader  # only for captures that are not replay files yet
 
-        loaded = loader.load(path)
+        return cls.from_loaded(loader.load(path), name=str(path), block_size=block_size)
+
+    @classmethod
+    def from_loaded(cls, loaded: Any, *, name: str, block_size: int = DEFAULT_BLOCK_SIZE) -> ReplaySource:
+        """Events read by `recorder.convert.load` (a capture, or an incident directory converted in memory)."""
         table = replay_file.events_to_table(
-            loaded.events, source=path.name, cluster_members=loaded.cluster_members
+            loaded.events, source=Path(name).name, cluster_members=loaded.cluster_members
         )
-        return cls(table, name=str(path), refs=loaded.refs, ref_kind=loaded.ref_kind, block_size=block_size)
+        return cls(table, name=name, refs=loaded.refs, ref_kind=loaded.ref_kind, block_size=block_size)
 
     @classmethod
     def from_events(

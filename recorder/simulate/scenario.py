@@ -338,6 +338,118 @@ class _Reader:
             raise self.error(unknown[0], f"unknown key (known here: {known})")
 
 
+#: Every key of a scenario file: (key, what it holds, its default).  ``[]`` marks an array of tables
+#: (``[[member]]``), ``<property>`` any Aeron property name.  `recount simulate --help-format` prints it
+#: with `EXAMPLE`; tests/test_scenario_format.py checks it against the keys `parse_scenario` reads.
+SCENARIO_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("name", "string: the incident's name", '"scenario"'),
+    ("description", "string: one line about it", '""'),
+    ("seed", "integer 0..2^63-1: the base seed of every random draw", "0"),
+    ("duration", "duration: how long to simulate", '"20s"'),
+    ("start", "ISO 8601 time with a zone: the wall clock at simulated time 0", f'"{DEFAULT_START}"'),
+    ("cluster.members", f"integer 1..{MAX_MEMBERS}: member ids 0..N-1", "3 (or the number of hosts)"),
+    ("cluster.hosts", "list of IPv4 addresses, one per member", '["10.42.0.1", "10.42.0.2", ...]'),
+    ("cluster.clusterMembers", "Aeron's members string (replaces members and hosts)",
+     f"each host on ports {INGRESS_PORT}-{CATCHUP_PORT}, archive {ARCHIVE_PORT}"),
+    ("cluster.appointedLeaderId", "member id, or -1 for an election", "-1"),
+    ("config.<property>", "Aeron property for every member: a number or a duration string", "Aeron's default"),
+    ("member[].id", "member id (required in each [[member]])", "required"),
+    ("member[].start", "duration: when its process starts", "0"),
+    ("member[].seed", "integer: its java.util.Random seed", "derived from seed"),
+    ("member[].config", "table of Aeron properties, over [config]", "{}"),
+    ("member[].nodeState", "table {candidateTermId, logPosition, timestamp}: its node-state.dat at start", "empty"),
+    ("member[].recordingLog", "array of tables {recordingId, leadershipTermId, termBaseLogPosition, logPosition,"
+     " timestamp}: its recording.log at start", "empty"),
+    ("member[].appendPosition", "integer >= 0: how much log it holds at start", "the end of its recording.log"),
+    ("network.latency", "duration: one-way delay", f'"{DEFAULT_LINK.latency_ns // 1000}us"'),
+    ("network.jitter", "duration: uniform extra delay in [0, jitter)", f'"{DEFAULT_LINK.jitter_ns // 1000}us"'),
+    ("network.loss", "probability 0..1 that a datagram is lost", str(DEFAULT_LINK.loss)),
+    ("network.duplicate", "probability 0..1 that a datagram arrives twice", str(DEFAULT_LINK.duplicate)),
+    ("network.link[].from", 'member id or "client": the sending side of one direction', "required"),
+    ("network.link[].to", 'member id or "client": the receiving side', "required"),
+    ("network.link[].latency", "duration, for this direction", "network.latency"),
+    ("network.link[].jitter", "duration, for this direction", "network.jitter"),
+    ("network.link[].loss", "probability, for this direction", "network.loss"),
+    ("network.link[].duplicate", "probability, for this direction", "network.duplicate"),
+    ("client[].start", "duration: when the client connects and starts sending", "0"),
+    ("client[].every", "duration: time between its messages", '"20ms"'),
+    ("client[].count", "integer 0..100000: how many messages", "10"),
+    ("client[].size", f"integer 0..{MAX_CLIENT_PAYLOAD}: payload bytes", "32"),
+    ("fault[].at", "duration: when it happens", "required"),
+    ("fault[].kind", "one of " + ", ".join(FAULT_KINDS), "required"),
+    ("fault[].member", 'member id, or "leader"/"follower" (crash, stop, isolate), "crashed" (restart)',
+     "required for crash, stop, restart, isolate"),
+    ("fault[].until", "duration: when a partition, isolate or oneway ends by itself", "never (until heal)"),
+    ("fault[].groups", "lists of member ids that can reach each other, e.g. [[0], [1, 2]] (partition)",
+     "required for partition"),
+    ("fault[].from", 'member id, "leader" (oneway) or "client" (link)', "required for oneway; every link for link"),
+    ("fault[].to", 'member id, "follower" (oneway) or "client" (link)', "required for oneway; every link for link"),
+    ("fault[].latency", "duration (link)", "unchanged"),
+    ("fault[].jitter", "duration (link)", "unchanged"),
+    ("fault[].loss", "probability (link)", "unchanged"),
+    ("fault[].duplicate", "probability (link)", "unchanged"),
+)
+
+#: A scenario using every kind of table, for `recount simulate --help-format` (tests run it).
+EXAMPLE = """\
+name = "leader-failover"
+description = "the leader is killed; the others elect a new one"
+seed = 7
+duration = "20s"
+
+[cluster]
+members = 3
+
+[config]
+"aeron.cluster.leader.heartbeat.timeout" = "5s"
+
+[[member]]
+id = 2
+start = "300ms"
+
+[network]
+latency = "200us"
+jitter = "100us"
+
+[[network.link]]
+from = 0
+to = 2
+latency = "5ms"
+
+[[client]]
+start = "3s"
+every = "20ms"
+count = 50
+
+[[fault]]
+at = "6s"
+kind = "crash"
+member = "leader"
+
+[[fault]]
+at = "12s"
+kind = "restart"
+member = "crashed"
+"""
+
+
+def describe_format() -> str:
+    """The scenario format for people: durations, every key with its default, and `EXAMPLE`."""
+    width = max(len(key) for key, _, _ in SCENARIO_KEYS)
+    lines = [
+        "A scenario is a TOML file.  Every key is optional unless marked required, but an empty file is refused.",
+        'Durations: nanoseconds as an integer, or a string with a unit: "1.5s", "200ms", "100us", "10ns", "1m".',
+        "",
+    ]
+    for key, what, default in SCENARIO_KEYS:
+        lines.append(f"{key:<{width}}  {what} (default: {default})")
+    lines += ["", "Fault kinds:"]
+    lines += [f"  {kind:<10} {what}" for kind, what in FAULT_KINDS.items()]
+    lines += ["", "Example:", ""]
+    lines += ["  " + line if line else "" for line in EXAMPLE.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
 def _epoch_ns(text: str, key: str, source: str | None) -> int:
     try:
         moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))

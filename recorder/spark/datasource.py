@@ -5,14 +5,12 @@
 
 Both formats are registered by `register(spark)` (`recorder.spark.job.spark_session` does it).
 
-**Inputs and incidents.**  `discover` walks each path given to ``load`` (following symbolic links):
-files that are pcap/pcapng captures (by magic, or named ``*.pcap``/``*.pcapng``/``*.cap``), aeron-agent
-logs (by their first line) or JSON Lines (``*.jsonl``), and members' cluster directories (which are
-inputs as a whole; their other files are still looked at, for the agent logs people keep beside
-them).  Everything else is ignored.  Inputs are grouped into
-*incidents*: the directories ``incidentDepth`` levels below a path given to ``load`` (default 1, so
-``captures/<incident>/...``); inputs lying higher up belong to the incident of their own directory.
-``groupBy=file`` makes every input its own incident.  Within an incident, inputs are in path order.
+**Inputs and incidents.**  `recorder.discovery.discover` (the same discovery the single-incident
+commands use) walks each path given to ``load``: captures, aeron-agent logs, JSON Lines and members'
+cluster directories, grouped into *incidents*: the directories ``incidentDepth`` levels below a path
+given to ``load`` (default 1, so ``captures/<incident>/...``); inputs lying higher up belong to the
+incident of their own directory.  ``groupBy=file`` makes every input its own incident.  Within an
+incident, inputs are in path order.
 
 **Partitions** (option ``split``):
 
@@ -80,6 +78,9 @@ from typing import Any
 
 import pyarrow as pa
 
+# Discovery is shared with the single-incident commands: one walk, one set of rules.
+from recorder.discovery import INPUT_KINDS, Incident, Input, discover, input_kind  # noqa: F401
+
 FORMAT_NAME = "aeron-capture"
 ERRORS_FORMAT_NAME = "aeron-capture-errors"
 
@@ -143,131 +144,6 @@ ERRORS_ARROW_SCHEMA = pa.schema([
 ])
 ERRORS_SCHEMA = ("`incident` string, `sourceFile` string, `category` string, `detail` string, `packet` long,"
                  " `offset` long, `line` long")
-
-INPUT_KINDS = ("pcap", "pcapng", "agent-log", "cluster-dir", "jsonl")
-_JSONL_SUFFIXES = (".jsonl", ".ndjson")
-_CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
-
-
-# --- inputs and incidents --------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Input:
-    path: str
-    kind: str  #: one of INPUT_KINDS
-    size: int  #: bytes (of the files, for a cluster directory)
-
-
-@dataclass(frozen=True, slots=True)
-class Incident:
-    name: str  #: path of its directory below the root ("/"-separated); the root's own name for the root
-    directory: str
-    inputs: tuple[Input, ...]
-
-    @property
-    def paths(self) -> list[str]:
-        return [i.path for i in self.inputs]
-
-    @property
-    def size(self) -> int:
-        return sum(i.size for i in self.inputs)
-
-    @property
-    def source(self) -> str:
-        """What the replay file's ``recount.source`` says: the inputs' names, as the local converter writes."""
-        return ",".join(os.path.basename(p.rstrip("/")) for p in self.paths)
-
-
-def input_kind(path: str) -> str | None:
-    """Which kind of input ``path`` is (`INPUT_KINDS`), or None when it is none of them."""
-    from recorder.capture import detect_format
-
-    if os.path.isdir(path):
-        return "cluster-dir" if detect_format(path) == "cluster-dir" else None
-    if path.lower().endswith(_JSONL_SUFFIXES):
-        return "jsonl"
-    kind = detect_format(path)
-    if kind is None and path.lower().endswith(_CAPTURE_SUFFIXES):
-        # Named a capture: an input, so that what is wrong with it is reported rather than passed over.
-        kind = "pcapng" if path.lower().endswith(".pcapng") else "pcap"
-    return kind if kind in INPUT_KINDS else None
-
-
-def _size(path: str) -> int:
-    if os.path.isdir(path):
-        return sum(os.path.getsize(os.path.join(path, n)) for n in sorted(os.listdir(path))
-                   if os.path.isfile(os.path.join(path, n)))
-    return os.path.getsize(path)
-
-
-def _walk(root: str) -> Iterator[tuple[str, str]]:
-    """(path, kind) of every input under ``root``, in path order; cluster dirs before their files."""
-    seen: set[str] = set()
-    for directory, subdirectories, files in os.walk(root, followlinks=True):
-        # Symbolic links are followed (incidents are often assembled from links), each directory once.
-        real = os.path.realpath(directory)
-        if real in seen:
-            subdirectories.clear()
-            continue
-        seen.add(real)
-        subdirectories.sort()
-        if directory != root and input_kind(directory) == "cluster-dir":
-            yield directory, "cluster-dir"
-        for name in sorted(files):
-            path = os.path.join(directory, name)
-            kind = input_kind(path)
-            if kind is not None:
-                yield path, kind
-
-
-def discover(paths: Sequence[str], *, incident_depth: int = 1, group_by: str = "directory") -> list[Incident]:
-    """The incidents under ``paths`` (directories or files), sorted by name.  See the module docstring."""
-    if group_by not in ("directory", "file"):
-        raise ValueError(f"groupBy must be 'directory' or 'file', not {group_by!r}")
-    if incident_depth < 0:
-        raise ValueError(f"incidentDepth must be 0 or more, not {incident_depth}")
-    found: dict[str, tuple[str, list[Input]]] = {}
-    for given in paths:
-        # Absolute paths: tasks may run in another working directory (executors of a cluster).
-        root = os.path.abspath(given)
-        if not os.path.exists(root):
-            raise FileNotFoundError(2, "no such file or directory", given)
-        base = os.path.basename(root)
-        if os.path.isfile(root) or input_kind(root) == "cluster-dir":
-            kind = input_kind(root)
-            if kind is None:
-                continue
-            entries = [(root, kind)]
-            root_dir = os.path.dirname(root) or "."
-        else:
-            entries = list(_walk(root))
-            root_dir = root
-        for path, kind in entries:
-            relative = os.path.relpath(path, root_dir).replace(os.sep, "/")
-            if root_dir != root:  # the path given is itself an input (a file, a member's directory)
-                name, directory = base, path
-            elif group_by == "file":
-                name, directory = relative, path
-            else:
-                parts = relative.split("/")
-                # The incident is the directory `incident_depth` levels down; cluster dirs and files above
-                # that level belong to the directory holding them.
-                own_dirs = parts[:-1]
-                while own_dirs and input_kind(os.path.join(root, *own_dirs)) == "cluster-dir":
-                    own_dirs.pop()
-                depth = min(incident_depth, len(own_dirs))
-                name = "/".join(own_dirs[:depth]) or base
-                directory = os.path.join(root, *own_dirs[:depth])
-            if name in found and os.path.normpath(found[name][0]) != os.path.normpath(directory):
-                raise ValueError(f"two incidents are named {name!r} ({found[name][0]} and {directory});"
-                                 " load them separately or change incidentDepth")
-            found.setdefault(name, (directory, []))[1].append(Input(path, kind, _size(path)))
-    incidents = []
-    for name in sorted(found):
-        directory, inputs = found[name]
-        unique = {i.path: i for i in inputs}
-        incidents.append(Incident(name, directory, tuple(unique[p] for p in sorted(unique))))
-    return incidents
-
 
 def incident_members(incident: Incident, given: str | None = None) -> str | None:
     """The members string for ``incident``: ``given``, else the first cluster directory's node-state."""

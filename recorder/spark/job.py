@@ -2,7 +2,7 @@
 
 Theory of operation.
 
-1. The driver finds the incidents under the given directories (`datasource.discover`: one directory
+1. The driver finds the incidents under the given directories (`recorder.discovery.discover`: one directory
    per incident by default, ``incident_depth`` / ``group_by`` to change it) and the replay file each
    one gets: ``OUT/<incident>.arrow``.  An incident whose replay file exists is skipped (its catalog
    rows are kept) unless ``force``.

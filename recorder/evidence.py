@@ -1,0 +1,123 @@
+"""How much of an incident the inputs show: whose side of the traffic was seen, which endpoints are unknown.
+
+A node replay re-runs each member from the consensus messages it received.  A capture taken on one
+host holds that host's member's inbound traffic whole, but of the other members only what that host
+sent them: their replay would be run on part of their input and diverge for no reason of Aeron's.
+`coverage` says, from the events alone (so it works as well on a replay file as on captures), which
+members' own side is there: a member is *seen* when it received consensus messages from every other
+member that sent any.  A member of the cluster with no events at all is not seen either.
+
+Endpoints that a capture could not tie to a member are written with port 0 in the members string
+(`recorder.capture.members.infer_members`); `coverage` names the consensus and log ones, which a
+replay needs to tell who sent what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from formats.events import Event
+
+#: The roles in an Aeron members string, after the member id (aeron.cluster.members).
+_ROLES = ("ingress", "consensus", "log", "catchup", "archive")
+#: The endpoints a replay needs to tell who sent and who received what (the others are often unused).
+_NEEDED = ("consensus", "log")
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    members: tuple[int, ...]  #: every member known (from the members string and the events)
+    seen: tuple[int, ...]
+    not_seen: tuple[int, ...]
+    #: member → the roles of its endpoints that are unknown (``0.0.0.0:0`` in the members string)
+    unknown_endpoints: dict[int, tuple[str, ...]]
+    #: member → the members it received nothing from although they sent to others
+    missing_from: dict[int, tuple[int, ...]]
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.not_seen)
+
+    def warnings(self) -> list[str]:
+        """One line per thing a user must know before trusting a replay of these events."""
+        out = []
+        if self.not_seen:
+            names = ", ".join(map(str, self.not_seen))
+            seen = ", ".join(map(str, self.seen)) or "none"
+            why = "; ".join(
+                f"member {m} got nothing from {', '.join(map(str, self.missing_from[m]))}" if self.missing_from.get(m)
+                else f"member {m} has no events" for m in self.not_seen)
+            out.append(f"the inputs show only part of the incident: member(s) {names} not seen ({why});"
+                       f" seen: {seen}.  A replay of an unseen member runs on part of its input and its"
+                       " divergences mean little: add the captures or agent logs of its host")
+        if self.unknown_endpoints:
+            roles = "; ".join(f"member {m}: {', '.join(r)}" for m, r in sorted(self.unknown_endpoints.items()))
+            out.append(f"endpoints not known (port 0 in the members string; give --members): {roles}")
+        return out
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Coverage:
+        return cls(tuple(document["members"]), tuple(document["seen"]), tuple(document["notSeen"]),
+                   {int(m): tuple(r) for m, r in document["unknownEndpoints"].items()},
+                   {int(m): tuple(r) for m, r in document["missingFrom"].items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "members": list(self.members),
+            "seen": list(self.seen),
+            "notSeen": list(self.not_seen),
+            "unknownEndpoints": {str(m): list(r) for m, r in sorted(self.unknown_endpoints.items())},
+            "missingFrom": {str(m): list(r) for m, r in sorted(self.missing_from.items())},
+        }
+
+
+def _unknown_endpoints(cluster_members: str | None) -> tuple[list[int], dict[int, tuple[str, ...]]]:
+    ids: list[int] = []
+    unknown: dict[int, tuple[str, ...]] = {}
+    for entry in (cluster_members or "").split("|"):
+        parts = entry.split(",")
+        if not parts[0].strip().lstrip("-").isdigit():
+            continue
+        member = int(parts[0])
+        ids.append(member)
+        missing = tuple(role for role, endpoint in zip(_ROLES, parts[1:], strict=False)
+                        if role in _NEEDED and endpoint.strip().endswith(":0"))
+        if missing:
+            unknown[member] = missing
+    return ids, unknown
+
+
+def coverage(events: Iterable[Event], cluster_members: str | None = None) -> Coverage:
+    """Which members' side ``events`` show (see the module docstring)."""
+    received: dict[int, set[int]] = {}
+    senders: set[int] = set()
+    nodes: set[int] = set()
+    for event in events:
+        nodes.add(event.node)
+        if event.channel != "consensus" or event.peer is None or event.peer == event.node:
+            continue
+        if event.dir == "in":
+            sender, receiver = event.peer, event.node
+        elif event.dir == "out":
+            sender, receiver = event.node, event.peer
+        else:
+            continue
+        senders.add(sender)
+        received.setdefault(receiver, set()).add(sender)
+    ids, unknown = _unknown_endpoints(cluster_members)
+    members = sorted(set(ids) | nodes)
+    missing_from: dict[int, tuple[int, ...]] = {}
+    seen, not_seen = [], []
+    for member in members:
+        if member not in nodes:
+            not_seen.append(member)
+            continue
+        missing = sorted(senders - {member} - received.get(member, set()))
+        if missing:
+            missing_from[member] = tuple(missing)
+            not_seen.append(member)
+        else:
+            seen.append(member)
+    return Coverage(tuple(members), tuple(seen), tuple(not_seen), unknown, missing_from)
