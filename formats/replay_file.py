@@ -432,6 +432,8 @@ def _json_object(text: str | None, column: str, row: int, name: str) -> dict[str
         value = json.loads(text)
     except ValueError as error:
         raise _row_error(f"the {column} column holds invalid JSON ({one_line(error)})", row, name) from None
+    if value is None:
+        return None  # JSON null: no fields, as a missing value
     if not isinstance(value, dict):
         raise _row_error(f"the {column} column holds JSON {type(value).__name__}, expected an object", row, name)
     return value
