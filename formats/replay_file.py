@@ -454,6 +454,18 @@ def _check_events_columns(table: pa.Table, name: str) -> None:
             raise _row_error(f"{column} {bad[:40]!r}, expected one of {', '.join(allowed)}", row, name)
 
 
+def _check_time_order(ts: list[int], node: list[int], name: str) -> None:
+    """Each member's events in time order, as in JSON Lines (a replay re-runs each member's clock
+    forward through its events; one that goes back is a damaged or hand-edited file)."""
+    last: dict[int, int] = {}
+    for row, (when, member) in enumerate(zip(ts, node, strict=True)):
+        previous = last.get(member)
+        if previous is not None and when < previous:
+            raise _row_error(f"ts {when} is earlier than node {member}'s previous event at {previous} "
+                             "(each member's events are in time order)", row, name)
+        last[member] = when
+
+
 def table_to_events(table: pa.Table, *, name: str = "replay file") -> list[Event]:
     """Events back from a replay table, losslessly (from ``fields``/``payload``/``extra``).
 
@@ -467,6 +479,7 @@ def table_to_events(table: pa.Table, *, name: str = "replay file") -> list[Event
             raise DecodeError(f"seq is not strictly increasing at row {i}", source=name)
     ts = _column(table, "ts")
     node = _column(table, "node")
+    _check_time_order(ts, node, name)
     direction = _column(table, "dir")
     channel = _column(table, "channel")
     kind = _column(table, "type")

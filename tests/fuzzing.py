@@ -69,6 +69,27 @@ def _read_replay(path: Path) -> None:
     query.query([path], "SELECT * FROM events")
 
 
+#: How long one `recount` command may take on a mutated sample (a few hundred ms when well).
+CLI_TIMEOUT_SECONDS = 60
+
+
+def _read_replay_cli(path: Path) -> None:
+    """The real command line, in subprocesses: a segfault is exit 139 there, a traceback exit 1.
+    Each command must succeed, or end with exit 2 and one line on stderr."""
+    for args in (["replay", str(path)], ["query", str(path), "SELECT type, count(*), max(ts) FROM events GROUP BY ALL"]):
+        try:
+            done = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=CLI_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"recount {args[0]} took over {CLI_TIMEOUT_SECONDS} s") from None
+        lines = done.stderr.strip().splitlines()
+        if done.returncode == 0:
+            continue
+        if done.returncode != 2 or len(lines) != 1 or not lines[0].startswith("recount: "):
+            how = _death(done.returncode, lines) if done.returncode < 0 else f"exit {done.returncode}"
+            raise RuntimeError(f"recount {args[0]}: {how}, stderr {' | '.join(lines[-3:])[:300]}")
+
+
 def _read_recording(path: Path) -> None:
     from recorder.capture.recording_import import recording_as_pcap
 
@@ -222,6 +243,9 @@ READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (
         Reader("replay", ".arrow", _read_replay, lambda: _sample_files("*/incident.arrow"), isolated=True),
+        # The same mutations through `recount replay` and `recount query` in subprocesses (slow: a
+        # few inputs a second; the in-process reader above is the wide net, this the real path).
+        Reader("replay_cli", ".arrow", _read_replay_cli, lambda: _sample_files("*/incident.arrow")),
         Reader("recording", ".arrows", _read_recording, seed_bytes=_recording_seeds, isolated=True),
         Reader("jsonl", ".jsonl", _read_jsonl, seed_bytes=_jsonl_seeds, text=True, jsonl=True),
         Reader("pcap", ".pcap", _read_pcap,

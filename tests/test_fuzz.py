@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: child process; the pcap reader decodes whole captures of up to 5 MB).
 FIXED_RUN = {
     "replay": 400,
+    "replay_cli": 1,  # `recount replay` and `query` in subprocesses; more in the CLI test below
     "recording": 1000,
     "jsonl": 800,
     "pcap": 100,
