@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -335,7 +336,13 @@ def validate_batch(batch: pa.RecordBatch, *, name: str, number: int) -> None:
     try:
         batch.validate(full=True)
     except ARROW_ERRORS as error:
-        raise DecodeError(f"record batch {number} is damaged ({one_line(error)})", source=name) from None
+        # pyarrow says "In column 7: ..."; the user knows the column by its name.
+        text = re.sub(r"^In column (\d+)", lambda m: _column_label(batch.schema, int(m.group(1))), one_line(error))
+        raise DecodeError(f"record batch {number} is damaged ({text})", source=name) from None
+
+
+def _column_label(schema: pa.Schema, index: int) -> str:
+    return f"in column {index} ({schema.names[index]})" if 0 <= index < len(schema.names) else f"in column {index}"
 
 
 def check_names(schema: pa.Schema, *, name: str = "replay file") -> None:
