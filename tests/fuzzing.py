@@ -186,6 +186,34 @@ def _jsonl_seeds() -> list[bytes]:
     return seeds
 
 
+def _uncompressed_replay_seeds() -> list[bytes]:
+    """The samples' replay files are zstd-compressed: most byte mutations then land in compressed
+    buffers.  Uncompressed slices (as `write_table` writes by default), in several batches, and one as
+    an IPC stream, put offsets, lengths and dictionary indices within reach of a bit flip."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from formats.replay_file import read_table
+
+    seeds = []
+    for sample, rows in (("clean-start", 300), ("leader-failover", 200)):
+        path = SAMPLES / sample / "incident.arrow"
+        if not path.exists():
+            continue
+        with pa.memory_map(str(path)) as source:
+            table = read_table(source).slice(0, rows)
+        sink = pa.BufferOutputStream()
+        with ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=100)
+        seeds.append(sink.getvalue().to_pybytes())
+    if seeds:
+        sink = pa.BufferOutputStream()
+        with ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.slice(0, 120), max_chunksize=60)
+        seeds.append(sink.getvalue().to_pybytes())
+    return seeds
+
+
 def _recording_seeds() -> list[bytes]:
     """Proxy recordings (what `recount record` writes) of a sample's datagrams: clean and torn."""
     import pyarrow as pa
@@ -242,10 +270,12 @@ def _sbe_seeds() -> list[bytes]:
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (
-        Reader("replay", ".arrow", _read_replay, lambda: _sample_files("*/incident.arrow"), isolated=True),
+        Reader("replay", ".arrow", _read_replay, lambda: _sample_files("*/incident.arrow"),
+               seed_bytes=_uncompressed_replay_seeds, isolated=True),
         # The same mutations through `recount replay` and `recount query` in subprocesses (slow: a
         # few inputs a second; the in-process reader above is the wide net, this the real path).
-        Reader("replay_cli", ".arrow", _read_replay_cli, lambda: _sample_files("*/incident.arrow")),
+        Reader("replay_cli", ".arrow", _read_replay_cli, lambda: _sample_files("*/incident.arrow"),
+               seed_bytes=_uncompressed_replay_seeds),
         Reader("recording", ".arrows", _read_recording, seed_bytes=_recording_seeds, isolated=True),
         Reader("jsonl", ".jsonl", _read_jsonl, seed_bytes=_jsonl_seeds, text=True, jsonl=True),
         Reader("pcap", ".pcap", _read_pcap,
