@@ -165,12 +165,34 @@ def message_event(
     )
 
 
+#: Ranges of the integer keys: what the replay file's columns hold (ts int64, node and peer int32).
+_INT_RANGES = {"ts": (-(1 << 63), (1 << 63) - 1), "node": (0, (1 << 31) - 1), "peer": (-(1 << 31), (1 << 31) - 1)}
+
+
 def _int(obj: Mapping[str, Any], key: str, where: str, source: str | None, line: int, nullable: bool = False):
     value = obj.get(key)
     if value is None and nullable:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise DecodeError(f"{where}: {key!r} must be an integer, got {value!r}", source=source, offset=line, unit="line")
+        raise DecodeError(f"{where}: {key!r} must be an integer, got {_short(value)}", source=source, offset=line, unit="line")
+    low, high = _INT_RANGES[key]
+    if not low <= value <= high:
+        raise DecodeError(f"{where}: {key!r} must be an integer from {low} to {high}, got {_short(value)}",
+                          source=source, offset=line, unit="line")
+    return value
+
+
+def _short(value: Any) -> str:
+    """A value as the user wrote it, cut to fit one line of an error message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _string(obj: Mapping[str, Any], key: str, source: str | None, line: int | None) -> str:
+    value = obj[key]
+    if not isinstance(value, str):
+        raise DecodeError(f"{key!r} must be a string, got {type(value).__name__} {_short(value)}",
+                          source=source, offset=line, unit="line")
     return value
 
 
@@ -185,44 +207,69 @@ def event_from_json(obj: Any, *, source: str | None = None, line: int | None = N
     ts = _int(obj, "ts", where, source, line)
     node = _int(obj, "node", where, source, line)
     peer = _int(obj, "peer", where, source, line, nullable=True)
-    direction = obj["dir"]
+    direction = _string(obj, "dir", source, line)
     if direction not in DIRECTIONS:
-        raise DecodeError(f"'dir' must be one of in, out, local; got {direction!r}", source=source, offset=line, unit="line")
-    channel = obj["channel"]
+        raise DecodeError(f"'dir' must be one of in, out, local; got {_short(direction)}", source=source, offset=line,
+                          unit="line")
+    channel = _string(obj, "channel", source, line)
     if channel not in CHANNELS:
         raise DecodeError(
-            f"'channel' must be one of {', '.join(CHANNELS)}; got {channel!r}", source=source, offset=line, unit="line"
+            f"'channel' must be one of {', '.join(CHANNELS)}; got {_short(channel)}", source=source, offset=line,
+            unit="line"
         )
-    kind = obj["type"]
+    kind = _string(obj, "type", source, line)
     fields = obj.get("fields", {})
     if fields is None:
         fields = {}
     if not isinstance(fields, dict):
-        raise DecodeError("'fields' must be an object", source=source, offset=line, unit="line")
+        raise DecodeError(f"'fields' must be an object, got {type(fields).__name__} {_short(fields)}", source=source,
+                          offset=line, unit="line")
     payload = obj.get("payload")
     if payload is not None:
+        if not isinstance(payload, str):
+            raise DecodeError(f"'payload' must be a string of hex bytes, got {type(payload).__name__}",
+                              source=source, offset=line, unit="line")
         try:
             payload = bytes.fromhex(payload)
-        except (TypeError, ValueError):
+        except ValueError:
             raise DecodeError("'payload' must be hex bytes", source=source, offset=line, unit="line") from None
     if kind in MESSAGE_CLASSES:
         if validate:
             try:
                 if payload is not None:
-                    decode_message(payload)
+                    decoded = decode_message(payload).message
                 else:
                     from_fields(MESSAGE_CLASSES[kind], fields)
             except DecodeError as error:
                 raise DecodeError(f"{kind}: {error.expected}", source=source, offset=line, unit="line") from None
+            if payload is not None:
+                _check_payload_fields(kind, decoded, fields, source, line)
     elif kind not in LOCAL_TYPES:
         raise DecodeError(
-            f"unknown message type {kind!r} (expected an Aeron cluster message name or one of {', '.join(LOCAL_TYPES)})",
+            f"unknown message type {_short(kind)} (expected an Aeron cluster message name or one of {', '.join(LOCAL_TYPES)})",
             source=source,
             offset=line,
             unit="line",
         )
     extra = {k: v for k, v in obj.items() if k not in _KEYS and k != "payload"} or None
     return Event(ts=ts, node=node, dir=direction, peer=peer, channel=channel, type=kind, fields=fields, payload=payload, extra=extra)
+
+
+def _check_payload_fields(kind: str, decoded: Any, fields: Mapping[str, Any], source: str | None, line: int | None
+                          ) -> None:
+    """An event with a payload carries its decoding as ``fields`` (or none): the engine and the replay
+    file trust the one and the other alike, so they must agree."""
+    if decoded.BLOCK.name != kind:
+        raise DecodeError(f"'type' is {kind} but the payload holds a {decoded.BLOCK.name}", source=source,
+                          offset=line, unit="line")
+    if not fields:
+        return
+    canonical = decoded.to_fields()
+    for name, value in fields.items():
+        if name not in canonical or canonical[name] != value or type(canonical[name]) is not type(value):
+            raise DecodeError(
+                f"{kind}: fields.{name} is {_short(value)} but the payload says {_short(canonical.get(name))}",
+                source=source, offset=line, unit="line")
 
 
 def parse_jsonl(lines: Iterable[str], *, source: str | None = None, validate: bool = True) -> Iterator[Event]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from formats.errors import DecodeError
-from formats.events import Event
+from formats.events import CHANNELS, DIRECTIONS, LOCAL_TYPES, MESSAGE_CLASSES, Event
 
 FORMAT = "replay"
 FORMAT_VERSION = 1
@@ -270,39 +271,108 @@ def to_ipc_bytes(table: pa.Table, *, compression: str | None = None) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+#: What pyarrow raises on a damaged file: ArrowInvalid, ArrowIOError (an OSError), ArrowKeyError,
+#: ArrowIndexError, ArrowMemoryError (an absurd length), ArrowNotImplementedError (an impossible type)...
+ARROW_ERRORS = (pa.ArrowException, OSError)
+
+
+def one_line(error: BaseException) -> str:
+    """An exception's text on one line (pyarrow's often spans several)."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 def read_table(source: Any, *, name: str | None = None) -> pa.Table:
-    """A replay table from an Arrow IPC file or stream (bytes, pyarrow Buffer, NativeFile or memory map)."""
+    """A replay table from an Arrow IPC file or stream (bytes, pyarrow Buffer, NativeFile or memory map).
+
+    Nothing is trusted before it is checked: the schema metadata and the column types first, then
+    every record batch is validated in full (offsets, lengths, dictionary indices, UTF-8) before any
+    compute touches it, so a damaged or hostile file is a `DecodeError` naming it, never a crash of
+    the interpreter or a raw pyarrow error.
+    """
     label = name or "replay file"
     if isinstance(source, bytes | bytearray | memoryview):
         source = pa.py_buffer(source)
     try:
-        table = ipc.open_file(source).read_all()
-    except (pa.ArrowInvalid, OSError):
-        try:
-            if hasattr(source, "seek"):
-                source.seek(0)
-            reader = ipc.open_stream(source)
-            batches = []
-            try:
-                for batch in reader:
-                    batches.append(batch)
-            except (pa.ArrowInvalid, OSError):
-                pass  # A stream cut short (a killed recorder): keep the whole batches read before the cut.
-            table = pa.Table.from_batches(batches, schema=reader.schema)
-        except (pa.ArrowInvalid, OSError) as error:
-            raise DecodeError(f"not an Arrow IPC file or stream ({error})", source=label, offset=0) from None
-    check_metadata(table.schema, name=label)
-    return table
+        schema, batches = _read_batches(source, label)
+    except ARROW_ERRORS as error:
+        raise DecodeError(f"not an Arrow IPC file or stream ({one_line(error)})", source=label, offset=0) from None
+    check_names(schema, name=label)
+    check_metadata(schema, name=label)
+    check_columns(schema, name=label)
+    for number, batch in enumerate(batches):
+        validate_batch(batch, name=label, number=number)
+    try:
+        return pa.Table.from_batches(batches, schema=schema)
+    except ARROW_ERRORS as error:
+        raise DecodeError(f"record batches do not match the schema ({one_line(error)})", source=label) from None
+
+
+def _read_batches(source: Any, label: str) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+    """The schema and record batches of an IPC file, or else of an IPC stream (a stream cut short, as
+    a killed writer leaves it, gives the whole batches before the cut)."""
+    try:
+        reader = ipc.open_file(source)
+        return reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    except ARROW_ERRORS as error:
+        file_error = error
+    if hasattr(source, "seek"):
+        source.seek(0)
+    try:
+        stream = ipc.open_stream(source)
+    except ARROW_ERRORS:
+        raise file_error from None
+    batches = []
+    try:
+        for batch in stream:
+            batches.append(batch)
+    except ARROW_ERRORS:
+        pass  # A stream cut short (a killed recorder): keep the whole batches read before the cut.
+    return stream.schema, batches
+
+
+def validate_batch(batch: pa.RecordBatch, *, name: str, number: int) -> None:
+    """Arrow's full validation of one batch: every buffer and offset within bounds, dictionary indices
+    within their dictionary, strings UTF-8.  Only then may pyarrow, DuckDB or Python read the values."""
+    try:
+        batch.validate(full=True)
+    except ARROW_ERRORS as error:
+        # pyarrow says "In column 7: ..."; the user knows the column by its name.
+        text = re.sub(r"^In column (\d+)", lambda m: _column_label(batch.schema, int(m.group(1))), one_line(error))
+        raise DecodeError(f"record batch {number} is damaged ({text})", source=name) from None
+
+
+def _column_label(schema: pa.Schema, index: int) -> str:
+    return f"in column {index} ({schema.names[index]})" if 0 <= index < len(schema.names) else f"in column {index}"
+
+
+def check_names(schema: pa.Schema, *, name: str = "replay file") -> None:
+    """Column names (nested ones too) are UTF-8 text: pyarrow raises on the first read of one that is not."""
+    def walk(fields: Iterable[pa.Field]) -> None:
+        for column in fields:
+            column.name  # noqa: B018 - decoding the name is the check
+            kind = column.type
+            walk(kind.field(i) for i in range(kind.num_fields))
+            if pa.types.is_dictionary(kind):
+                walk(kind.value_type.field(i) for i in range(kind.value_type.num_fields))
+
+    try:
+        walk(schema)
+    except UnicodeDecodeError as error:
+        raise DecodeError(f"a column name is not UTF-8 text ({one_line(error)})", source=name) from None
+
+
+def _metadata_text(schema: pa.Schema) -> dict[str, str]:
+    return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in (schema.metadata or {}).items()}
 
 
 def check_metadata(schema: pa.Schema, *, name: str = "replay file") -> ReplayMetadata:
-    meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    meta = _metadata_text(schema)
     if meta.get("recount.format") != FORMAT:
         raise DecodeError("not a recount replay file (schema metadata recount.format is not 'replay')", source=name)
-    try:
-        version = int(meta.get("recount.formatVersion", ""))
-    except ValueError:
-        raise DecodeError("recount.formatVersion is not an integer", source=name) from None
+    version_text = meta.get("recount.formatVersion", "")
+    if not (version_text.isascii() and version_text.isdigit()):
+        raise DecodeError(f"recount.formatVersion is not an integer: {version_text[:40]!r}", source=name)
+    version = int(version_text)
     if version > FORMAT_VERSION:
         raise DecodeError(
             f"replay format version {version} is newer than this recount reads ({FORMAT_VERSION}); upgrade recount",
@@ -319,6 +389,38 @@ def check_metadata(schema: pa.Schema, *, name: str = "replay file") -> ReplayMet
     )
 
 
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+_COLUMN_KINDS = {
+    "seq": ("an integer", pa.types.is_integer),
+    "ts": ("an integer", pa.types.is_integer),
+    "node": ("an integer", pa.types.is_integer),
+    "peer": ("an integer", pa.types.is_integer),
+    "dir": ("a string", _is_text),
+    "channel": ("a string", _is_text),
+    "type": ("a string", _is_text),
+    "payload": ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)),
+    "fields": ("a string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+    "extra": ("a string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+}
+
+
+def check_columns(schema: pa.Schema, *, name: str = "replay file") -> None:
+    """The columns of contract §2 have their types (per-name columns may have any type), once each."""
+    for column, (expected, fits) in _COLUMN_KINDS.items():
+        indexes = schema.get_all_field_indices(column)
+        if len(indexes) > 1:
+            raise DecodeError(f"column {column!r} appears {len(indexes)} times", source=name)
+        if indexes and not fits(schema.field(indexes[0]).type):
+            raise DecodeError(
+                f"column {column!r} is {schema.field(indexes[0]).type}, expected {expected}", source=name
+            )
+
+
 def _column(table: pa.Table, name: str) -> list[Any]:
     column = table.column(name)
     if pa.types.is_dictionary(column.type):
@@ -326,18 +428,73 @@ def _column(table: pa.Table, name: str) -> list[Any]:
     return column.to_pylist()
 
 
+def _row_error(expected: str, row: int, name: str) -> DecodeError:
+    return DecodeError(expected, source=name, offset=row, unit="row")
+
+
+def _json_object(text: str | None, column: str, row: int, name: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise _row_error(f"the {column} column holds invalid JSON ({one_line(error)})", row, name) from None
+    if value is None:
+        return None  # JSON null: no fields, as a missing value
+    if not isinstance(value, dict):
+        raise _row_error(f"the {column} column holds JSON {type(value).__name__}, expected an object", row, name)
+    return value
+
+
+def _check_events_columns(table: pa.Table, name: str) -> None:
+    """Values the engine relies on: no nulls where contract §2 has none, known dir and channel names."""
+    for column in ("seq", "ts", "node", "dir", "channel", "type"):
+        values = table.column(column)
+        if values.null_count:
+            row = pc.index(pc.is_null(values), True).as_py()
+            raise _row_error(f"{column} is null, expected a value", row, name)
+    for column, allowed in (("dir", DIRECTIONS), ("channel", CHANNELS)):
+        found = set(pc.unique(table.column(column).cast(pa.string())).to_pylist())
+        if not found <= set(allowed):
+            bad = sorted(found - set(allowed))[0]
+            row = pc.index(table.column(column).cast(pa.string()), bad).as_py()
+            raise _row_error(f"{column} {bad[:40]!r}, expected one of {', '.join(allowed)}", row, name)
+
+
+def _check_time_order(ts: list[int], node: list[int], name: str) -> None:
+    """Each member's events in time order, as in JSON Lines (a replay re-runs each member's clock
+    forward through its events; one that goes back is a damaged or hand-edited file)."""
+    last: dict[int, int] = {}
+    for row, (when, member) in enumerate(zip(ts, node, strict=True)):
+        previous = last.get(member)
+        if previous is not None and when < previous:
+            raise _row_error(f"ts {when} is earlier than node {member}'s previous event at {previous} "
+                             "(each member's events are in time order)", row, name)
+        last[member] = when
+
+
 def table_to_events(table: pa.Table, *, name: str = "replay file") -> list[Event]:
-    """Events back from a replay table, losslessly (from ``fields``/``payload``/``extra``)."""
+    """Events back from a replay table, losslessly (from ``fields``/``payload``/``extra``).
+
+    ``table`` comes from `read_table` (validated); a value no event can hold (a null ``ts``, an
+    unknown ``dir`` or ``type``, ``fields`` that are not a JSON object) is a `DecodeError` naming the row.
+    """
+    _check_events_columns(table, name)
     seqs = _column(table, "seq")
     for i in range(1, len(seqs)):
         if seqs[i] <= seqs[i - 1]:
             raise DecodeError(f"seq is not strictly increasing at row {i}", source=name)
     ts = _column(table, "ts")
     node = _column(table, "node")
+    _check_time_order(ts, node, name)
     direction = _column(table, "dir")
     channel = _column(table, "channel")
     kind = _column(table, "type")
     peer = _column(table, "peer")
+    unknown = {value for value in set(kind) if value not in MESSAGE_CLASSES and value not in LOCAL_TYPES}
+    if unknown:
+        row = next(row for row, value in enumerate(kind) if value in unknown)
+        raise _row_error(f"unknown event type {kind[row][:60]!r}", row, name)
     payload = _column(table, "payload") if "payload" in table.column_names else [None] * len(ts)
     fields = _column(table, "fields") if "fields" in table.column_names else None
     extra = _column(table, "extra") if "extra" in table.column_names else [None] * len(ts)
@@ -347,10 +504,7 @@ def table_to_events(table: pa.Table, *, name: str = "replay file") -> list[Event
         columns = {n: _column(table, n) for n in names}
         fields = [{n: columns[n][i] for n in names if columns[n][i] is not None} for i in range(len(ts))]
     else:
-        try:
-            fields = [json.loads(f) if f is not None else {} for f in fields]
-        except json.JSONDecodeError as error:
-            raise DecodeError(f"the fields column holds invalid JSON ({error.msg})", source=name) from None
+        fields = [_json_object(f, "fields", row, name) or {} for row, f in enumerate(fields)]
     out = []
     for i in range(len(ts)):
         out.append(
@@ -363,7 +517,7 @@ def table_to_events(table: pa.Table, *, name: str = "replay file") -> list[Event
                 type=kind[i],
                 fields=fields[i],
                 payload=payload[i],
-                extra=json.loads(extra[i]) if extra[i] else None,
+                extra=_json_object(extra[i], "extra", i, name) if extra[i] else None,
             )
         )
     return out

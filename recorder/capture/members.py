@@ -257,8 +257,8 @@ def infer_members(survey: TrafficSurvey) -> tuple[MemberMap | None, list[str]]:
         return None, ["no consensus traffic names a member: cannot infer the cluster members"]
     owner: dict[tuple[str, int], int] = {}
     for dst, receivers in survey.consensus_receivers.items():
-        if len(receivers) == 1:
-            owner[dst] = next(iter(receivers))
+        if len(receivers) == 1 and (receiver := next(iter(receivers))) in ids:  # not a corrupt member id
+            owner[dst] = receiver
     # Each member owns one consensus endpoint; repeat the exclusion rule until nothing changes.
     changed = True
     while changed:

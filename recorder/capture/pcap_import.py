@@ -144,6 +144,12 @@ def _decode_captures(
         members, warnings = infer_members(survey)
         notes += warnings
         if members is None:
+            # A file that ended in a corrupt header says so first: that is why nothing was found.
+            for _, reader, _ in readers:
+                if reader.truncated and reader.problems:
+                    last = reader.problems[-1]
+                    raise DecodeError(f"{last.expected}; no Aeron consensus traffic before it", source=last.source,
+                                      offset=last.offset)
             names = ", ".join(name for name, _, _ in readers)
             raise DecodeError(f"no Aeron cluster consensus traffic found ({warnings[0]}); give --members", source=names)
     local: dict[int, frozenset[int]] | None = None

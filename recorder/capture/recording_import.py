@@ -11,6 +11,7 @@ record per datagram, in recorded order) and decoded by the very same pcap path.
 from __future__ import annotations
 
 import os
+import struct
 
 import pyarrow as pa
 
@@ -40,9 +41,12 @@ def recording_as_pcap(path: str | os.PathLike[str]) -> tuple[bytes, RecordingMet
     datagrams, metadata, problems = read_recording(name)
     writer = PcapWriter(link_type=LINKTYPE_RAW)
     parts = [writer.file_header()]
-    for datagram in datagrams:
+    for number, datagram in enumerate(datagrams):
         if ":" in datagram.src_ip or ":" in datagram.dst_ip:
             raise DecodeError("IPv6 endpoints in a recording cannot be converted yet (IPv4 only)", source=name)
-        parts.append(writer.udp_packet(datagram.ts_ns, datagram.src_ip, datagram.src_port,
-                                       datagram.dst_ip, datagram.dst_port, datagram.payload))
+        try:
+            parts.append(writer.udp_packet(datagram.ts_ns, datagram.src_ip, datagram.src_port,
+                                           datagram.dst_ip, datagram.dst_port, datagram.payload))
+        except (ValueError, OSError, struct.error) as error:  # a time past 2106, a datagram too long
+            raise DecodeError(f"datagram {number}: cannot be a UDP datagram in a pcap: {error}", source=name) from None
     return b"".join(parts), metadata, [str(problem) for problem in problems]

@@ -16,6 +16,7 @@ columns of the wrong type.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from collections.abc import Mapping
@@ -27,6 +28,9 @@ import pyarrow.compute as pc
 
 from formats.errors import DecodeError
 from recorder.record.storage import END_OF_STREAM, FIELDS, FORMAT, FORMAT_VERSION
+
+#: The most a UDP datagram over IPv4 carries.
+MAX_UDP_PAYLOAD = 65507
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,11 @@ def read_recording(path: str | os.PathLike) -> tuple[list[Datagram], RecordingMe
 
     datagrams = []
     for seq, ts, src, dst, payload in zip(seqs, timestamps, sources, destinations, payloads, strict=True):
+        if ts < 0:
+            raise DecodeError(f"seq {seq}: ts {ts}: expected ns since 1970", source=name)
+        if len(payload) > MAX_UDP_PAYLOAD:
+            raise DecodeError(f"seq {seq}: a payload of {len(payload)} bytes: expected at most {MAX_UDP_PAYLOAD}"
+                              " (one UDP datagram)", source=name)
         src_ip, src_port = address(src, seq, "src")
         dst_ip, dst_port = address(dst, seq, "dst")
         datagrams.append(Datagram(ts, src_ip, src_port, dst_ip, dst_port, payload))
@@ -96,7 +105,12 @@ def read_recording_table(path: str | os.PathLike) -> tuple[pa.Table, RecordingMe
             raise DecodeError(
                 f"expected an Arrow IPC stream schema, found a {message.type} message", source=name, offset=0
             )
-        schema = pa.ipc.read_schema(message)
+        try:
+            schema = pa.ipc.read_schema(message)
+        except (pa.ArrowException, OSError) as error:
+            raise DecodeError(
+                f"expected an Arrow IPC stream schema: {_one_line(error)}", source=name, offset=0
+            ) from None
         metadata_text = _check_schema(schema, name)
 
         batches = []
@@ -107,7 +121,10 @@ def read_recording_table(path: str | os.PathLike) -> tuple[pa.Table, RecordingMe
                 message = reader.read_next_message()
                 if message.type != "record batch":
                     raise ValueError(f"unexpected {message.type} message")
-                batches.append(pa.ipc.read_record_batch(message, schema))
+                batch = pa.ipc.read_record_batch(message, schema)
+                # Offsets, lengths and UTF-8 checked before anything reads the values.
+                batch.validate(full=True)
+                batches.append(batch)
             except StopIteration:
                 clean_end = _check_end(source, offset, size, name, problems)
                 break
@@ -122,6 +139,9 @@ def read_recording_table(path: str | os.PathLike) -> tuple[pa.Table, RecordingMe
                 )
                 break
         table = pa.Table.from_batches(batches, schema=schema)
+    for expected in FIELDS:
+        if not expected.nullable and table.column(expected.name).null_count:
+            raise DecodeError(f"column {expected.name!r} holds nulls, expected a value in every row", source=name)
     _check_sequence(table, name)
     return table, _metadata(metadata_text, clean_end, name), problems
 
@@ -163,7 +183,7 @@ def _check_schema(schema: pa.Schema, name: str) -> dict[str, str]:
             offset=0,
         )
     version_text = metadata.get("recount.formatVersion", "")
-    if not version_text.isdigit():
+    if not (version_text.isascii() and version_text.isdigit()):
         raise DecodeError(
             f"expected an integer recount.formatVersion, found {version_text!r}", source=name, offset=0
         )
@@ -201,9 +221,12 @@ def _check_sequence(table: pa.Table, name: str) -> None:
 
 def _metadata(metadata: dict[str, str], clean_end: bool, name: str) -> RecordingMetadata:
     try:
-        endpoints = tuple(json.loads(metadata.get("recount.endpoints", "[]")))
+        endpoints = json.loads(metadata.get("recount.endpoints", "[]"))
     except ValueError:
-        raise DecodeError("schema metadata recount.endpoints: expected JSON", source=name, offset=0) from None
+        endpoints = None
+    if not isinstance(endpoints, list) or not all(isinstance(e, dict) for e in endpoints):
+        raise DecodeError("schema metadata recount.endpoints: expected a JSON list of objects", source=name, offset=0)
+    endpoints = tuple(endpoints)
     channels = tuple(channel for channel in metadata.get("recount.channels", "").split(",") if channel)
     return RecordingMetadata(
         format_version=int(metadata["recount.formatVersion"]),
@@ -219,9 +242,13 @@ def _split_address(text: str, name: str, seq: int, column: str) -> tuple[str, in
     host, sep, port = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    if not sep or not host or not port.isdigit() or int(port) > 0xFFFF:
-        raise DecodeError(f"seq {seq}: {column} {text!r}: expected ip:port", source=name)
-    return host, int(port)
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    if not sep or ip is None or not (port.isascii() and port.isdigit()) or int(port) > 0xFFFF:
+        raise DecodeError(f"seq {seq}: {column} {text[:60]!r}: expected ip:port", source=name)
+    return str(ip), int(port)
 
 
 def _one_line(error: BaseException) -> str:
