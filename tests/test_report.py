@@ -228,15 +228,15 @@ def test_a_real_aeron_capture_gives_a_report_and_a_trace(capture, tmp_path, caps
     assert counted["flows"] == summary["pairedMessages"]
 
 
-def test_the_leader_failover_report_and_trace_in_docs_are_up_to_date(tmp_path, monkeypatch, capsys):
+def test_the_leader_failover_report_and_trace_in_samples_are_up_to_date(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     for command, name in (("report", "report.html"), ("export", "trace.json")):
         fresh = tmp_path / name
         assert run([command, "samples/leader-failover/incident.arrow", "-o", str(fresh)]) == 0
-        committed = ROOT / "docs" / "leader-failover" / name
+        committed = ROOT / "samples" / "leader-failover" / "report" / name
         assert fresh.read_bytes() == committed.read_bytes(), (
             f"{committed.relative_to(ROOT)} is out of date: regenerate it with "
-            f"`recount {command} samples/leader-failover/incident.arrow -o docs/leader-failover/{name} --force`"
+            f"`recount {command} samples/leader-failover/incident.arrow -o samples/leader-failover/report/{name} --force`"
         )
 
 
