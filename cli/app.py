@@ -58,10 +58,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                       " replay changes."),
     "cli.commands.export_scenario": ("export-scenario", "Write a datadriven scenario file that reproduces the"
                                                         " recording (or a window of it), minimised."),
-    "cli.commands.report": ("report", "Write an incident as one self-contained HTML page: swimlanes, leaders,"
-                                      " elections as sequence diagrams."),
-    "cli.commands.export": ("export", "Write the replay as a Chrome trace (Perfetto UI, chrome://tracing):"
-                                      " a track per member."),
+    "cli.commands.report": ("report", "Write an incident as one self-contained HTML page, to attach to an issue."),
+    "cli.commands.export": ("export", "Write the replay as a Chrome trace for Perfetto UI or chrome://tracing."),
 }
 
 

@@ -33,9 +33,9 @@ def export_command(
     force: ForceOption = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (what was written) on stdout.")] = False,
 ) -> None:
-    """Write the replay as Chrome trace-event JSON: a process per member with election-state and role
-    slices, an instant for every consensus message sent or received, a flow arrow from each send to
-    its receipt, and the divergences and invariant violations marked."""
+    """Write the replay as a Chrome trace for Perfetto UI or chrome://tracing.
+
+    Chrome trace-event JSON: a process per member with election-state and role slices, an instant for every consensus message sent or received, a flow arrow from each send to its receipt, and the divergences and invariant violations marked."""  # noqa: E501 - one paragraph for the help
     from recorder.report.perfetto import trace_document
 
     if format_name not in FORMATS:

@@ -91,9 +91,9 @@ def report_command(
     force: ForceOption = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (what the report holds) on stdout.")] = False,
 ) -> None:
-    """Write one self-contained HTML page (inline SVG and CSS, nothing fetched) with each member's
-    swimlanes, the leader of each term, every election as a sequence diagram, the divergences and
-    invariant violations, and each member's node-state.dat and recording.log at start and end."""
+    """Write an incident as one self-contained HTML page, to attach to an issue.
+
+    The page (inline SVG and CSS, nothing fetched) has each member's swimlanes, the leader of each term, every election as a sequence diagram, the divergences and invariant violations, and each member's node-state.dat and recording.log at start and end."""  # noqa: E501 - one paragraph for the help
     from recorder.report.html import render_html
 
     check_output(out, force)
