@@ -141,7 +141,7 @@ READERS: dict[str, InputReader] = {
                         captures=True),
     "pcapng": InputReader("pcapng", (".pcapng",), read_capture, "a pcapng capture (Wireshark, dumpcap)",
                           captures=True),
-    "agent-log": InputReader("agent-log", (), read_capture, "an aeron-agent event log (1.47 text)", captures=True),
+    "agent-log": InputReader("agent-log", (), read_capture, "an aeron-agent event log (Aeron 1.40-1.50 text)", captures=True),
     "cluster-dir": InputReader("cluster-dir", (), read_capture, "a member's cluster directory", captures=True),
     "recording": InputReader("recording", (".arrows",), read_capture, "a `recount record` recording", captures=True),
 }

@@ -29,6 +29,8 @@ does file I/O (it is part of `recorder`); the decoding itself is in pure functio
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -204,6 +206,7 @@ def load_captures(
         if info.node in started:
             raise DecodeError(f"a second cluster directory for member {info.node}", source=info.source)
         started.add(info.node)
+        keyed = _queued_until_start(keyed, info.node, ts)
         keyed.append((ts, 0, info.node, 0, Event(ts=ts, node=info.node, dir="local", peer=None, channel="local",
                                                 type="MemberStart", fields=info.fields,
                                                 extra={"source": os.path.basename(info.source.rstrip("/"))})))
@@ -219,6 +222,7 @@ def load_captures(
         for member in member_map.member_ids:
             if member not in started:
                 start = _start_time(None, member, capture_start, keyed)
+                keyed = _queued_until_start(keyed, member, start)
                 keyed.append((start, 0, member, 0, Event(
                     ts=start, node=member, dir="local", peer=None, channel="local", type="MemberStart",
                     fields={"clusterMembers": member_map.text})))
@@ -280,6 +284,19 @@ def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[li
     return out, notes
 
 
+def _queued_until_start(keyed: list, node: int, start: int) -> list:
+    """Messages a member received before its start are read by it at the start (kept in the image);
+    their capture time stays in ``extra.capturedTs``."""
+    out = []
+    for item in keyed:
+        event = item[4]
+        if event.node == node and event.dir == "in" and item[0] < start:
+            moved = dataclasses.replace(event, ts=start, extra={**(event.extra or {}), "capturedTs": event.ts})
+            item = (start, *item[1:4], moved)
+        out.append(item)
+    return out
+
+
 def _start_time(directory: Any, node: int | None, capture_start: int | None, keyed: list) -> int:
     """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to.
 
@@ -293,8 +310,13 @@ def _start_time(directory: Any, node: int | None, capture_start: int | None, key
     first = min((item[0] for item in mine), default=None)
     started = [item[0] for item in mine
                if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
+    if not started:  # logs before 1.44 have no NEW_ELECTION: the first election leaving INIT
+        started = [item[0] for item in mine if item[4].type == "ElectionStateChange"][:1]
     if started:
-        return min(started) if first is None else min(min(started), first)
+        # What the member received before its consensus module started waited in the image for it
+        # (`_queued_until_start`), so only what it did itself can start the replay earlier.
+        own = min((item[0] for item in mine if item[4].dir != "in"), default=None)
+        return min(started) if own is None else min(min(started), own)
     mark = directory.mark_files.get("cluster-mark.dat") if directory is not None else None
     start_ns = mark.header.start_timestamp * 1_000_000 if mark is not None and mark.header.start_timestamp > 0 else None
     if start_ns is not None and (capture_start is None or start_ns >= capture_start):

@@ -1,4 +1,4 @@
-"""aeron-agent logs (Aeron 1.47 text) in: local observation events on the capture's timeline.
+"""aeron-agent logs (Aeron 1.40 … 1.50 text, each dialect told by content) in: local observation events on the capture's timeline.
 
 Each CLUSTER line becomes one ``local`` event at the member it names (``memberId``; a log normally
 holds one member, but one JVM running several members logs them all):
@@ -73,6 +73,9 @@ class ParsedAgentLog:
     segments: list[Segment]
     problems: list[Problem]
     skipped: Counter[str]
+    dialect: str = ""  #: formats.agent_log dialect name, e.g. "1.40-1.43"
+    implied_versions: str = ""  #: the Aeron releases that dialect implies, e.g. "1.40–1.43"
+    aeron_version: str | None = None  #: the release the log names (``log started``, 1.50 and later)
 
     @property
     def records(self) -> list[AgentLogRecord]:
@@ -113,7 +116,9 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     node = min(members, key=lambda m: (-members[m], m)) if members else None
     for segment in segments:
         segment.alignment = from_log_started(segment.started)
-    return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped)
+    return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped,
+                          dialect=log.dialect.name, implied_versions=log.dialect.versions,
+                          aeron_version=log.aeron_version)
 
 
 def align_agent_log(parsed: ParsedAgentLog, captured: Sequence[Event] | None) -> None:
@@ -178,7 +183,8 @@ def read_agent_log_file(path: str | os.PathLike[str]) -> ParsedAgentLog:
 
 
 def looks_like_agent_log(head: bytes) -> bool:
-    """Whether a file's first bytes are an aeron-agent log line (``[seconds.nanos] ...``)."""
+    """Whether a file's first bytes are an aeron-agent log line (``[seconds.nanos] ...``; up to 1.43
+    the fraction is microseconds, 6 digits)."""
     text = head.lstrip()[:64]
     if not text.startswith(b"["):
         return False
@@ -187,4 +193,4 @@ def looks_like_agent_log(head: bytes) -> bool:
         return False
     stamp = text[1:close].lstrip(b"-")
     seconds, dot, nanos = stamp.partition(b".")
-    return bool(dot) and seconds.isdigit() and nanos.isdigit() and len(nanos) == 9
+    return bool(dot) and seconds.isdigit() and nanos.isdigit() and len(nanos) in (6, 9)
