@@ -41,6 +41,7 @@ from formats.events import Event
 from recorder.capture.agent_log_import import (
     agent_log_events,
     align_agent_log,
+    receipt_order,
     looks_like_agent_log,
     read_agent_log_file,
 )
@@ -196,6 +197,8 @@ def load_captures(
                 load.alignment.append({"path": name, "node": parsed.node, "segment": number,
                                        **segment.alignment.to_json()})
 
+    if logs and captured is not None:
+        keyed = _in_receipt_order(keyed)
     capture_start = captured.first_ts_ns if captured is not None else None
     started: set[int] = set()
     for directory in directories:
@@ -282,6 +285,21 @@ def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[li
         notes.append(f"{parsed.source}: member {node} {'stopped' if closed else 'crashed'} (last seen at {end - 1})"
                      f" and started again at {restart} (a new 'log started' clock)")
     return out, notes
+
+
+def _in_receipt_order(keyed: list) -> list:
+    """Captured messages a member's agent log shows it handled in another order get their times swapped."""
+    out = list(keyed)
+    for node in sorted({item[4].node for item in keyed if item[1] == 2}):
+        received = [(k, item) for k, item in enumerate(keyed) if item[1] == 1 and item[4].node == node
+                    and item[4].dir == "in"]
+        logged = [item[4] for item in keyed if item[1] == 2 and item[4].node == node]
+        moved = receipt_order([item[4] for _, item in received], logged)
+        for index, ts in moved.items():
+            k, item = received[index]
+            event = dataclasses.replace(item[4], ts=ts, extra={**(item[4].extra or {}), "capturedTs": item[4].ts})
+            out[k] = (ts, *item[1:4], event)
+    return out
 
 
 def _queued_until_start(keyed: list, node: int, start: int) -> list:

@@ -162,6 +162,39 @@ def agent_log_events(parsed: ParsedAgentLog) -> list[Event]:
     return events
 
 
+#: Receipt lines of the agent log and the captured messages they log, with the fields that tell them apart.
+RECEIPTS = {"REQUEST_VOTE": ("RequestVote", (("candidateId", "candidateMemberId"), ("candidateTermId", "candidateTermId"),
+                                             ("logPosition", "logPosition")))}
+
+
+def receipt_order(received: Sequence[Event], logged: Sequence[Event]) -> dict[int, int]:
+    """New times for captured messages that a member handled in another order than they were captured.
+
+    Two RequestVotes arriving within a moment of each other are read from their images in an order
+    the capture cannot show; the member's agent log can (a REQUEST_VOTE line per message handled).
+    ``received`` are the member's inbound captured events, ``logged`` its agent-log events, both in
+    time order.  Returns ``{index in received: new ts}``: the matched messages' times, handed out in
+    the logged order, so only messages the log shows out of capture order move.
+    """
+    moved: dict[int, int] = {}
+    for event_name, (message_type, keys) in RECEIPTS.items():
+        candidates = [(i, e) for i, e in enumerate(received) if e.type == message_type]
+        used: set[int] = set()
+        matched: list[int] = []
+        for line in (e for e in logged if e.type == "AgentEvent" and e.fields.get("event") == event_name):
+            want = tuple(line.fields.get(logged_name) for logged_name, _ in keys)
+            for i, event in candidates:
+                if i not in used and tuple(event.fields.get(name) for _, name in keys) == want:
+                    used.add(i)
+                    matched.append(i)
+                    break
+        times = sorted(received[i].ts for i in matched)
+        for i, ts in zip(matched, times, strict=True):
+            if received[i].ts != ts:
+                moved[i] = ts
+    return moved
+
+
 def read_agent_log_file(path: str | os.PathLike[str]) -> ParsedAgentLog:
     """Read and parse one agent log file (text; bytes that are not UTF-8 are replaced)."""
     path = Path(path)
