@@ -10,6 +10,8 @@ from rich.text import Text
 
 from cli import output
 from cli.commands.diff import parse_time_ns, print_changes
+from cli.commands.versions import confidence_text
+from engine.versions import confidence
 from cli.commands.replay import check_until, load_input
 from cli.errors import UserError
 from engine.versions import VERSIONS
@@ -50,7 +52,8 @@ def bisect_command(
 
     def progress(trial: Trial) -> None:
         note = f" (same flags as {trial.reused_from})" if trial.reused_from else ""
-        output.stderr.print(f"{trial.version}: {'holds' if trial.result else 'fails'}{note}", markup=False)
+        judged = confidence(trial.version)["level"]
+        output.stderr.print(f"{trial.version}: {'holds' if trial.result else 'fails'}{note} ({judged})", markup=False)
 
     try:
         report = bisect(loaded, good=good, bad=bad, check=parsed, versions=order, mode=mode, seed=seed,
@@ -83,8 +86,10 @@ def bisect_command(
         console.print(f"  {report['previous']}: {describe_record(first['a']) if first['a'] else 'nothing'}")
         console.print(f"  {report['firstChanged']}: {describe_record(first['b']) if first['b'] else 'nothing'}")
         print_changes(first)
-    tried = ", ".join(f"{t['version']} {_word(t['result'])}" for t in report["trials"])
+    tried = ", ".join(f"{t['version']} {_word(t['result'])} ({t['confidence']})" for t in report["trials"])
     console.print(f"tried: {tried}")
+    for version, judged in report["confidence"].items():
+        console.print(f"{version}: {confidence_text(judged)}", markup=False)
 
 
 def _word(result: bool) -> str:
