@@ -32,7 +32,7 @@ Pure apart from reading installed distributions' metadata (`importlib.metadata`)
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -89,6 +89,52 @@ REAL_CAPTURES: dict[str, tuple[tuple[str, str, str], ...]] = {
          " detected due to commit position', are not yet"),
     ),
 }
+
+
+#: The cluster codec schema's version (schema id 111, in every message's SBE header) -> the Aeron release
+#: lines that send it, from aeron-cluster-codecs.xml at each tag.
+SCHEMA_VERSION_LINES: dict[int, tuple[str, str]] = {
+    9: ("1.40", "1.40"), 10: ("1.41", "1.41"), 11: ("1.42", "1.42"), 12: ("1.43", "1.47"),
+    13: ("1.48", "1.48"), 14: ("1.49", "1.49"), 15: ("1.50", "1.50"), 16: ("1.51", "1.51"),
+}
+
+
+def _line(text: str) -> tuple[int, int]:
+    return parse_version(text)[:2]
+
+
+def model_from_evidence(evidence: Sequence[Mapping[str, Any]]) -> tuple[str | None, str]:
+    """The release a capture's evidence points to, and why; (None, why) when it says nothing or clashes.
+
+    Each item is ``{"source", "says", "first", "last", "exact"}``: the release lines it allows
+    (``last`` None: and later) and, when it names one (1.50's agent log), the ``exact`` release.  An
+    exact release wins; otherwise the newest modelled release of the lines every item allows.
+    """
+    if not evidence:
+        return None, "no evidence of the Aeron version"
+    low, high = OLDEST[:2], NEWEST_LINE
+    for item in evidence:
+        low = max(low, _line(item["first"]))
+        if item.get("last"):
+            high = min(high, _line(item["last"]))
+    counts: dict[str, int] = {}
+    for item in evidence:
+        counts[item["says"]] = counts.get(item["says"], 0) + 1
+    said = "; ".join(says + (f" (×{n})" if n > 1 else "") for says, n in counts.items())
+    exact = sorted({item["exact"] for item in evidence if item.get("exact")})
+    if len(exact) > 1:
+        return None, f"the evidence names several releases ({said})"
+    if exact:
+        if not low <= _line(exact[0]) <= high:
+            return None, f"the evidence clashes ({said})"
+        return ".".join(map(str, parse_version(exact[0]))), said
+    if low > high:
+        return None, f"the evidence clashes ({said})"
+    fitting = [v for v in VERSIONS if low <= _line(v) <= high]
+    if not fitting:
+        return None, f"no modelled release fits ({said})"
+    return fitting[-1], f"{said}; the newest modelled release of {'.'.join(map(str, low))}" + (
+        f"–{'.'.join(map(str, high))}" if high != low else "")
 
 
 def confidence(version: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from formats import replay_file
 from formats.errors import DecodeError
 from formats.events import Event, parse_jsonl
 from recorder import capture
+from recorder.evidence import to_metadata
 
 
 class OutputExistsError(FileExistsError):
@@ -50,6 +51,7 @@ class LoadedEvents:
     ref_kind: str  # "line" or "seq"
     source: str
     cluster_members: str | None = None
+    metadata: Mapping[str, str] | None = None  #: a replay file's schema metadata beyond recount's own keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,8 @@ def read_replay_file(path: Path) -> LoadedEvents:
         events = replay_file.table_to_events(table, name=str(path))
         refs = table.column("seq").to_pylist()
         metadata = replay_file.check_metadata(table.schema, name=str(path))
-    return LoadedEvents(events, refs, "seq", str(path), metadata.cluster_members or _cluster_members(events))
+    return LoadedEvents(events, refs, "seq", str(path), metadata.cluster_members or _cluster_members(events),
+                        dict(metadata.extra))
 
 
 def read_capture(path: Path) -> LoadedEvents:
@@ -255,7 +258,8 @@ def convert(
         events = with_config(events, properties)
     members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)
     source = ",".join(os.path.basename(str(p)) for p in inputs)
-    table = replay_file.events_to_table(events, source=source, cluster_members=members)
+    table = replay_file.events_to_table(events, source=source, cluster_members=members,
+                                        metadata=to_metadata(captured.evidence) if captured is not None else None)
     temporary = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     try:
         with pa.OSFile(str(temporary), "wb") as sink:

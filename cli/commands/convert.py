@@ -68,6 +68,9 @@ def convert(
     output.stdout.print(f"wrote {result.events} events (members {nodes}) to {result.out}")
     if result.capture is not None:
         render_capture.print_summary(result.capture)
+        shown = result.capture.get("aeronVersion") or {}
+        if shown.get("model"):
+            output.stderr.print(f"Aeron version: {shown['model']} ({shown['why']})", markup=False)
 
 
 def _config_properties(options: list[str]) -> dict[str, int]:

@@ -38,6 +38,9 @@ from typing import Any
 
 from formats.errors import DecodeError
 from formats.events import Event
+from engine.versions import model_from_evidence
+from formats.agent_log import DIALECT_BY_NAME
+from recorder.evidence import agent_log_evidence, wire_evidence
 from recorder.capture.agent_log_import import (
     agent_log_events,
     align_agent_log,
@@ -67,6 +70,15 @@ class CaptureLoad:
     notes: list[str] = field(default_factory=list)
     alignment: list[dict[str, Any]] = field(default_factory=list)
     decoded: dict[str, Any] = field(default_factory=dict)
+    evidence: list[dict[str, Any]] = field(default_factory=list)  #: of the Aeron version (recorder.evidence)
+
+    def aeron_version(self) -> dict[str, Any]:
+        """The Aeron version the inputs show: each piece of evidence, the model it implies and why."""
+        model, why = model_from_evidence(self.evidence)
+        dialects = {item["source"]: item["says"] for item in self.evidence if item["source"] != "wire"}
+        schemas = sorted(item["schemaVersion"] for item in self.evidence if "schemaVersion" in item)
+        return {"model": model, "why": why, "agentLogs": dialects, "schemaVersions": schemas,
+                "evidence": list(self.evidence)}
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready: what was read, what was skipped and why, and every assumption made."""
@@ -84,6 +96,7 @@ class CaptureLoad:
             "alignment": self.alignment,
             "problems": [p.to_json() for p in self.problems],
             "notes": list(self.notes),
+            "aeronVersion": self.aeron_version(),
         }
 
 
@@ -237,6 +250,11 @@ def load_captures(
                                                       type="End", fields={})))
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
+    for parsed in logs:
+        dialect = DIALECT_BY_NAME[parsed.dialect]
+        load.evidence.append(agent_log_evidence(parsed.source, dialect.first, dialect.last, dialect.name,
+                                                parsed.aeron_version))
+    load.evidence += wire_evidence(load.events)
     if not load.events:
         raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
     return load
