@@ -33,7 +33,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from formats import cluster_codecs as generated
-from formats.sbe import INT64_NULL, BlockSpec, Decoded, FieldSpec, MessageSpec, VarDataSpec, from_fields, read_header
+from formats.sbe import (
+    INT64_NULL,
+    BlockSpec,
+    Decoded,
+    FieldSpec,
+    MessageSpec,
+    VarDataSpec,
+    from_fields,
+    read_header,
+)
 from formats.sbe import decode_message as _decode
 
 #: The cluster schema version that introduced NewLeadershipTerm.commitPosition (Aeron 1.50.0).

@@ -10,11 +10,10 @@ from rich.text import Text
 
 from cli import output
 from cli.commands.diff import parse_time_ns, print_changes
-from cli.commands.versions import confidence_text
-from engine.versions import confidence
 from cli.commands.replay import check_until, load_input
+from cli.commands.versions import confidence_text
 from cli.errors import UserError
-from engine.versions import VERSIONS
+from engine.versions import VERSIONS, confidence
 from formats.describe import describe_record
 from formats.errors import DecodeError
 from recorder.bisect import Trial, bisect

@@ -30,23 +30,21 @@ does file I/O (it is part of `recorder`); the decoding itself is in pure functio
 from __future__ import annotations
 
 import dataclasses
-
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.errors import DecodeError
-from formats.events import Event
 from engine.versions import model_from_evidence
 from formats.agent_log import DIALECT_BY_NAME
-from recorder.evidence import agent_log_evidence, wire_evidence
+from formats.errors import DecodeError
+from formats.events import Event
 from recorder.capture.agent_log_import import (
     agent_log_events,
     align_agent_log,
-    receipt_order,
     looks_like_agent_log,
     read_agent_log_file,
+    receipt_order,
 )
 from recorder.capture.cluster_dir_import import is_cluster_dir, member_of, read_cluster_dir
 from recorder.capture.cluster_dir_import import member_start as build_member_start
@@ -54,6 +52,7 @@ from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.recording_import import is_recording, recording_as_pcap
+from recorder.evidence import agent_log_evidence, wire_evidence
 
 FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
 
