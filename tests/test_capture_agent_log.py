@@ -81,6 +81,21 @@ def test_agent_logs_are_recognised_by_their_first_line():
     assert looks_like_agent_log(b"[1184.908972446] log started 2026-11-22 01:49:46.563+0000\n")
     assert not looks_like_agent_log(b'{"ts": 1, "node": 0}\n')
     assert not looks_like_agent_log(b"[1.5] something\n")
+    # Aeron up to 1.43 prints microseconds (the real 1.41.7 logs), 1.50 lists the loggers' versions.
+    assert looks_like_agent_log(b"[6196.502881] log started 2026-11-23 20:40:19.447+0000\n")
+    assert looks_like_agent_log(b"[5997.177216352] log started 2026-11-23 20:37:00.122+0000, enabled loggers: {}\n")
+
+
+def test_a_parsed_log_says_its_dialect_and_the_version_it_names():
+    old = parse_agent_log("[6196.502881] log started 2026-11-23 20:40:19.447+0000\n"
+                          "[6201.321577] CLUSTER: STATE_CHANGE [22/22]: memberId=1 INIT -> ACTIVE\n", source="x")
+    assert (old.dialect, old.implied_versions, old.aeron_version) == ("1.40-1.43", "1.40–1.43", None)
+    assert old.records[0].ts_ns == 6201_321577_000
+    new = parse_agent_log('[5997.177216352] log started 2026-11-23 20:37:00.122+0000, enabled loggers: {CLUSTER:'
+                          ' version=1.50.4 commit=ad55}\n[6001.226887208] CLUSTER: ROLE_CHANGE [33/33]: memberId=1'
+                          ' FOLLOWER -> CANDIDATE reason=""\n', source="y")
+    assert (new.dialect, new.aeron_version, new.node) == ("1.50", "1.50.4", 1)
+    assert new.records[0].fields["to"] == "CANDIDATE"
 
 
 # --- the real capture -----------------------------------------------------------------------------

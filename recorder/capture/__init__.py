@@ -202,7 +202,8 @@ def load_captures(
         events = agent_log_events(parsed)
         keyed += [(e.ts, 2, len(keyed) + i, 0, e) for i, e in enumerate(events)]
         load.inputs.append({"kind": "agent-log", "path": name, "node": parsed.node, "events": len(events),
-                            "skipped": dict(sorted(parsed.skipped.items()))})
+                            "skipped": dict(sorted(parsed.skipped.items())), "dialect": parsed.dialect,
+                            "impliedVersions": parsed.implied_versions, "aeronVersion": parsed.aeron_version})
         load.problems += parsed.problems
         for number, segment in enumerate(parsed.segments):
             if segment.alignment is not None:
