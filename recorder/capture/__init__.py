@@ -224,7 +224,7 @@ def load_captures(
         started.add(info.node)
         keyed = _queued_until_start(keyed, info.node, ts)
         keyed.append((ts, 0, info.node, 0, Event(ts=ts, node=info.node, dir="local", peer=None, channel="local",
-                                                type="MemberStart", fields=info.fields,
+                                                type="MemberStart", fields=_with_waits(info.fields, logs, info.node),
                                                 extra={"source": os.path.basename(info.source.rstrip("/"))})))
         load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node})
         load.notes += info.notes
@@ -241,7 +241,7 @@ def load_captures(
                 keyed = _queued_until_start(keyed, member, start)
                 keyed.append((start, 0, member, 0, Event(
                     ts=start, node=member, dir="local", peer=None, channel="local", type="MemberStart",
-                    fields={"clusterMembers": member_map.text})))
+                    fields=_with_waits({"clusterMembers": member_map.text}, logs, member))))
                 load.notes.append(f"member {member}: no cluster directory given; it starts with an empty"
                                   " recording.log and node-state.dat")
             end = captured.end_of(member)
@@ -303,6 +303,16 @@ def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[li
         notes.append(f"{parsed.source}: member {node} {'stopped' if closed else 'crashed'} (last seen at {end - 1})"
                      f" and started again at {restart} (a new 'log started' clock)")
     return out, notes
+
+
+def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]:
+    """A MemberStart's fields with the driver waits its agent log shows (first clock segment), if any."""
+    for parsed in logs:
+        if parsed.node == node and parsed.segments:
+            first = parsed.segments[0]
+            waits = {"logPublicationWaitsNs": first.log_publication_waits, "logImageWaitsNs": first.log_image_waits}
+            return {**fields, **{key: list(values) for key, values in waits.items() if values}}
+    return fields
 
 
 def _in_receipt_order(keyed: list) -> list:

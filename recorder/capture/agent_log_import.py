@@ -64,6 +64,12 @@ class Segment:
     started: LogStarted | None
     records: list[AgentLogRecord] = field(default_factory=list)
     alignment: ClockAlignment | None = None
+    #: How long the driver took to answer each log publication added (ns), in order: from the DRIVER
+    #: line CMD_IN_ADD_EXCLUSIVE_PUBLICATION of a channel with ``alias=log`` to the next
+    #: CMD_OUT_EXCLUSIVE_PUBLICATION_READY.  The consensus module waits that long (Node.MemberStart).
+    log_publication_waits: list[int] = field(default_factory=list)
+    #: Each log subscription (``alias=log-cm``) to the next CMD_OUT_AVAILABLE_IMAGE (ns): FOLLOWER_LOG_AWAIT.
+    log_image_waits: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -98,13 +104,33 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     segments: list[Segment] = []
     current: Segment | None = None
     members: Counter[int] = Counter()
+    log_publication_added: int | None = None
+    log_subscription_added: int | None = None
     for record in log.records:
         if type(record) is LogStarted:
+            log_publication_added = log_subscription_added = None
             current = Segment(record)
             segments.append(current)
             continue
         if type(record) is not AgentLogRecord:
             skipped[f"{record.context} lines"] += 1
+            if record.context == "DRIVER":
+                if record.event == "CMD_IN_ADD_EXCLUSIVE_PUBLICATION" and "alias=log" in record.text:
+                    log_publication_added = record.ts_ns
+                elif record.event == "CMD_IN_ADD_SUBSCRIPTION" and "alias=log-cm" in record.text:
+                    log_subscription_added = record.ts_ns
+                elif record.event == "CMD_OUT_AVAILABLE_IMAGE" and log_subscription_added is not None:
+                    if current is None:
+                        current = Segment(None)
+                        segments.append(current)
+                    current.log_image_waits.append(record.ts_ns - log_subscription_added)
+                    log_subscription_added = None
+                elif record.event == "CMD_OUT_EXCLUSIVE_PUBLICATION_READY" and log_publication_added is not None:
+                    if current is None:
+                        current = Segment(None)
+                        segments.append(current)
+                    current.log_publication_waits.append(record.ts_ns - log_publication_added)
+                    log_publication_added = None
             continue
         if current is None:
             current = Segment(None)
