@@ -79,9 +79,9 @@ def test_the_1_47_3_model_does_not_reproduce_another_versions_capture(scenario, 
 
 
 def test_1_41_7_leaders_wait_for_the_driver_and_member_1_steps_down_as_the_real_one_did(tmp_path):
-    """The driver's waits the agent log shows (log publication 0.7-1.3 s, log image 1.1 s) are what let
-    1.41.7's two leaders overlap; member 1 then leaves LEADER_READY for INIT on the new leader's commit
-    position and follows member 0, every state change as logged."""
+    """The driver's waits the agent log shows (log publication 0.7-1.3 s, log image 0.7-1.2 s) are what
+    let 1.41.7's two leaders overlap; member 1 then leaves LEADER_READY for INIT on the new leader's
+    commit position and follows member 0: every state change of every member as logged."""
     scenario = VERSIONS_CAPTURES / "v1.41.7_a_clean_start"
     if not scenario.exists():
         pytest.skip(f"Aeron reference material not found at {scenario} (it sits beside the checkout in CI only)")
@@ -89,9 +89,12 @@ def test_1_41_7_leaders_wait_for_the_driver_and_member_1_steps_down_as_the_real_
     starts = {e.node: e.fields for e in loaded.events if e.type == "MemberStart"}
     assert all(w > 500_000_000 for w in starts[1]["logPublicationWaitsNs"][:1])
     records = list(replay(loaded.events, model="1.41.7"))
-    for member in (0, 1):
+    for member in (0, 1, 2):
         replayed = [(r["from"], r["to"]) for r in records if r["kind"] == "state" and r["node"] == member]
         assert replayed == _logged_states(nodes[member]), f"member {member}"
+    # What is left is the orderly shutdown, which the model does not take through its snapshot.
+    left = {(r["expected"] or r["actual"])["type"] for r in records if r["kind"] == "divergence"}
+    assert left <= {"TerminationPosition", "TerminationAck"}
     assert ("LEADER_READY", "INIT") in [(r["from"], r["to"]) for r in records if r["kind"] == "state" and r["node"] == 1]
     # Without the recorded waits the leaders run through their states 0.7-1.3 s early: far more divergences.
     plain = [dataclasses.replace(e, fields={k: v for k, v in e.fields.items() if not k.endswith("WaitsNs")})

@@ -31,6 +31,7 @@ a new clock at each ``log started`` line), with the offset from `recorder.captur
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -96,6 +97,17 @@ def _node_of(record: AgentLogRecord, default: int | None) -> int | None:
     return member if isinstance(member, int) and member >= 0 else default
 
 
+#: Driver commands the consensus module waits on: (command, channel alias, the driver's answer, Segment list).
+DRIVER_WAITS = (
+    ("CMD_IN_ADD_EXCLUSIVE_PUBLICATION", re.compile(r"alias=log(\||$)"), "CMD_OUT_EXCLUSIVE_PUBLICATION_READY",
+     "log_publication_waits"),
+    ("CMD_IN_ADD_SUBSCRIPTION", re.compile(r"alias=log-cm(\||$)"), "CMD_OUT_AVAILABLE_IMAGE", "log_image_waits"),
+)
+
+
+_SESSION_ID = re.compile(r"session-id=(-?[0-9]+)")
+
+
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     """Split a log into clock segments of CLUSTER records; count what is not ours."""
     log = read_agent_log(text, source=source)
@@ -104,33 +116,31 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     segments: list[Segment] = []
     current: Segment | None = None
     members: Counter[int] = Counter()
-    log_publication_added: int | None = None
-    log_subscription_added: int | None = None
+    pending: dict[str, int] = {}  # Segment attribute -> when the driver was asked
+    asked_for: set[tuple[str, str]] = set()  # (Segment attribute, session id) already waited for
     for record in log.records:
         if type(record) is LogStarted:
-            log_publication_added = log_subscription_added = None
+            pending.clear()
+            asked_for.clear()
             current = Segment(record)
             segments.append(current)
             continue
         if type(record) is not AgentLogRecord:
             skipped[f"{record.context} lines"] += 1
             if record.context == "DRIVER":
-                if record.event == "CMD_IN_ADD_EXCLUSIVE_PUBLICATION" and "alias=log" in record.text:
-                    log_publication_added = record.ts_ns
-                elif record.event == "CMD_IN_ADD_SUBSCRIPTION" and "alias=log-cm" in record.text:
-                    log_subscription_added = record.ts_ns
-                elif record.event == "CMD_OUT_AVAILABLE_IMAGE" and log_subscription_added is not None:
-                    if current is None:
-                        current = Segment(None)
-                        segments.append(current)
-                    current.log_image_waits.append(record.ts_ns - log_subscription_added)
-                    log_subscription_added = None
-                elif record.event == "CMD_OUT_EXCLUSIVE_PUBLICATION_READY" and log_publication_added is not None:
-                    if current is None:
-                        current = Segment(None)
-                        segments.append(current)
-                    current.log_publication_waits.append(record.ts_ns - log_publication_added)
-                    log_publication_added = None
+                for asked, alias, answered, waits in DRIVER_WAITS:
+                    if record.event == asked and alias.search(record.text):
+                        session = _SESSION_ID.search(record.text)
+                        if session is not None and (waits, session.group(1)) in asked_for:
+                            continue  # the module subscribing again to an image it already has
+                        if session is not None:
+                            asked_for.add((waits, session.group(1)))
+                        pending[waits] = record.ts_ns
+                    elif record.event == answered and pending.get(waits) is not None:
+                        if current is None:
+                            current = Segment(None)
+                            segments.append(current)
+                        getattr(current, waits).append(record.ts_ns - pending.pop(waits))
             continue
         if current is None:
             current = Segment(None)
