@@ -28,6 +28,7 @@ configuration order, no dict iteration that depends on hashing.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 from engine import members as cm
@@ -122,6 +123,10 @@ class ConsensusModuleAgent:
     Role = Role
     ModuleState = ModuleState
     __slots__ = (
+        "log_image_waits_ns",
+        "log_image_available_ns",
+        "log_publication_waits_ns",
+        "blocked_until_ns",
         "archive_evidence",
         "catchup_log_destination",
         "changes",
@@ -209,6 +214,10 @@ class ConsensusModuleAgent:
 
         self.outputs: list[Any] = []
         self.output_ts = 0
+        self.log_publication_waits_ns: list[int] = []  # recorded driver waits (Node.MemberStart), in order
+        self.blocked_until_ns: int | None = None  # waiting for the driver until then (add_log_publication)
+        self.log_image_waits_ns: list[int] = []  # recorded times from log subscription to image, in order
+        self.log_image_available_ns: int | None = None  # the follower's log image is there from then
         self.now_ns = 0  # the cluster clock (whole ms, in ns)
         self.changes = 0  # bumped on every observable change, so the driver knows a cycle did work
         self.errors = 0
@@ -428,7 +437,7 @@ class ConsensusModuleAgent:
         self._guarded(lambda: self.election.do_work(self.now_ns))
         self.set_state(ModuleState.ACTIVE)
 
-    def duty_cycle(self, message: Any = None, peer: int | None = None) -> None:
+    def duty_cycle(self, message: Any = None, peer: int | None = None, held: Sequence[tuple[Any, Any]] = ()) -> None:
         """One `doWork` at the current clock: slow tick, one consensus message, election or consensus work.
 
         As in Aeron, one try covers the whole cycle: an exception skips the rest of the cycle and, during
@@ -442,6 +451,10 @@ class ConsensusModuleAgent:
             if now_ns >= self.slow_tick_deadline_ns:
                 work = self.slow_tick_work(now_ns)
                 self.slow_tick_deadline_ns = now_ns + 1 if work else now_ns + SLOW_TICK_INTERVAL_NS
+            for waiting, _ in held:  # what arrived while it waited for the driver, polled in one go
+                handler = _MESSAGE_HANDLERS.get(type(waiting))
+                if handler is not None:
+                    handler(self, waiting)
             if message is not None:
                 handler = _MESSAGE_HANDLERS.get(type(message))
                 if handler is not None:
@@ -825,7 +838,11 @@ class ConsensusModuleAgent:
         return 0
 
     def add_log_publication(self, append_position: int) -> int:
-        """The leader's log publication, created at ``append_position``; returns its session id."""
+        """The leader's log publication, created at ``append_position``; returns its session id.
+
+        Adding it is a blocking call to the driver: with a recorded wait, nothing else runs until then."""
+        if self.log_publication_waits_ns:
+            self.blocked_until_ns = self.output_ts + self.log_publication_waits_ns.pop(0)
         self.log.set_end(append_position)
         self.has_log_publication = True
         self.log_publication_count += 1
@@ -1121,6 +1138,8 @@ class ConsensusModuleAgent:
 
     def add_follower_subscription(self, log_session_id: int) -> str:
         self.log_subscription = f"aeron:udp?control-mode=manual|session-id={log_session_id}|alias=log-cm"
+        if self.log_image_waits_ns:  # the recorded time until the driver had the leader's image
+            self.log_image_available_ns = self.output_ts + self.log_image_waits_ns.pop(0)
         self.changes += 1
         return self.log_subscription
 
@@ -1150,6 +1169,8 @@ class ConsensusModuleAgent:
         """`logSubscription.imageBySessionId`: in the model the image is there as soon as it is looked for,
         joined where the election expects it."""
         if self.log_subscription is None:
+            return None
+        if self.log_image_available_ns is not None and self.output_ts < self.log_image_available_ns:
             return None
         if self.log_image is not None and self.log_image.session_id == log_session_id:
             return self.log_image

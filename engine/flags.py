@@ -43,10 +43,11 @@ class ModelFlags:
     #: close was graceful, so the others wait for the gone leader's canvass until the deadline.
     graceful_leader_close_detection: bool = True
     # -- 1.43.0 ----------------------------------------------------------------------------------------------
-    #: 258555b19c: a RequestVote with a higher term but a worse log gets a NO vote and the node stays in
+    #: 258555b19c (backported to 1.41.5 as 30bc13756b; the real 1.41.7 capture's ROLE_CHANGE CANDIDATE ->
+    #: LEADER at LEADER_LOG_REPLICATION showed the backports): a RequestVote with a higher term but a worse log gets a NO vote and the node stays in
     #: its state (a leader answers with NewLeadershipTerm).  False: NO, and the election goes back to INIT.
     worse_log_vote_keeps_state: bool = True
-    #: 796d050c2b: the role is LEADER from LEADER_LOG_REPLICATION and the canvass reply to lagging members
+    #: 796d050c2b (backported to 1.41.5 as 5f90f54696): the role is LEADER from LEADER_LOG_REPLICATION and the canvass reply to lagging members
     #: goes by role.  False: the role becomes LEADER at LEADER_INIT and the reply goes by leader state.
     leader_role_from_log_replication: bool = True
     # -- 1.44.0 ----------------------------------------------------------------------------------------------
@@ -163,16 +164,18 @@ FLAGS: tuple[FlagInfo, ...] = (
         "'log disconnected from leader: eos=true' with the old leader as gracefulClosedLeaderId",
     ),
     FlagInfo(
-        "worse_log_vote_keeps_state", "1.43.0", "258555b19c",
+        "worse_log_vote_keeps_state", "1.43.0", "258555b19c (backport 30bc13756b)",
         "vote NO on a worse log without restarting the election",
         "NO vote, then back to INIT (which may start a new election and truncate)",
         "NO vote, state kept; a leader answers with NewLeadershipTerm",
+        backports=("1.41.5",),
     ),
     FlagInfo(
-        "leader_role_from_log_replication", "1.43.0", "796d050c2b",
+        "leader_role_from_log_replication", "1.43.0", "796d050c2b (backport 5f90f54696)",
         "LEADER role from LEADER_LOG_REPLICATION",
         "role LEADER only at LEADER_INIT; canvass replies go by leader state",
         "role LEADER from LEADER_LOG_REPLICATION; canvass replies go by role",
+        backports=("1.41.5",),
     ),
     FlagInfo(
         "new_election_event", "1.44.0", "4d8760a757, 55769dd320",

@@ -77,6 +77,13 @@ class MemberStart:
     append_position: int | None = None
     config: Config = Config()
     seed: int | None = None
+    #: How long the driver took to answer each log publication this start adds (the agent log's
+    #: CMD_IN_ADD_EXCLUSIVE_PUBLICATION of the log channel to its READY): the consensus module waits
+    #: that long, doing nothing else, each time it becomes leader.  Empty: no wait.
+    log_publication_waits_ns: tuple[int, ...] = ()
+    #: How long the driver took from each log subscription this start adds to the leader's image
+    #: (CMD_IN_ADD_SUBSCRIPTION ``alias=log-cm`` to CMD_OUT_AVAILABLE_IMAGE): FOLLOWER_LOG_AWAIT waits for it.
+    log_image_waits_ns: tuple[int, ...] = ()
 
     @classmethod
     def from_event(cls, event: Any, *, source: str | None = None, line: int | None = None) -> MemberStart:
@@ -151,6 +158,13 @@ class MemberStart:
         if seed is not None and not _is_int(seed):
             raise fail(f"'seed' must be an integer, got {seed!r}")
 
+        waits = {}
+        for key in ("logPublicationWaitsNs", "logImageWaitsNs"):
+            values = fields.get(key) or []
+            if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
+                raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
+            waits[key] = tuple(values)
+
         return cls(
             ts=event.ts,
             cluster_members=members_text,
@@ -160,6 +174,8 @@ class MemberStart:
             append_position=append_position,
             config=config,
             seed=seed,
+            log_publication_waits_ns=waits["logPublicationWaitsNs"],
+            log_image_waits_ns=waits["logImageWaitsNs"],
         )
 
     def members(self) -> list[ClusterMember]:
@@ -180,6 +196,7 @@ class Node:
         "_tick_ns",
         "_now_ns",
         "_outputs",
+        "_held",
     )
 
     def __init__(
@@ -190,6 +207,7 @@ class Node:
         self.flags = flags
         self.log_evidence = False
         self._outputs: list[Any] = []
+        self._held: list[tuple[Any, int | None]] = []  # inputs that arrived while the agent waited
         members = start.members()
         if member_id not in {m.id for m in members}:
             raise DecodeError(f"MemberStart: member {member_id} is not in clusterMembers ({start.cluster_members})")
@@ -292,7 +310,12 @@ class Node:
         """The next millisecond tick at which a timer could act (None: only an input can wake it)."""
         if not self.is_running:
             return None
+        if self.agent.blocked_until_ns is not None:
+            return max(self.agent.blocked_until_ns, self._tick_ns)
         deadline = self.agent.next_deadline_ns(self._tick_ns)
+        image = self.agent.log_image_available_ns
+        if image is not None and image > self._tick_ns and self.agent.log_subscription is not None:
+            deadline = image if deadline is None else min(deadline, image)
         if deadline is None:
             return None
         tick = -(-deadline // MS) * MS
@@ -348,6 +371,8 @@ class Node:
             log_evidence=self.log_evidence,
         )
         self.agent.outputs = self._outputs
+        self.agent.log_publication_waits_ns = list(start.log_publication_waits_ns)
+        self.agent.log_image_waits_ns = list(start.log_image_waits_ns)
         self.is_running = True
         tick = start.ts - start.ts % MS
         self._now_ns = start.ts
@@ -367,6 +392,8 @@ class Node:
             append_position=start.append_position,
             config=start.config,
             seed=start.seed,
+            log_publication_waits_ns=start.log_publication_waits_ns,
+            log_image_waits_ns=start.log_image_waits_ns,
         )
         recording_log = RecordingLog.from_entries(start.recording_log) if start.recording_log is not None else old.recording_log
         node_state = old.node_state
@@ -381,8 +408,26 @@ class Node:
         self._boot(start, recording_log, node_state, log, append_position, old.archive_evidence)
 
     def _tick(self, now_ns: int, message: Any = None, peer: int | None = None) -> None:
-        """One tick: a duty cycle (with the input's message), repeated until a cycle changes nothing."""
+        """One tick: a duty cycle (with the input's message), repeated until a cycle changes nothing.
+
+        While the agent waits for the driver (`log_publication_waits_ns`) it runs no cycle: what
+        arrives waits in `_held`, and is handled, in order, when the wait is over."""
         agent = self.agent
+        blocked = agent.blocked_until_ns
+        if blocked is not None:
+            if now_ns < blocked:
+                if message is not None:
+                    self._held.append((message, peer))
+                return
+            agent.blocked_until_ns = None
+            held, self._held = self._held, []
+            if held:
+                agent.set_time(blocked, blocked)
+                before = agent.changes
+                agent.duty_cycle(held=held)
+                if agent.changes != before:
+                    self._repeat_cycles()
+                self._collect()
         agent.set_time(now_ns, now_ns)
         before = agent.changes
         agent.duty_cycle(message, peer)
@@ -396,6 +441,8 @@ class Node:
     def _repeat_cycles(self) -> None:
         agent = self.agent
         for _ in range(MAX_CYCLES_PER_TICK):
+            if agent.blocked_until_ns is not None:
+                break
             before = agent.changes
             agent.duty_cycle()
             if agent.changes == before or agent.state is ModuleState.CLOSED:

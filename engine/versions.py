@@ -32,7 +32,7 @@ Pure apart from reading installed distributions' metadata (`importlib.metadata`)
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -48,6 +48,8 @@ NEWEST_LINE = (1, 51)
 VERSIONS: tuple[str, ...] = (
     "1.40.0",
     "1.41.0",
+    "1.41.5",
+    "1.41.7",
     "1.42.0",
     "1.43.0",
     "1.44.0",
@@ -63,8 +65,93 @@ VERSIONS: tuple[str, ...] = (
     "1.50.0",
     "1.50.1",
     "1.50.2",
+    "1.50.4",
     "1.51.0",
 )
+
+#: What each release's model has been judged by.  A release is *checked* when a real capture of it
+#: (named here) replays with its model with zero divergences and every logged election state change;
+#: *compared* when a real capture of it exists but the model does not reproduce it yet (what is left is
+#: said); every other release is modelled from the release notes and sources only (aeron-election.md §8).
+REAL_CAPTURES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # version: ((capture, status, what the capture showed), ...)
+    "1.47.3": (
+        ("aeron-1.47.3-capture/a_clean_start", "checked", "zero divergences, every logged state change"),
+    ),
+    "1.50.4": (
+        ("aeron-versions-capture/v1.50.4_a_clean_start", "checked",
+         "zero divergences, the 33 logged state changes (split vote in term 0, leader 2 in term 1)"),
+    ),
+    "1.41.7": (
+        ("aeron-versions-capture/v1.41.7_a_clean_start", "compared",
+         "every one of the 43 logged state changes, the two-leader overlap and member 1's step-down on 'new"
+         " leader detected due to commit position' included; 4 divergences remain, all in the orderly"
+         " shutdown: the leader's TerminationPosition and the followers' TerminationAck after their 1.8 s"
+         " snapshot (the shutdown snapshot is not modelled in any version)"),
+    ),
+}
+
+
+#: The cluster codec schema's version (schema id 111, in every message's SBE header) -> the Aeron release
+#: lines that send it, from aeron-cluster-codecs.xml at each tag.
+SCHEMA_VERSION_LINES: dict[int, tuple[str, str]] = {
+    9: ("1.40", "1.40"), 10: ("1.41", "1.41"), 11: ("1.42", "1.42"), 12: ("1.43", "1.47"),
+    13: ("1.48", "1.48"), 14: ("1.49", "1.49"), 15: ("1.50", "1.50"), 16: ("1.51", "1.51"),
+}
+
+
+def _line(text: str) -> tuple[int, int]:
+    return parse_version(text)[:2]
+
+
+def model_from_evidence(evidence: Sequence[Mapping[str, Any]]) -> tuple[str | None, str]:
+    """The release a capture's evidence points to, and why; (None, why) when it says nothing or clashes.
+
+    Each item is ``{"source", "says", "first", "last", "exact"}``: the release lines it allows
+    (``last`` None: and later) and, when it names one (1.50's agent log), the ``exact`` release.  An
+    exact release wins; otherwise the newest modelled release of the lines every item allows.
+    """
+    if not evidence:
+        return None, "no evidence of the Aeron version"
+    low, high = OLDEST[:2], NEWEST_LINE
+    for item in evidence:
+        low = max(low, _line(item["first"]))
+        if item.get("last"):
+            high = min(high, _line(item["last"]))
+    counts: dict[str, int] = {}
+    for item in evidence:
+        counts[item["says"]] = counts.get(item["says"], 0) + 1
+    said = "; ".join(says + (f" (×{n})" if n > 1 else "") for says, n in counts.items())
+    exact = sorted({item["exact"] for item in evidence if item.get("exact")})
+    if len(exact) > 1:
+        return None, f"the evidence names several releases ({said})"
+    if exact:
+        if not low <= _line(exact[0]) <= high:
+            return None, f"the evidence clashes ({said})"
+        return ".".join(map(str, parse_version(exact[0]))), said
+    if low > high:
+        return None, f"the evidence clashes ({said})"
+    fitting = [v for v in VERSIONS if low <= _line(v) <= high]
+    if not fitting:
+        return None, f"no modelled release fits ({said})"
+    return fitting[-1], f"{said}; the newest modelled release of {'.'.join(map(str, low))}" + (
+        f"–{'.'.join(map(str, high))}" if high != low else "")
+
+
+def confidence(version: str) -> dict[str, Any]:
+    """How far a release's model is borne out: ``level`` checked / compared / notes, and the captures."""
+    try:
+        name = ".".join(str(n) for n in parse_version(version))
+    except ValueError:
+        return {"version": version, "level": "user", "captures": []}
+    captures = REAL_CAPTURES.get(name, ())
+    levels = [status for _, status, _ in captures]
+    level = "checked" if "checked" in levels else "compared" if levels else "notes"
+    return {
+        "version": name,
+        "level": level,
+        "captures": [{"capture": c, "status": status, "note": note} for c, status, note in captures],
+    }
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -274,6 +361,7 @@ def versions_document() -> dict[str, Any]:
                 "baseline": version == BASELINE,
                 "flags": {f.name: getattr(flags, f.name) for f in fields(flags)},
                 "changes": introduced,
+                "confidence": confidence(version),
             }
         )
         previous = flags

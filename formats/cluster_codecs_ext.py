@@ -1,4 +1,4 @@
-"""Cluster messages of schema versions after the 1.47.3 schema (version 12) that recount models.
+"""Cluster messages of schema versions after the 1.47.3 schema (version 12): v13, v14 and v15.
 
 `formats.cluster_codecs` is generated from Aeron 1.47.3's schema (version 12) and is not edited by
 hand.  Aeron 1.50.0 (#1898, commit ae89386d1d) raised the cluster schema to version 15 and gave
@@ -18,6 +18,12 @@ Interoperation follows SBE's rules, which `formats.sbe` already keeps:
 * `message_of(event)` is `Event.message()` for everything, except a NewLeadershipTerm event whose
   payload is version 15 or whose fields carry ``commitPosition``: that one becomes the extended class.
 
+The same way, schema version 13 (Aeron 1.48.0) gave ``SessionEvent`` ``leaderHeartbeatTimeoutNs``
+(int64, optional, offset 36, block 36 → 44) and version 14 (1.49.0) gave ``SessionConnectRequest`` a
+third var field, ``clientInfo``; both are here, read from messages of those versions.  Older schema
+versions (v10, v11) need nothing here: their messages are the generated ones less the fields added
+since, which `formats.sbe` reads and writes at the message's acting version.
+
 No I/O; imports only `formats`.
 """
 
@@ -27,7 +33,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from formats import cluster_codecs as generated
-from formats.sbe import INT64_NULL, BlockSpec, Decoded, FieldSpec, MessageSpec, from_fields, read_header
+from formats.sbe import (
+    INT64_NULL,
+    BlockSpec,
+    Decoded,
+    FieldSpec,
+    MessageSpec,
+    VarDataSpec,
+    from_fields,
+    read_header,
+)
 from formats.sbe import decode_message as _decode
 
 #: The cluster schema version that introduced NewLeadershipTerm.commitPosition (Aeron 1.50.0).
@@ -60,18 +75,65 @@ def _v15_spec() -> MessageSpec:
 NewLeadershipTerm.SPEC = _v15_spec()
 NewLeadershipTerm.BLOCK = NewLeadershipTerm.SPEC.block
 
-#: Template id -> spec, with the version-15 NewLeadershipTerm in place of the generated one.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionEvent(generated.SessionEvent):
+    """SessionEvent as of schema version 13 (Aeron 1.48.0): the leader's heartbeat timeout as well."""
+
+    leader_heartbeat_timeout_ns: int = INT64_NULL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionConnectRequest(generated.SessionConnectRequest):
+    """SessionConnectRequest as of schema version 14 (Aeron 1.49.0): the client's own description too."""
+
+    client_info: str = ""
+
+
+def _extended(cls: type, base: MessageSpec, version: int, block_length: int, fields=(), var_data=()) -> MessageSpec:
+    return MessageSpec(
+        template_id=base.template_id,
+        schema_id=base.schema_id,
+        schema_version=version,
+        block=BlockSpec(name=base.block.name, block_length=block_length, fields=base.block.fields + tuple(fields),
+                        groups=base.block.groups, var_data=base.block.var_data + tuple(var_data), cls=cls),
+    )
+
+
+SessionEvent.SPEC = _extended(
+    SessionEvent, generated.SessionEvent.SPEC, 13, 44,
+    fields=(FieldSpec("leaderHeartbeatTimeoutNs", 36, "int64", "int64", since_version=13, presence="optional",
+                      attr="leader_heartbeat_timeout_ns"),),
+)
+SessionEvent.BLOCK = SessionEvent.SPEC.block
+SessionConnectRequest.SPEC = _extended(
+    SessionConnectRequest, generated.SessionConnectRequest.SPEC, 14, generated.SessionConnectRequest.SPEC.block_length,
+    var_data=(VarDataSpec("clientInfo", True, since_version=14, attr="client_info"),),
+)
+SessionConnectRequest.BLOCK = SessionConnectRequest.SPEC.block
+
+#: Each extended message: (its spec, the schema version from which its template decodes to it).
+EXTENDED: dict[int, tuple[MessageSpec, int]] = {
+    NEW_LEADERSHIP_TERM_TEMPLATE_ID: (NewLeadershipTerm.SPEC, SCHEMA_VERSION_COMMIT_POSITION),
+    SessionEvent.SPEC.template_id: (SessionEvent.SPEC, 13),
+    SessionConnectRequest.SPEC.template_id: (SessionConnectRequest.SPEC, 14),
+}
+#: The newest schema version any message here has (Aeron 1.50's cluster schema).
+NEWEST_SCHEMA_VERSION = SCHEMA_VERSION_COMMIT_POSITION
+
+#: Template id -> spec, with every extended message of schema version 15 in place of the generated one.
 MESSAGES_BY_TEMPLATE_ID_V15: dict[int, MessageSpec] = {
     **generated.MESSAGES_BY_TEMPLATE_ID,
-    NEW_LEADERSHIP_TERM_TEMPLATE_ID: NewLeadershipTerm.SPEC,
+    **{template_id: spec for template_id, (spec, _) in EXTENDED.items()},
 }
 
 
 def decode_message(buf: bytes | bytearray | memoryview, offset: int = 0, *, source: str | None = None) -> Decoded:
-    """`formats.sbe.decode_message`, except that a NewLeadershipTerm of version ≥ 15 decodes to the
-    extended class (with ``commitPosition``).  Bad input raises `DecodeError`."""
+    """`formats.sbe.decode_message`, except that a message of a schema version that extends it
+    (NewLeadershipTerm ≥ 15, SessionEvent ≥ 13, SessionConnectRequest ≥ 14) decodes to the extended
+    class.  Bad input raises `DecodeError`."""
     _, template_id, _, version = read_header(buf, offset, source=source)
-    if template_id == NEW_LEADERSHIP_TERM_TEMPLATE_ID and version >= SCHEMA_VERSION_COMMIT_POSITION:
+    extended = EXTENDED.get(template_id)
+    if extended is not None and version >= extended[1]:
         return _decode(buf, offset, source=source, registry=MESSAGES_BY_TEMPLATE_ID_V15, schema_id=generated.SCHEMA_ID)
     return _decode(buf, offset, source=source)
 

@@ -402,7 +402,15 @@ def decode_message(
     return decoded
 
 
-def _encode_block(spec: BlockSpec, value: Any, out: bytearray) -> None:
+def acting_block_length(spec: BlockSpec, version: int) -> int:
+    """The block length an encoder of schema ``version`` writes: the schema's own when every field is
+    that old, else the end of the last field it has (SBE adds fields only at the end of a block)."""
+    if version >= spec._max_since:
+        return spec.block_length
+    return max((f.offset + f.size for f in spec.fields if f.since_version <= version), default=0)
+
+
+def _encode_block(spec: BlockSpec, value: Any, out: bytearray, acting_version: int | None = None) -> None:
     raw = []
     for f in spec.fields:
         v = getattr(value, f.attr)
@@ -410,15 +418,23 @@ def _encode_block(spec: BlockSpec, value: Any, out: bytearray) -> None:
             v = v.value
         raw.append(v)
     try:
-        out += spec._struct.pack(*raw)
+        block = spec._struct.pack(*raw)
     except struct.error as error:
         raise ValueError(f"{spec.name}: a field does not fit its type: {error}") from None
+    if acting_version is not None:
+        block = block[: acting_block_length(spec, acting_version)]
+    out += block
     for group in spec.groups:
+        if acting_version is not None and group.since_version > acting_version:
+            continue
         entries = getattr(value, group.attr)
-        out += GROUP_HEADER.pack(group.entry.block_length, len(entries))
+        entry_length = group.entry.block_length if acting_version is None else acting_block_length(group.entry, acting_version)
+        out += GROUP_HEADER.pack(entry_length, len(entries))
         for entry in entries:
-            _encode_block(group.entry, entry, out)
+            _encode_block(group.entry, entry, out, acting_version)
     for var in spec.var_data:
+        if acting_version is not None and var.since_version > acting_version:
+            continue
         data = getattr(value, var.attr)
         if var.is_ascii:
             data = "".join(c if ord(c) < 256 else "?" for c in data).encode("latin-1")
@@ -426,9 +442,19 @@ def _encode_block(spec: BlockSpec, value: Any, out: bytearray) -> None:
         out += data
 
 
-def encode(message: SbeMessage, *, version: int | None = None) -> bytes:
-    """The message's bytes, header included, as Aeron's current encoders write them."""
+def encode(message: SbeMessage, *, version: int | None = None, acting_version: int | None = None) -> bytes:
+    """The message's bytes, header included, as Aeron's current encoders write them.
+
+    ``version`` only changes the header's version; ``acting_version`` writes what an encoder of that
+    older schema version writes: its block length, and none of the fields, groups or var data added
+    after it (so a message decoded from an older peer encodes back to the same bytes).
+    """
     spec = message.SPEC
+    if acting_version is not None:
+        out = bytearray(HEADER.pack(acting_block_length(spec.block, acting_version), spec.template_id, spec.schema_id,
+                                    acting_version))
+        _encode_block(spec.block, message, out, acting_version)
+        return bytes(out)
     out = bytearray(
         HEADER.pack(spec.block_length, spec.template_id, spec.schema_id, spec.schema_version if version is None else version)
     )

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.versions import VERSIONS, flag_changes, model_for
+from engine.versions import VERSIONS, confidence, flag_changes, model_for
 from recorder.checks import Check
 from recorder.diff import Side, diff_traces, replay_records
 
@@ -120,10 +120,12 @@ def bisect(
         "resultBefore": results[before],
         "resultAt": results[found],
         "flagsChanged": flag_changes(models[before].flags, models[found].flags),
+        "confidence": {version: confidence(version) for version in (before, found)},
         "firstDifference": difference["firstDivergence"],
         "differences": difference["summary"]["differences"],
         "trials": [
-            {"version": t.version, "result": t.result, **({"sameFlagsAs": t.reused_from} if t.reused_from else {})}
+            {"version": t.version, "result": t.result, "confidence": confidence(t.version)["level"],
+             **({"sameFlagsAs": t.reused_from} if t.reused_from else {})}
             for t in trials
         ],
     }

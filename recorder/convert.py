@@ -37,6 +37,7 @@ from formats import replay_file
 from formats.errors import DecodeError
 from formats.events import Event, parse_jsonl
 from recorder import capture, discovery
+from recorder.version_evidence import to_metadata
 
 
 class OutputExistsError(FileExistsError):
@@ -52,6 +53,7 @@ class LoadedEvents:
     cluster_members: str | None = None
     #: For an incident read from directories: what was found and read (`ConvertResult.to_json` without ``out``).
     summary: dict[str, Any] | None = None
+    metadata: Mapping[str, str] | None = None  #: a replay file's schema metadata beyond recount's own keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,8 @@ def read_replay_file(path: Path) -> LoadedEvents:
         events = replay_file.table_to_events(table, name=str(path))
         refs = table.column("seq").to_pylist()
         metadata = replay_file.check_metadata(table.schema, name=str(path))
-    return LoadedEvents(events, refs, "seq", str(path), metadata.cluster_members or _cluster_members(events))
+    return LoadedEvents(events, refs, "seq", str(path), metadata.cluster_members or _cluster_members(events),
+                        metadata=dict(metadata.extra))
 
 
 def read_capture(path: Path) -> LoadedEvents:
@@ -146,7 +149,8 @@ def _loaded_captures(load: capture.CaptureLoad) -> LoadedEvents:
     # (each event also keeps its packet or line number under extra).
     refs = list(range(1, len(load.events) + 1))
     source = ",".join(str(i.get("path")) for i in load.inputs)
-    return LoadedEvents(load.events, refs, "event", source, load.cluster_members)
+    return LoadedEvents(load.events, refs, "event", source, load.cluster_members,
+                        metadata=to_metadata(load.evidence) or None)
 
 
 READERS: dict[str, InputReader] = {
@@ -155,7 +159,7 @@ READERS: dict[str, InputReader] = {
                         captures=True),
     "pcapng": InputReader("pcapng", (".pcapng",), read_capture, "a pcapng capture (Wireshark, dumpcap)",
                           captures=True),
-    "agent-log": InputReader("agent-log", (), read_capture, "an aeron-agent event log (1.47 text)", captures=True),
+    "agent-log": InputReader("agent-log", (), read_capture, "an aeron-agent event log (Aeron 1.40-1.50 text)", captures=True),
     "cluster-dir": InputReader("cluster-dir", (), read_capture, "a member's cluster directory", captures=True),
     "recording": InputReader("recording", (".arrows",), read_capture, "a `recount record` recording", captures=True),
 }
@@ -241,7 +245,12 @@ class Built:
 
     def table(self) -> pa.Table:
         source = ",".join(os.path.basename(str(p).rstrip("/")) for p in self.inputs)
-        return replay_file.events_to_table(self.events, source=source, cluster_members=self.cluster_members)
+        return replay_file.events_to_table(self.events, source=source, cluster_members=self.cluster_members,
+                                           metadata=self.metadata())
+
+    def metadata(self) -> dict[str, str] | None:
+        """What the captures show of the Aeron version (`recorder.version_evidence`), for the file's metadata."""
+        return to_metadata(self.captured.evidence) if self.captured is not None else None
 
     def result(self, out: str) -> ConvertResult:
         from recorder.evidence import coverage
@@ -386,4 +395,5 @@ def load_incident(path: str | Path, *, progress: Callable[[int], None] | None = 
     refs = table.column("seq").to_pylist()
     summary = built.result("").to_json()
     summary.pop("out")
-    return LoadedEvents(events, refs, "seq", str(path), built.cluster_members, summary)
+    return LoadedEvents(events, refs, "seq", str(path), built.cluster_members, summary=summary,
+                        metadata=built.metadata())

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.versions import confidence
+
 IGNORED_KINDS = frozenset({"summary", "random", "input"})
 #: Keys of a member's folded state shown with the first divergence.
 STATE_KEYS = (
@@ -344,7 +346,9 @@ def load_side(
         with open(path, encoding="utf-8") as handle:
             records = parse_trace(handle, source=path)
         summary = next((r for r in reversed(records) if r.get("kind") == "summary"), {})
-        return Side(label or path, records, {"source": path, "kind": "trace", "model": summary.get("model")})
+        traced = summary.get("model")
+        return Side(label or path, records, {"source": path, "kind": "trace", "model": traced,
+                                             **({"confidence": confidence(traced)} if traced else {})})
     from recorder import convert as loader
 
     chosen = model or "1.47.3"
@@ -356,7 +360,8 @@ def load_side(
         raise ValueError(f"--until {until}: before the first event of {path} (ts {first} ns); times are the "
                          f"recording's own ts in ns")
     records = replay_records(loaded, model=chosen, mode=mode, seed=seed, until=until)
-    info = {"source": path, "kind": "replay", "model": chosen, "mode": mode}
+    info = {"source": path, "kind": "replay", "model": chosen, "mode": mode,
+            "confidence": confidence(chosen)}
     if loaded.summary is not None:  # an incident directory: what was found in it (`recorder.discovery`)
         info["found"] = loaded.summary.get("found", [])
     from recorder.evidence import coverage

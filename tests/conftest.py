@@ -55,3 +55,12 @@ def schemas() -> Path:
 def capture() -> Path:
     """The real 3-member Aeron 1.47.3 cluster's leftovers (pcap, agent logs, cluster dirs)."""
     return _require(CAPTURE)
+
+
+VERSIONS_CAPTURES = REFERENCE / "aeron-versions-capture"
+
+
+@pytest.fixture(scope="session")
+def versions_captures() -> Path:
+    """The real captures of other Aeron versions (`v<version>_<scenario>/`) and their schema XMLs."""
+    return _require(VERSIONS_CAPTURES)

@@ -246,3 +246,59 @@ def test_a_log_started_line_is_written_and_read_with_its_wall_clock():
 
 def test_the_event_table_covers_every_cluster_event_code_of_aeron_1_47():
     assert sorted(CLUSTER_EVENT_CODES.values()) == list(range(1, 23))
+
+
+# --- Dialects: 1.40-1.43 (microseconds, no reason), 1.44-1.49, 1.50 (quoted reasons, versions) -----------------
+OLD_STATE_LINE = ("[6199.673798] CLUSTER: ELECTION_STATE_CHANGE [75/75]: memberId=0 INIT -> CANVASS leaderId=-1"
+                  " candidateTermId=-1 leadershipTermId=-1 logPosition=0 logLeadershipTermId=-1 appendPosition=0"
+                  " catchupPosition=-1")
+NEW_ROLE_LINE = '[6001.226887208] CLUSTER: ROLE_CHANGE [33/33]: memberId=1 FOLLOWER -> CANDIDATE reason=""'
+NEW_STARTED_LINE = ("[5997.177216352] log started 2026-11-23 20:37:00.122+0000, enabled loggers: {DRIVER: version=1.50.4"
+                    " commit=ad55a8de, CLUSTER: version=1.50.4 commit=ad55a8de}")
+
+
+def test_an_old_line_reads_with_microseconds_and_no_reason_and_prints_back():
+    record = parse_line(OLD_STATE_LINE)
+    assert record.dialect == "1.40-1.43" and record.ts_ns == 6199_673798_000
+    assert "reason" not in record.fields and record.fields["to"] == "CANVASS"
+    assert format_record(record) == OLD_STATE_LINE
+    assert cluster_event(record.event, record.ts_ns, record.fields, dialect=record.dialect) == record
+
+
+def test_a_quoted_reason_is_read_without_its_quotes_and_printed_with_them():
+    record = parse_line(NEW_ROLE_LINE)
+    assert record.dialect == "1.50"
+    assert (record.fields["from"], record.fields["to"], record.fields["reason"]) == ("FOLLOWER", "CANDIDATE", "")
+    assert format_record(record) == NEW_ROLE_LINE
+    assert cluster_event("ROLE_CHANGE", record.ts_ns, record.fields, dialect="1.50").length == 33
+
+
+def test_the_dialect_and_the_version_are_told_from_the_content():
+    new = read_agent_log([NEW_STARTED_LINE, NEW_ROLE_LINE])
+    assert new.dialect.name == "1.50" and new.aeron_version == "1.50.4"
+    assert format_record(new.records[0]) == NEW_STARTED_LINE
+    old = read_agent_log(["[6196.502881] log started 2026-11-23 20:40:19.447+0000", OLD_STATE_LINE])
+    assert old.dialect.name == "1.40-1.43" and old.dialect.versions == "1.40–1.43" and old.aeron_version is None
+    middle = read_agent_log([format_log_started(1, 1_700_000_000_000), format_record(cluster_event(
+        "NEW_ELECTION", 2, {"memberId": 0, "leadershipTermId": -1, "logPosition": 0, "appendPosition": 0,
+                            "reason": "node started"}))])
+    assert middle.dialect.name == "1.44-1.49" and middle.records[1].fields["reason"] == "node started"
+
+
+def _version_logs(root):
+    return sorted(root.glob("v*/node*/agent-events.log"))
+
+
+def test_every_line_of_the_other_versions_real_logs_round_trips_and_recomputes_its_length(versions_captures):
+    dialects = {}
+    for path in _version_logs(versions_captures):
+        lines = path.read_text().splitlines()
+        log = read_agent_log(lines, source=path.name)
+        assert log.problems == [], path
+        for record in log.records:
+            assert format_record(record) == lines[record.line_number - 1]
+            if isinstance(record, AgentLogRecord):
+                assert cluster_event(record.event, record.ts_ns, record.fields, dialect=record.dialect) == record
+        dialects[path.parent.parent.name] = (log.dialect.name, log.aeron_version)
+    assert set(dialects.values()) == {("1.40-1.43", None), ("1.50", "1.50.4")}
+    assert dialects["v1.41.7_a_clean_start"][0] == "1.40-1.43"

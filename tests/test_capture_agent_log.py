@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from formats.errors import DecodeError
+from formats.events import Event
 from recorder.capture import load_captures
 from recorder.capture.agent_log_import import (
     agent_log_events,
@@ -15,6 +16,7 @@ from recorder.capture.agent_log_import import (
     looks_like_agent_log,
     parse_agent_log,
     read_agent_log_file,
+    receipt_order,
 )
 from recorder.capture.align import MS
 from recorder.capture.members import MemberMap
@@ -79,6 +81,21 @@ def test_agent_logs_are_recognised_by_their_first_line():
     assert looks_like_agent_log(b"[1184.908972446] log started 2026-11-22 01:49:46.563+0000\n")
     assert not looks_like_agent_log(b'{"ts": 1, "node": 0}\n')
     assert not looks_like_agent_log(b"[1.5] something\n")
+    # Aeron up to 1.43 prints microseconds (the real 1.41.7 logs), 1.50 lists the loggers' versions.
+    assert looks_like_agent_log(b"[6196.502881] log started 2026-11-23 20:40:19.447+0000\n")
+    assert looks_like_agent_log(b"[5997.177216352] log started 2026-11-23 20:37:00.122+0000, enabled loggers: {}\n")
+
+
+def test_a_parsed_log_says_its_dialect_and_the_version_it_names():
+    old = parse_agent_log("[6196.502881] log started 2026-11-23 20:40:19.447+0000\n"
+                          "[6201.321577] CLUSTER: STATE_CHANGE [22/22]: memberId=1 INIT -> ACTIVE\n", source="x")
+    assert (old.dialect, old.implied_versions, old.aeron_version) == ("1.40-1.43", "1.40–1.43", None)
+    assert old.records[0].ts_ns == 6201_321577_000
+    new = parse_agent_log('[5997.177216352] log started 2026-11-23 20:37:00.122+0000, enabled loggers: {CLUSTER:'
+                          ' version=1.50.4 commit=ad55}\n[6001.226887208] CLUSTER: ROLE_CHANGE [33/33]: memberId=1'
+                          ' FOLLOWER -> CANDIDATE reason=""\n', source="y")
+    assert (new.dialect, new.aeron_version, new.node) == ("1.50", "1.50.4", 1)
+    assert new.records[0].fields["to"] == "CANDIDATE"
 
 
 # --- the real capture -----------------------------------------------------------------------------
@@ -191,3 +208,26 @@ def test_a_member_whose_log_shows_it_closing_stopped_rather_than_crashed(tmp_pat
         "[101.000000000] CLUSTER: STATE_CHANGE [29/29]: memberId=1 TERMINATING -> CLOSED"))
     load = load_captures([path])
     assert [e.type for e in load.events if e.type.startswith("Member")] == ["MemberStop", "MemberStart"]
+
+
+# --- the order in which a member handled what it received --------------------------------------------------
+
+
+def _vote_request(ts: int, candidate: int) -> Event:
+    return Event(ts=ts, node=0, dir="in", peer=candidate, channel="consensus", type="RequestVote",
+                 fields={"logLeadershipTermId": -1, "logPosition": 0, "candidateTermId": 0, "candidateMemberId": candidate,
+                         "protocolVersion": 65536})
+
+
+def _logged_request(ts: int, candidate: int) -> Event:
+    return Event(ts=ts, node=0, dir="local", peer=None, channel="local", type="AgentEvent",
+                 fields={"event": "REQUEST_VOTE", "memberId": 0, "logLeadershipTermId": -1, "logPosition": 0,
+                         "candidateTermId": 0, "candidateId": candidate, "protocolVersion": 65536})
+
+
+def test_requests_the_agent_log_shows_handled_in_another_order_swap_their_times():
+    # As in the real 1.50.4 capture: 1's request was captured first, 2's was handled first.
+    received = [_vote_request(100, 1), _vote_request(238, 2)]
+    assert receipt_order(received, [_logged_request(2_700, 2), _logged_request(3_300, 1)]) == {0: 238, 1: 100}
+    assert receipt_order(received, [_logged_request(2_700, 1), _logged_request(3_300, 2)]) == {}
+    assert receipt_order(received, []) == {}

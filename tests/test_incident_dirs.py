@@ -197,7 +197,7 @@ def test_an_output_in_a_missing_directory_is_named_as_given(capsys):
 
 def test_progress_is_silent_without_a_terminal_unless_asked(capsys, sample_copy):
     _, quiet = _trace(capsys, str(sample_copy))
-    assert "replaying" not in quiet
+    assert "replaying ..." not in quiet and "reading" not in quiet
     capsys.readouterr()
     try:
         assert run(["--progress", "replay", str(sample_copy), "--json"]) == 0

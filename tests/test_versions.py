@@ -26,11 +26,14 @@ from engine.versions import (
     BASELINE,
     VERSIONS,
     Model,
+    confidence,
     flag_changes,
     flags_for_version,
     model_for,
     model_from_object,
+    parse_version,
     user_models,
+    versions_document,
 )
 from formats import cluster_codecs as codecs
 from formats.cluster_codecs import (
@@ -221,7 +224,30 @@ def test_every_flag_switches_on_at_its_first_release_and_stays_on():
         first = seen.index(True)
         # A backport to an older line's patch release comes first in release order.
         assert VERSIONS[first] == min((info.since, *info.backports), key=VERSIONS.index), info.name
-        assert all(seen[first:]) and not any(seen[:first]), info.name
+        assert not any(seen[:first]), info.name
+        since = VERSIONS.index(info.since)
+        assert all(seen[since:]), info.name
+        # Between a backport and the release that made the change, only the backport's own line has it
+        # (1.41.5 got two 1.43.0 changes that 1.42.x never did).
+        for version, has in zip(VERSIONS[first:since], seen[first:since], strict=True):
+            lines = {parse_version(b)[:2] for b in info.backports}
+            assert has == (parse_version(version)[:2] in lines), (info.name, version)
+
+
+def test_the_real_1_41_7_capture_put_two_1_43_changes_in_1_41_5_and_not_in_1_42():
+    for name in ("leader_role_from_log_replication", "worse_log_vote_keeps_state"):
+        assert getattr(flags_for_version("1.41.7"), name) and getattr(flags_for_version("1.41.5"), name)
+        assert not getattr(flags_for_version("1.41.4"), name) and not getattr(flags_for_version("1.42.1"), name)
+        assert getattr(flags_for_version("1.43.0"), name)
+
+
+def test_each_version_says_what_it_is_judged_by():
+    assert confidence("1.47.3")["level"] == "checked" and confidence("1.50.4")["level"] == "checked"
+    assert confidence("1.50.4")["captures"][0]["capture"].endswith("v1.50.4_a_clean_start")
+    assert confidence("1.41.7")["level"] == "compared"
+    assert confidence("1.44.0") == {"version": "1.44.0", "level": "notes", "captures": []}
+    levels = {r["version"]: r["confidence"]["level"] for r in versions_document()["versions"]}
+    assert levels["1.50.4"] == "checked" and levels["1.45.0"] == "notes"
 
 
 def test_backported_changes_are_in_the_patch_releases_of_older_lines_only():
@@ -653,7 +679,12 @@ def test_recount_versions_json_lists_every_release_with_its_flags_and_what_chang
     document = json.loads(capsys.readouterr().out)
     assert [v["version"] for v in document["versions"]] == list(VERSIONS)
     by_version = {v["version"]: v for v in document["versions"]}
-    assert by_version["1.42.0"]["changes"] == ["graceful_leader_close_detection"]
+    assert by_version["1.44.0"]["changes"] == ["new_election_event"]
+    # 1.42.0 gains one change and, after 1.41.7's backports, lacks two that 1.43.0 brings back.
+    assert by_version["1.42.0"]["changes"] == [
+        "graceful_leader_close_detection", "worse_log_vote_keeps_state", "leader_role_from_log_replication"]
+    assert not by_version["1.42.0"]["flags"]["worse_log_vote_keeps_state"]
+    assert by_version["1.50.4"]["confidence"]["level"] == "checked"
     assert by_version["1.47.3"]["baseline"] is True
     assert {f["flag"] for f in document["flags"]} == set(FLAG_BY_NAME)
     assert all(item["why"] for item in document["leftOut"])

@@ -11,8 +11,9 @@ from rich.text import Text
 from cli import output, progress
 from cli.commands.diff import parse_time_ns, print_changes
 from cli.commands.replay import check_until, load_input
+from cli.commands.versions import confidence_text
 from cli.errors import UserError
-from engine.versions import VERSIONS
+from engine.versions import VERSIONS, confidence
 from formats.describe import describe_record
 from formats.errors import DecodeError
 from recorder.bisect import Trial, bisect
@@ -50,7 +51,8 @@ def bisect_command(
 
     def on_trial(trial: Trial) -> None:
         note = f" (same flags as {trial.reused_from})" if trial.reused_from else ""
-        output.stderr.print(f"{trial.version}: {'holds' if trial.result else 'fails'}{note}", markup=False)
+        judged = confidence(trial.version)["level"]
+        output.stderr.print(f"{trial.version}: {'holds' if trial.result else 'fails'}{note} ({judged})", markup=False)
         phase(f"bisecting: {trial.version} tried")
 
     try:
@@ -85,8 +87,10 @@ def bisect_command(
         console.print(f"  {report['previous']}: {describe_record(first['a']) if first['a'] else 'nothing'}")
         console.print(f"  {report['firstChanged']}: {describe_record(first['b']) if first['b'] else 'nothing'}")
         print_changes(first)
-    tried = ", ".join(f"{t['version']} {_word(t['result'])}" for t in report["trials"])
+    tried = ", ".join(f"{t['version']} {_word(t['result'])} ({t['confidence']})" for t in report["trials"])
     console.print(f"tried: {tried}")
+    for version, judged in report["confidence"].items():
+        console.print(f"{version}: {confidence_text(judged)}", markup=False)
 
 
 def _word(result: bool) -> str:

@@ -79,6 +79,9 @@ def convert(
     output.stdout.print(f"wrote {result.events} events (members {nodes}) to {result.out}")
     if result.capture is not None:
         render_capture.print_summary(result.capture)
+        shown = result.capture.get("aeronVersion") or {}
+        if shown.get("model"):
+            output.stderr.print(f"Aeron version: {shown['model']} ({shown['why']})", markup=False)
     if result.coverage is not None:
         from recorder.evidence import Coverage
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from cli import output, progress, render_capture
 from cli.commands.replay import check_input
+from cli.commands.versions import confidence_text
 from cli.errors import UserError
 from engine.config import parse_duration_ns
 from formats.describe import describe_record
@@ -104,8 +105,9 @@ def _origin(document: dict[str, Any]) -> int | None:
 def print_diff(document: dict[str, Any]) -> None:
     console = output.stdout
     a, b = document["a"], document["b"]
-    console.print(Text(f"A: {a['label']}", style="bold"))
-    console.print(Text(f"B: {b['label']}", style="bold"))
+    for name, side in (("A", a), ("B", b)):
+        judged = f" — model {side['model']}: {confidence_text(side['confidence'])}" if side.get("confidence") else ""
+        console.print(Text(f"{name}: {side['label']}{judged}", style="bold"))
     first = document["firstDivergence"]
     if first is None:
         console.print(Text("identical behaviour" if document["identical"] else "same behaviour; the final states differ",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -21,9 +22,10 @@ from engine.replay import (
     replay_lines,
 )
 from engine.trace import encode_record
-from engine.versions import model_for
+from engine.versions import BASELINE, flags_for_version, model_for, model_from_evidence
 from formats.errors import DecodeError
 from recorder import convert as loader
+from recorder.version_evidence import evidence_of
 
 #: What `recount replay` (and diff, bisect, export-scenario) read, for error messages.
 INPUTS = ("a replay file (*.arrow), a capture (*.jsonl, *.pcap, *.pcapng, an agent log, a cluster dir),"
@@ -90,15 +92,41 @@ def _time(option: str, value: str | None) -> int | None:
         raise UserError(f"{option}: expected nanoseconds or a duration such as 1500ms, got {value!r}") from None
 
 
+def choose_model(explicit: str | None, loaded: loader.LoadedEvents) -> tuple[str, dict]:
+    """The model to replay under: ``--model``, else the version the capture shows, else the baseline.
+
+    Says so on stderr (a warning when ``--model`` clashes with the evidence); the returned dict is the
+    summary's ``modelChosen``: ``model``, ``from`` (option / evidence / default), ``evidence``, ``why``.
+    """
+    shown, why = model_from_evidence(evidence_of(loaded.events, loaded.metadata))
+    if explicit is not None:
+        if shown is not None and flags_for_version(shown) != _flags_of(explicit):
+            output.warn(f"--model {explicit} overrides the Aeron {shown} the capture shows ({why})")
+        return explicit, {"model": explicit, "from": "option", "evidence": shown, "why": why}
+    if shown is None:
+        return BASELINE, {"model": BASELINE, "from": "default", "evidence": None, "why": why}
+    output.stderr.print(f"note: replaying with model {shown}, the version the capture shows ({why});"
+                        " --model overrides", markup=False)
+    return shown, {"model": shown, "from": "evidence", "evidence": shown, "why": why}
+
+
+def _flags_of(name: str):
+    try:
+        return model_for(name).flags
+    except ValueError:
+        return None
+
+
 def replay_command(
     file: Annotated[str, typer.Argument(help="A replay file (*.arrow), any capture `recount convert` reads, or an incident directory (or .tar.gz) holding them.", metavar="FILE", show_default=False)],
     node: Annotated[
         list[int] | None, typer.Option("--node", help="Replay only this member (repeat for more).", show_default=False)
     ] = None,
     model: Annotated[
-        str,
-        typer.Option("--model", help="Aeron version to model: any release or user model listed by `recount versions`."),
-    ] = "1.47.3",
+        str | None,
+        typer.Option("--model", help="Aeron version to model: any release or user model listed by `recount versions`"
+                     " (default: the version the capture shows, else 1.47.3).", show_default=False),
+    ] = None,
     mode: Annotated[
         str,
         typer.Option("--mode", help="node: each member re-run from its own recorded inputs, compared with what it sent;"
@@ -128,12 +156,12 @@ def replay_command(
         raise UserError(f"--mode must be node or cluster, got {mode!r}")
     if mode == "cluster":
         try:
-            model_for(model)
+            model is None or model_for(model)
         except ValueError as error:
             raise UserError(str(error)) from None
         if node:
             raise UserError("--node applies to --mode node only: a cluster replay runs every member")
-    elif model not in MODELS:
+    elif model is not None and model not in MODELS:
         raise UserError(str(UnknownModelError(model)))
     if nomination not in NOMINATION_SOURCES:
         raise UserError(f"--nomination must be one of {', '.join(NOMINATION_SOURCES)}, got {nomination!r}")
@@ -141,6 +169,7 @@ def replay_command(
     tolerance_ns = _time("--tolerance", tolerance)
     loaded = load_input(file)
     check_until(until_ns, loaded, file, until)
+    model, chosen = choose_model(model, loaded)
     if mode == "cluster":
         records = cluster_replay(
             loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination, refs=loaded.refs,
@@ -169,6 +198,8 @@ def replay_command(
             write = sys.stdout.write
             stream = lines if lines is not None else (encode_record(r) for r in records)
             for line in progress.tracked(stream, "replaying", first, last, progress.record_ts):
+                if line.startswith('{"kind":"summary"'):  # the last line: say where the model came from
+                    line = line[:-1] + ',"modelChosen":' + json.dumps(chosen, separators=(",", ":")) + "}"
                 write(line + "\n")
         else:
             render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,

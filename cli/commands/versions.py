@@ -12,6 +12,14 @@ from cli.errors import UserError
 from engine.versions import versions_document
 
 
+def confidence_text(confidence: dict) -> str:
+    """``checked against real capture X``, ``compared with ...``, or ``notes only``."""
+    captures = ", ".join(c["capture"] for c in confidence.get("captures", []))
+    return {"checked": f"checked against real capture {captures}",
+            "compared": f"compared with real capture {captures}, divergences remain",
+            "user": "a user model"}.get(confidence.get("level"), "modelled from notes only")
+
+
 def versions(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
@@ -27,9 +35,10 @@ def versions(
     releases = Table(title="Modelled Aeron releases (oldest first)", title_justify="left", header_style="bold")
     releases.add_column("release")
     releases.add_column("changes from the release before", overflow="fold")
+    releases.add_column("judged by", overflow="fold")
     for release in document["versions"]:
         name = release["version"] + (" (baseline)" if release["baseline"] else "")
-        releases.add_row(name, ", ".join(release["changes"]) or "—")
+        releases.add_row(name, ", ".join(release["changes"]) or "—", confidence_text(release["confidence"]))
     console.print(releases)
     flags = Table(title="Behaviour flags (one per election change)", title_justify="left", header_style="bold")
     flags.add_column("flag", no_wrap=True)

@@ -29,11 +29,14 @@ does file I/O (it is part of `recorder`); the decoding itself is in pure functio
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.versions import model_from_evidence
+from formats.agent_log import DIALECT_BY_NAME
 from formats.errors import DecodeError
 from formats.events import Event
 from recorder.capture.agent_log_import import (
@@ -41,6 +44,7 @@ from recorder.capture.agent_log_import import (
     align_agent_log,
     looks_like_agent_log,
     read_agent_log_file,
+    receipt_order,
 )
 from recorder.capture.cluster_dir_import import is_cluster_dir, member_of, read_cluster_dir
 from recorder.capture.cluster_dir_import import member_start as build_member_start
@@ -48,6 +52,7 @@ from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.recording_import import is_recording, recording_as_pcap
+from recorder.version_evidence import agent_log_evidence, wire_evidence
 
 FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
 
@@ -64,6 +69,15 @@ class CaptureLoad:
     notes: list[str] = field(default_factory=list)
     alignment: list[dict[str, Any]] = field(default_factory=list)
     decoded: dict[str, Any] = field(default_factory=dict)
+    evidence: list[dict[str, Any]] = field(default_factory=list)  #: of the Aeron version (recorder.version_evidence)
+
+    def aeron_version(self) -> dict[str, Any]:
+        """The Aeron version the inputs show: each piece of evidence, the model it implies and why."""
+        model, why = model_from_evidence(self.evidence)
+        dialects = {item["source"]: item["says"] for item in self.evidence if item["source"] != "wire"}
+        schemas = sorted(item["schemaVersion"] for item in self.evidence if "schemaVersion" in item)
+        return {"model": model, "why": why, "agentLogs": dialects, "schemaVersions": schemas,
+                "evidence": list(self.evidence)}
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready: what was read, what was skipped and why, and every assumption made."""
@@ -81,6 +95,7 @@ class CaptureLoad:
             "alignment": self.alignment,
             "problems": [p.to_json() for p in self.problems],
             "notes": list(self.notes),
+            "aeronVersion": self.aeron_version(),
         }
 
 
@@ -187,13 +202,16 @@ def load_captures(
         events = agent_log_events(parsed)
         keyed += [(e.ts, 2, len(keyed) + i, 0, e) for i, e in enumerate(events)]
         load.inputs.append({"kind": "agent-log", "path": name, "node": parsed.node, "events": len(events),
-                            "skipped": dict(sorted(parsed.skipped.items()))})
+                            "skipped": dict(sorted(parsed.skipped.items())), "dialect": parsed.dialect,
+                            "impliedVersions": parsed.implied_versions, "aeronVersion": parsed.aeron_version})
         load.problems += parsed.problems
         for number, segment in enumerate(parsed.segments):
             if segment.alignment is not None:
                 load.alignment.append({"path": name, "node": parsed.node, "segment": number,
                                        **segment.alignment.to_json()})
 
+    if logs and captured is not None:
+        keyed = _in_receipt_order(keyed)
     capture_start = captured.first_ts_ns if captured is not None else None
     started: set[int] = set()
     for directory in directories:
@@ -204,8 +222,9 @@ def load_captures(
         if info.node in started:
             raise DecodeError(f"a second cluster directory for member {info.node}", source=info.source)
         started.add(info.node)
+        keyed = _queued_until_start(keyed, info.node, ts)
         keyed.append((ts, 0, info.node, 0, Event(ts=ts, node=info.node, dir="local", peer=None, channel="local",
-                                                type="MemberStart", fields=info.fields,
+                                                type="MemberStart", fields=_with_waits(info.fields, logs, info.node),
                                                 extra={"source": os.path.basename(info.source.rstrip("/"))})))
         load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node})
         load.notes += info.notes
@@ -219,9 +238,10 @@ def load_captures(
         for member in member_map.member_ids:
             if member not in started:
                 start = _start_time(None, member, capture_start, keyed)
+                keyed = _queued_until_start(keyed, member, start)
                 keyed.append((start, 0, member, 0, Event(
                     ts=start, node=member, dir="local", peer=None, channel="local", type="MemberStart",
-                    fields={"clusterMembers": member_map.text})))
+                    fields=_with_waits({"clusterMembers": member_map.text}, logs, member))))
                 load.notes.append(f"member {member}: no cluster directory given; it starts with an empty"
                                   " recording.log and node-state.dat")
             end = captured.end_of(member)
@@ -230,6 +250,11 @@ def load_captures(
                                                       type="End", fields={})))
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
+    for parsed in logs:
+        dialect = DIALECT_BY_NAME[parsed.dialect]
+        load.evidence.append(agent_log_evidence(parsed.source, dialect.first, dialect.last, dialect.name,
+                                                parsed.aeron_version))
+    load.evidence += wire_evidence(load.events)
     if not load.events:
         raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
     return load
@@ -280,6 +305,44 @@ def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[li
     return out, notes
 
 
+def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]:
+    """A MemberStart's fields with the driver waits its agent log shows (first clock segment), if any."""
+    for parsed in logs:
+        if parsed.node == node and parsed.segments:
+            first = parsed.segments[0]
+            waits = {"logPublicationWaitsNs": first.log_publication_waits, "logImageWaitsNs": first.log_image_waits}
+            return {**fields, **{key: list(values) for key, values in waits.items() if values}}
+    return fields
+
+
+def _in_receipt_order(keyed: list) -> list:
+    """Captured messages a member's agent log shows it handled in another order get their times swapped."""
+    out = list(keyed)
+    for node in sorted({item[4].node for item in keyed if item[1] == 2}):
+        received = [(k, item) for k, item in enumerate(keyed) if item[1] == 1 and item[4].node == node
+                    and item[4].dir == "in"]
+        logged = [item[4] for item in keyed if item[1] == 2 and item[4].node == node]
+        moved = receipt_order([item[4] for _, item in received], logged)
+        for index, ts in moved.items():
+            k, item = received[index]
+            event = dataclasses.replace(item[4], ts=ts, extra={**(item[4].extra or {}), "capturedTs": item[4].ts})
+            out[k] = (ts, *item[1:4], event)
+    return out
+
+
+def _queued_until_start(keyed: list, node: int, start: int) -> list:
+    """Messages a member received before its start are read by it at the start (kept in the image);
+    their capture time stays in ``extra.capturedTs``."""
+    out = []
+    for item in keyed:
+        event = item[4]
+        if event.node == node and event.dir == "in" and item[0] < start:
+            moved = dataclasses.replace(event, ts=start, extra={**(event.extra or {}), "capturedTs": event.ts})
+            item = (start, *item[1:4], moved)
+        out.append(item)
+    return out
+
+
 def _start_time(directory: Any, node: int | None, capture_start: int | None, keyed: list) -> int:
     """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to.
 
@@ -293,8 +356,13 @@ def _start_time(directory: Any, node: int | None, capture_start: int | None, key
     first = min((item[0] for item in mine), default=None)
     started = [item[0] for item in mine
                if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
+    if not started:  # logs before 1.44 have no NEW_ELECTION: the first election leaving INIT
+        started = [item[0] for item in mine if item[4].type == "ElectionStateChange"][:1]
     if started:
-        return min(started) if first is None else min(min(started), first)
+        # What the member received before its consensus module started waited in the image for it
+        # (`_queued_until_start`), so only what it did itself can start the replay earlier.
+        own = min((item[0] for item in mine if item[4].dir != "in"), default=None)
+        return min(started) if own is None else min(min(started), own)
     mark = directory.mark_files.get("cluster-mark.dat") if directory is not None else None
     start_ns = mark.header.start_timestamp * 1_000_000 if mark is not None and mark.header.start_timestamp > 0 else None
     if start_ns is not None and (capture_start is None or start_ns >= capture_start):

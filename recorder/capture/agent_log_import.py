@@ -1,4 +1,4 @@
-"""aeron-agent logs (Aeron 1.47 text) in: local observation events on the capture's timeline.
+"""aeron-agent logs (Aeron 1.40 … 1.50 text, each dialect told by content) in: local observation events on the capture's timeline.
 
 Each CLUSTER line becomes one ``local`` event at the member it names (``memberId``; a log normally
 holds one member, but one JVM running several members logs them all):
@@ -31,6 +31,7 @@ a new clock at each ``log started`` line), with the offset from `recorder.captur
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,12 @@ class Segment:
     started: LogStarted | None
     records: list[AgentLogRecord] = field(default_factory=list)
     alignment: ClockAlignment | None = None
+    #: How long the driver took to answer each log publication added (ns), in order: from the DRIVER
+    #: line CMD_IN_ADD_EXCLUSIVE_PUBLICATION of a channel with ``alias=log`` to the next
+    #: CMD_OUT_EXCLUSIVE_PUBLICATION_READY.  The consensus module waits that long (Node.MemberStart).
+    log_publication_waits: list[int] = field(default_factory=list)
+    #: Each log subscription (``alias=log-cm``) to the next CMD_OUT_AVAILABLE_IMAGE (ns): FOLLOWER_LOG_AWAIT.
+    log_image_waits: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -73,6 +80,9 @@ class ParsedAgentLog:
     segments: list[Segment]
     problems: list[Problem]
     skipped: Counter[str]
+    dialect: str = ""  #: formats.agent_log dialect name, e.g. "1.40-1.43"
+    implied_versions: str = ""  #: the Aeron releases that dialect implies, e.g. "1.40–1.43"
+    aeron_version: str | None = None  #: the release the log names (``log started``, 1.50 and later)
 
     @property
     def records(self) -> list[AgentLogRecord]:
@@ -87,6 +97,17 @@ def _node_of(record: AgentLogRecord, default: int | None) -> int | None:
     return member if isinstance(member, int) and member >= 0 else default
 
 
+#: Driver commands the consensus module waits on: (command, channel alias, the driver's answer, Segment list).
+DRIVER_WAITS = (
+    ("CMD_IN_ADD_EXCLUSIVE_PUBLICATION", re.compile(r"alias=log(\||$)"), "CMD_OUT_EXCLUSIVE_PUBLICATION_READY",
+     "log_publication_waits"),
+    ("CMD_IN_ADD_SUBSCRIPTION", re.compile(r"alias=log-cm(\||$)"), "CMD_OUT_AVAILABLE_IMAGE", "log_image_waits"),
+)
+
+
+_SESSION_ID = re.compile(r"session-id=(-?[0-9]+)")
+
+
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     """Split a log into clock segments of CLUSTER records; count what is not ours."""
     log = read_agent_log(text, source=source)
@@ -95,13 +116,31 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     segments: list[Segment] = []
     current: Segment | None = None
     members: Counter[int] = Counter()
+    pending: dict[str, int] = {}  # Segment attribute -> when the driver was asked
+    asked_for: set[tuple[str, str]] = set()  # (Segment attribute, session id) already waited for
     for record in log.records:
         if type(record) is LogStarted:
+            pending.clear()
+            asked_for.clear()
             current = Segment(record)
             segments.append(current)
             continue
         if type(record) is not AgentLogRecord:
             skipped[f"{record.context} lines"] += 1
+            if record.context == "DRIVER":
+                for asked, alias, answered, waits in DRIVER_WAITS:
+                    if record.event == asked and alias.search(record.text):
+                        session = _SESSION_ID.search(record.text)
+                        if session is not None and (waits, session.group(1)) in asked_for:
+                            continue  # the module subscribing again to an image it already has
+                        if session is not None:
+                            asked_for.add((waits, session.group(1)))
+                        pending[waits] = record.ts_ns
+                    elif record.event == answered and pending.get(waits) is not None:
+                        if current is None:
+                            current = Segment(None)
+                            segments.append(current)
+                        getattr(current, waits).append(record.ts_ns - pending.pop(waits))
             continue
         if current is None:
             current = Segment(None)
@@ -113,7 +152,9 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     node = min(members, key=lambda m: (-members[m], m)) if members else None
     for segment in segments:
         segment.alignment = from_log_started(segment.started)
-    return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped)
+    return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped,
+                          dialect=log.dialect.name, implied_versions=log.dialect.versions,
+                          aeron_version=log.aeron_version)
 
 
 def align_agent_log(parsed: ParsedAgentLog, captured: Sequence[Event] | None) -> None:
@@ -157,6 +198,39 @@ def agent_log_events(parsed: ParsedAgentLog) -> list[Event]:
     return events
 
 
+#: Receipt lines of the agent log and the captured messages they log, with the fields that tell them apart.
+RECEIPTS = {"REQUEST_VOTE": ("RequestVote", (("candidateId", "candidateMemberId"), ("candidateTermId", "candidateTermId"),
+                                             ("logPosition", "logPosition")))}
+
+
+def receipt_order(received: Sequence[Event], logged: Sequence[Event]) -> dict[int, int]:
+    """New times for captured messages that a member handled in another order than they were captured.
+
+    Two RequestVotes arriving within a moment of each other are read from their images in an order
+    the capture cannot show; the member's agent log can (a REQUEST_VOTE line per message handled).
+    ``received`` are the member's inbound captured events, ``logged`` its agent-log events, both in
+    time order.  Returns ``{index in received: new ts}``: the matched messages' times, handed out in
+    the logged order, so only messages the log shows out of capture order move.
+    """
+    moved: dict[int, int] = {}
+    for event_name, (message_type, keys) in RECEIPTS.items():
+        candidates = [(i, e) for i, e in enumerate(received) if e.type == message_type]
+        used: set[int] = set()
+        matched: list[int] = []
+        for line in (e for e in logged if e.type == "AgentEvent" and e.fields.get("event") == event_name):
+            want = tuple(line.fields.get(logged_name) for logged_name, _ in keys)
+            for i, event in candidates:
+                if i not in used and tuple(event.fields.get(name) for _, name in keys) == want:
+                    used.add(i)
+                    matched.append(i)
+                    break
+        times = sorted(received[i].ts for i in matched)
+        for i, ts in zip(matched, times, strict=True):
+            if received[i].ts != ts:
+                moved[i] = ts
+    return moved
+
+
 def read_agent_log_file(path: str | os.PathLike[str]) -> ParsedAgentLog:
     """Read and parse one agent log file (text; bytes that are not UTF-8 are replaced)."""
     path = Path(path)
@@ -178,7 +252,8 @@ def read_agent_log_file(path: str | os.PathLike[str]) -> ParsedAgentLog:
 
 
 def looks_like_agent_log(head: bytes) -> bool:
-    """Whether a file's first bytes are an aeron-agent log line (``[seconds.nanos] ...``)."""
+    """Whether a file's first bytes are an aeron-agent log line (``[seconds.nanos] ...``; up to 1.43
+    the fraction is microseconds, 6 digits)."""
     text = head.lstrip()[:64]
     if not text.startswith(b"["):
         return False
@@ -187,4 +262,4 @@ def looks_like_agent_log(head: bytes) -> bool:
         return False
     stamp = text[1:close].lstrip(b"-")
     seconds, dot, nanos = stamp.partition(b".")
-    return bool(dot) and seconds.isdigit() and nanos.isdigit() and len(nanos) == 9
+    return bool(dot) and seconds.isdigit() and nanos.isdigit() and len(nanos) in (6, 9)
