@@ -80,6 +80,7 @@ from formats.cluster_codecs import (
     SessionOpenEvent,
     StopCatchup,
     TerminationAck,
+    TerminationPosition,
 )
 from formats.cluster_codecs_ext import NewLeadershipTerm as NewLeadershipTermV15
 from formats.cluster_codecs_ext import commit_position_of, with_commit_position
@@ -124,6 +125,11 @@ class ConsensusModuleAgent:
     ModuleState = ModuleState
     __slots__ = (
         "log_image_waits_ns",
+        "snapshot_durations_ns",
+        "shutdown_snapshot",
+        "snapshots_taken",
+        "snapshot_done_ns",
+        "state_after_snapshot",
         "log_image_available_ns",
         "log_publication_waits_ns",
         "blocked_until_ns",
@@ -218,6 +224,11 @@ class ConsensusModuleAgent:
         self.blocked_until_ns: int | None = None  # waiting for the driver until then (add_log_publication)
         self.log_image_waits_ns: list[int] = []  # recorded times from log subscription to image, in order
         self.log_image_available_ns: int | None = None  # the follower's log image is there from then
+        self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
+        self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
+        self.snapshots_taken = 0
+        self.snapshot_done_ns: int | None = None  # a follower's snapshot is written then (SNAPSHOT until then)
+        self.state_after_snapshot = ModuleState.ACTIVE
         self.now_ns = 0  # the cluster clock (whole ms, in ns)
         self.changes = 0  # bumped on every observable change, so the driver knows a cycle did work
         self.errors = 0
@@ -534,6 +545,10 @@ class ConsensusModuleAgent:
                 return self.update_leader_position(now_ns, self.log.end)
             return 0
         work = 0
+        if self.snapshot_done_ns is not None and now_ns >= self.snapshot_done_ns:
+            self.snapshot_done_ns = None
+            self.set_state(self.state_after_snapshot)
+            work += 1
         if self.state in (ModuleState.ACTIVE, ModuleState.SUSPENDED):
             if self.termination_position != NULL_POSITION and self.log_adapter_position >= self.termination_position:
                 self._follower_terminate()
@@ -968,7 +983,17 @@ class ConsensusModuleAgent:
             return
         self.append_to_log(message, end - self.log.end)
         if type(message) is ClusterActionRequest and self.election is None:
+            if message.action is ClusterAction.SNAPSHOT and self.snapshots_taken == self.shutdown_snapshot:
+                self._send_termination_positions(end)
             self.on_replay_cluster_action(message, end)
+
+    def _send_termination_positions(self, position: int) -> None:
+        """The leader's ClusterTool SHUTDOWN: with the SNAPSHOT action appended, every follower is told the
+        position at which to terminate, once its snapshot is taken."""
+        self.termination_position = position
+        for member in self.members:
+            if member.id != self.member_id:
+                self.send(member.id, TerminationPosition(leadership_term_id=self.leadership_term_id, log_position=position))
 
     def on_ingress(self, message: Any, length: int | None) -> None:
         """A client message reaches the leader: what Aeron appends to the log for it (unless the capture
@@ -1072,6 +1097,8 @@ class ConsensusModuleAgent:
         elif action is ClusterAction.SNAPSHOT and m.flags in (0, INT32_NULL):
             previous = self.state
             self.set_state(ModuleState.SNAPSHOT)
+            self.snapshots_taken += 1
+            duration = self.snapshot_durations_ns.pop(0) if self.snapshot_durations_ns else 0
             term = self.recording_log.find_term_entry(self.leadership_term_id)
             base = term.term_base_log_position if term is not None else self.recovery_last_term_base_log_position
             try:
@@ -1083,7 +1110,13 @@ class ConsensusModuleAgent:
                 raise ClusterException(str(error)) from None
             finally:
                 self.flush_recording_log_changes()
-            self.set_state(previous)
+            if duration > 0 and self.role is Role.FOLLOWER:
+                # The recorded time the services and the module took to write it; the leader's snapshot
+                # is still taken at once (its CommitPosition heartbeat would go on through it anyway).
+                self.snapshot_done_ns = self.output_ts + duration
+                self.state_after_snapshot = previous
+            else:
+                self.set_state(previous)
 
     def on_replay_new_leadership_term_event(self, m: Any, position: int) -> None:
         """§3.7 agent part: the agent's term moves on, then the election (if any) is told.  ``position``
@@ -1122,7 +1155,9 @@ class ConsensusModuleAgent:
 
     def _follower_terminate(self) -> None:
         """The log reached the leader's TerminationPosition: TERMINATING, the services acknowledge at once,
-        TerminationAck to the leader, CLOSED.  (The snapshot an orderly shutdown takes first is not modelled.)"""
+        TerminationAck to the leader, CLOSED.  (An orderly shutdown's snapshot comes first: the SNAPSHOT
+        action precedes the termination position in the log, and the follower is held in SNAPSHOT for the
+        recorded time, see `on_replay_cluster_action`.)"""
         self.set_state(ModuleState.TERMINATING)
         leader = self.leader_member
         if leader is not None:
@@ -1330,6 +1365,8 @@ class ConsensusModuleAgent:
                 check = self.slow_tick_at_or_after(self.time_of_last_log_update_ns + config.leader_heartbeat_timeout_ns)
                 if check > after_ns and (best is None or check < best):
                     best = check
+        elif self.snapshot_done_ns is not None and self.snapshot_done_ns > after_ns:
+            best = self.snapshot_done_ns
         return best
 
     def _active_quorum_expiry_ns(self) -> int | None:

@@ -84,6 +84,12 @@ class MemberStart:
     #: How long the driver took from each log subscription this start adds to the leader's image
     #: (CMD_IN_ADD_SUBSCRIPTION ``alias=log-cm`` to CMD_OUT_AVAILABLE_IMAGE): FOLLOWER_LOG_AWAIT waits for it.
     log_image_waits_ns: tuple[int, ...] = ()
+    #: How long each snapshot this start takes lasted (the agent log's STATE_CHANGE into SNAPSHOT to the
+    #: next out of it): a follower stays in SNAPSHOT, its log not polled, that long.  Empty: at once.
+    snapshot_durations_ns: tuple[int, ...] = ()
+    #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
+    #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
+    shutdown_snapshot: int | None = None
 
     @classmethod
     def from_event(cls, event: Any, *, source: str | None = None, line: int | None = None) -> MemberStart:
@@ -159,11 +165,14 @@ class MemberStart:
             raise fail(f"'seed' must be an integer, got {seed!r}")
 
         waits = {}
-        for key in ("logPublicationWaitsNs", "logImageWaitsNs"):
+        for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs"):
             values = fields.get(key) or []
             if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
                 raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
             waits[key] = tuple(values)
+        shutdown = fields.get("shutdownSnapshot")
+        if shutdown is not None and not (_is_int(shutdown) and shutdown >= 0):
+            raise fail(f"'shutdownSnapshot' must be a non-negative integer, got {shutdown!r}")
 
         return cls(
             ts=event.ts,
@@ -176,6 +185,8 @@ class MemberStart:
             seed=seed,
             log_publication_waits_ns=waits["logPublicationWaitsNs"],
             log_image_waits_ns=waits["logImageWaitsNs"],
+            snapshot_durations_ns=waits["snapshotDurationsNs"],
+            shutdown_snapshot=shutdown,
         )
 
     def members(self) -> list[ClusterMember]:
@@ -373,6 +384,8 @@ class Node:
         self.agent.outputs = self._outputs
         self.agent.log_publication_waits_ns = list(start.log_publication_waits_ns)
         self.agent.log_image_waits_ns = list(start.log_image_waits_ns)
+        self.agent.snapshot_durations_ns = list(start.snapshot_durations_ns)
+        self.agent.shutdown_snapshot = start.shutdown_snapshot
         self.is_running = True
         tick = start.ts - start.ts % MS
         self._now_ns = start.ts
@@ -394,6 +407,8 @@ class Node:
             seed=start.seed,
             log_publication_waits_ns=start.log_publication_waits_ns,
             log_image_waits_ns=start.log_image_waits_ns,
+            snapshot_durations_ns=start.snapshot_durations_ns,
+            shutdown_snapshot=start.shutdown_snapshot,
         )
         recording_log = RecordingLog.from_entries(start.recording_log) if start.recording_log is not None else old.recording_log
         node_state = old.node_state

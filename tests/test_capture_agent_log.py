@@ -231,3 +231,17 @@ def test_requests_the_agent_log_shows_handled_in_another_order_swap_their_times(
     assert receipt_order(received, [_logged_request(2_700, 2), _logged_request(3_300, 1)]) == {0: 238, 1: 100}
     assert receipt_order(received, [_logged_request(2_700, 1), _logged_request(3_300, 2)]) == {}
     assert receipt_order(received, []) == {}
+
+
+def test_each_snapshot_is_timed_from_entering_snapshot_to_leaving_it_and_a_shutdowns_is_named():
+    log = ("[6196.502881] log started 2026-11-23 20:40:19.447+0000\n"
+           "[6201.000000] CLUSTER: STATE_CHANGE [22/22]: memberId=0 INIT -> ACTIVE\n"
+           "[6202.000000] CLUSTER: STATE_CHANGE [26/26]: memberId=0 ACTIVE -> SNAPSHOT\n"
+           "[6202.250000] CLUSTER: STATE_CHANGE [26/26]: memberId=0 SNAPSHOT -> ACTIVE\n"
+           "[6210.000000] CLUSTER: STATE_CHANGE [26/26]: memberId=0 ACTIVE -> SNAPSHOT\n"
+           "[6211.900000] CLUSTER: STATE_CHANGE [29/29]: memberId=0 SNAPSHOT -> TERMINATING\n")
+    segment = parse_agent_log(log, source="node0").segments[0]
+    assert segment.snapshot_durations == [250_000_000, 1_900_000_000]
+    assert segment.shutdown_snapshot == 1
+    follower = parse_agent_log(log.replace("SNAPSHOT -> TERMINATING", "SNAPSHOT -> ACTIVE"), source="node1")
+    assert follower.segments[0].shutdown_snapshot is None

@@ -102,7 +102,7 @@ def test_bisect_finds_1_42_0_where_the_graceful_close_slowdown_was_fixed(gracefu
     assert [(f["flag"], f["to"]) for f in report["flagsChanged"]] == [
         ("graceful_leader_close_detection", True), ("worse_log_vote_keeps_state", False),
         ("leader_role_from_log_replication", False)]
-    assert report["confidence"]["1.41.7"]["level"] == "compared"
+    assert report["confidence"]["1.41.7"]["level"] == "checked"
     assert {t["version"]: t["confidence"] for t in report["trials"]}["1.47.3"] == "checked"
     # The first difference is now the earlier LEADER role of 1.41.7 (at LEADER_LOG_REPLICATION), not the close.
     first = report["firstDifference"]

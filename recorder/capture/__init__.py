@@ -310,8 +310,12 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]
     for parsed in logs:
         if parsed.node == node and parsed.segments:
             first = parsed.segments[0]
-            waits = {"logPublicationWaitsNs": first.log_publication_waits, "logImageWaitsNs": first.log_image_waits}
-            return {**fields, **{key: list(values) for key, values in waits.items() if values}}
+            waits = {"logPublicationWaitsNs": first.log_publication_waits, "logImageWaitsNs": first.log_image_waits,
+                     "snapshotDurationsNs": first.snapshot_durations}
+            fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
+            if first.shutdown_snapshot is not None:
+                fields["shutdownSnapshot"] = first.shutdown_snapshot
+            return fields
     return fields
 
 

@@ -71,6 +71,12 @@ class Segment:
     log_publication_waits: list[int] = field(default_factory=list)
     #: Each log subscription (``alias=log-cm``) to the next CMD_OUT_AVAILABLE_IMAGE (ns): FOLLOWER_LOG_AWAIT.
     log_image_waits: list[int] = field(default_factory=list)
+    #: Each snapshot the consensus module took (STATE_CHANGE ``-> SNAPSHOT`` to the next ``SNAPSHOT ->``,
+    #: ns): the module is in SNAPSHOT, not polling its log, until its services and it have written it.
+    snapshot_durations: list[int] = field(default_factory=list)
+    #: The index in ``snapshot_durations`` of the snapshot that ended in TERMINATING (``SNAPSHOT ->
+    #: TERMINATING``: the leader's ClusterTool shutdown), if any.
+    shutdown_snapshot: int | None = None
 
 
 @dataclass(slots=True)
@@ -146,6 +152,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             current = Segment(None)
             segments.append(current)
         current.records.append(record)
+        if record.event == "STATE_CHANGE":
+            _note_snapshot(current, record, pending)
         member = record.fields.get("memberId")
         if isinstance(member, int) and member >= 0:
             members[member] += 1
@@ -155,6 +163,16 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped,
                           dialect=log.dialect.name, implied_versions=log.dialect.versions,
                           aeron_version=log.aeron_version)
+
+
+def _note_snapshot(segment: Segment, record: AgentLogRecord, pending: dict[str, int]) -> None:
+    """A module STATE_CHANGE into or out of SNAPSHOT: the snapshot's duration, and whether it was a shutdown's."""
+    if record.fields.get("to") == "SNAPSHOT":
+        pending["snapshot"] = record.ts_ns
+    elif record.fields.get("from") == "SNAPSHOT" and pending.get("snapshot") is not None:
+        segment.snapshot_durations.append(record.ts_ns - pending.pop("snapshot"))
+        if record.fields.get("to") == "TERMINATING":
+            segment.shutdown_snapshot = len(segment.snapshot_durations) - 1
 
 
 def align_agent_log(parsed: ParsedAgentLog, captured: Sequence[Event] | None) -> None:
