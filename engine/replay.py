@@ -358,9 +358,13 @@ class _KeyRuns:
             lowest, highest = min(values), max(values)
         return lowest is not None and highest is not None and lowest <= position <= highest
 
-    def prune(self, cutoff: int) -> None:
+    def prune(self, cutoff: int, *, keep_last: bool = False) -> None:
+        """Forget the runs that ended before ``cutoff``; ``keep_last`` keeps the newest one, which its
+        series may still extend."""
         drop = bisect.bisect_left(self.ends, cutoff)
-        if drop:
+        if keep_last:
+            drop = min(drop, len(self.ends) - 1)
+        if drop > 0:
             del self.starts[:drop], self.ends[:drop], self.positions[:drop]
 
 
@@ -412,8 +416,11 @@ class _Series:
             drop += 1
         if drop:
             del runs[:drop], self.starts[:drop]
-        for index in self.by_key.values():
-            index.prune(cutoff)
+        # The series' last run is kept above, however old, because the next equal value extends it;
+        # its key's index must keep the entry that extension updates.
+        last_key = runs[-1].key if runs else None
+        for key, index in self.by_key.items():
+            index.prune(cutoff, keep_last=bool(runs) and key == last_key)
 
 
 @dataclass(slots=True)

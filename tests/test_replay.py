@@ -274,3 +274,23 @@ def test_a_recorded_election_start_with_another_reason_is_a_divergence():
     assert replay_divergences(events + observed("leader heartbeat timeout")) == 0
     divergences = kinds(list(replay(events + observed("inactive follower quorum"))), "divergence")
     assert {(d["expected"] or {}).get("fields", {}).get("reason") for d in divergences} >= {"inactive follower quorum"}
+
+
+def test_a_series_quiet_past_the_prune_cutoff_can_still_extend_its_last_run():
+    # Regression (issue 13): pruning kept a series' last run but dropped its key's index entry, so
+    # the same value sent again after a long quiet stretch raised IndexError in `_Series.add`.
+    from engine.replay import _Series
+
+    series = _Series()
+    key = ("CommitPosition", 7)
+    assert series.add(0, key, 100, None, dict) is not None
+    series.add(10, key, 100, None, dict)
+    series.prune(1_000)  # the only run ended long before the cutoff: kept, as the series' last
+    assert series.add(2_000, key, 100, None, dict) is None  # extends that run
+    run = series.runs[-1]
+    assert (run.start, run.end) == (0, 2_000)
+    assert series.covers(run, 1_500, 2_500)  # the extended run is found in a window of its new end
+    other = ("CommitPosition", 8)
+    series.prune(5_000)
+    assert series.add(6_000, other, 200, None, dict) is not None
+    assert not series.covers(run, 5_500, 6_500)  # the old key's run is forgotten once superseded
