@@ -1,14 +1,20 @@
 """The readable timeline of `recount replay`: one line per trace record, then a summary table.
 
 Each line is ``time  node  description``, the description being `formats.describe.describe_record`
-(the same words the TUI and the scenario tests use).  Time is shown from the first record (``+ms``)
-because capture clocks are epoch nanoseconds.  Election-state and role changes stand out,
-divergences and invariant violations are red, periodic heartbeats are dimmed.
+(the same words the TUI and the scenario tests use).  Time is relative seconds with milliseconds from
+the first record (``+13.402s``), because capture clocks are epoch nanoseconds; ``wall_clock`` shows
+UTC instead.  Election-state and role changes stand out, divergences and invariant violations are red.
+
+Heartbeats are hidden unless asked for: a periodic send (CanvassPosition, AppendPosition,
+CommitPosition) that repeats, field for field, the last one the member sent to that peer says
+nothing new, and such repeats are most of a timeline.  The first of each value and every change are
+shown; the summary says how many repeats were hidden.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -40,31 +46,77 @@ def _style(record: Mapping[str, Any]) -> str:
     return STYLES.get(kind, "")
 
 
-def _relative(ts: int | None, origin: int | None) -> str:
+def relative_time(ts: int | None, origin: int | None) -> str:
+    """``+13.402s``: seconds with milliseconds since ``origin`` (the one time format of the timeline)."""
     if ts is None or origin is None:
         return ""
-    return f"+{(ts - origin) / 1_000_000:.3f}ms"
+    ms = (ts - origin) // 1_000_000
+    sign = "-" if ms < 0 else "+"
+    return f"{sign}{abs(ms) // 1000}.{abs(ms) % 1000:03d}s"
 
 
-def timeline_line(record: Mapping[str, Any], origin: int | None) -> Text:
+def wall_time(ts: int | None) -> str:
+    """``2026-11-23T10:12:01.123Z``: the record's time as UTC (captures carry epoch nanoseconds)."""
+    if ts is None:
+        return ""
+    seconds, ns = divmod(ts, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{ns // 1_000_000:03d}Z"
+
+
+class HeartbeatFilter:
+    """Says which records repeat a member's last periodic send to the same peer (see the module doc)."""
+
+    __slots__ = ("_last", "hidden")
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[Any, Any, Any, Any], Any] = {}
+        self.hidden = 0
+
+    def is_repeat(self, record: Mapping[str, Any]) -> bool:
+        if record.get("kind") != "send" or record.get("type") not in PERIODIC:
+            return False
+        key = (record.get("node"), record.get("peer"), record.get("channel"), record.get("type"))
+        fields = record.get("fields")
+        if self._last.get(key) == fields:
+            self.hidden += 1
+            return True
+        self._last[key] = fields
+        return False
+
+
+def timeline_line(record: Mapping[str, Any], origin: int | None, *, wall_clock: bool = False) -> Text:
     line = Text()
-    line.append(f"{_relative(record.get('ts'), origin):>16}  ", style="dim")
+    when = wall_time(record.get("ts")) if wall_clock else relative_time(record.get("ts"), origin)
+    line.append(f"{when:>{24 if wall_clock else 10}}  ", style="dim")
     line.append(describe_record(record), style=_style(record))
     if record.get("kind") == "divergence" and record.get("event") is not None:
         line.append(f"  (recorded event {record['event']})", style="red")
     return line
 
 
-def print_timeline(console: Console, records: Iterable[Mapping[str, Any]], *, source: str) -> None:
+def print_timeline(
+    console: Console,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    source: str,
+    heartbeats: bool = False,
+    wall_clock: bool = False,
+) -> None:
+    """The timeline, then the summary table; repeated heartbeats hidden unless ``heartbeats``."""
     origin = None
     summary = None
+    repeats = HeartbeatFilter()
     for record in records:
         if record.get("kind") == "summary":
             summary = record
             continue
         if origin is None and record.get("ts") is not None:
             origin = record["ts"]
-        console.print(timeline_line(record, origin))
+        if not heartbeats and repeats.is_repeat(record):
+            continue
+        console.print(timeline_line(record, origin, wall_clock=wall_clock))
+    if repeats.hidden:
+        console.print(Text(f"{repeats.hidden} repeated heartbeat(s) hidden (--heartbeats shows them)", style="dim"))
     if summary is not None:
         print_summary(console, summary, source=source)
 

@@ -78,6 +78,40 @@ def test_the_timeline_reads_as_one_line_per_record_with_a_summary(capture, capsy
     assert "0 divergence(s)" in text
 
 
+def test_repeated_heartbeats_are_hidden_unless_asked_for_and_counted(capture, capsys):
+    assert run(["replay", str(capture), "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    periodic = [r for r in records if r["kind"] == "send" and r["type"] in ("AppendPosition", "CommitPosition", "CanvassPosition")]
+    seen: dict = {}
+    repeats = 0
+    for r in periodic:  # a repeat: the same fields as the member's last send of that type to that peer
+        key = (r["node"], r["peer"], r["channel"], r["type"])
+        repeats += seen.get(key) == r["fields"]
+        seen[key] = r["fields"]
+    assert repeats > 0
+
+    assert run(["replay", str(capture)]) == 0
+    quiet = capsys.readouterr().out
+    assert f"{repeats} repeated heartbeat(s) hidden (--heartbeats shows them)" in quiet
+    assert run(["replay", str(capture), "--heartbeats"]) == 0
+    loud = capsys.readouterr().out
+    assert "hidden" not in loud
+    assert len(loud.splitlines()) - len(quiet.splitlines()) == repeats - 1  # the count line goes too
+    # Nothing but heartbeats is hidden: the election reads the same either way.
+    assert [line for line in quiet.splitlines() if "→ CANDIDATE_BALLOT" in line or "Vote" in line] == [
+        line for line in loud.splitlines() if "→ CANDIDATE_BALLOT" in line or "Vote" in line
+    ]
+
+
+def test_times_are_seconds_with_milliseconds_or_utc_wall_clock(capture, capsys):
+    assert run(["replay", str(capture), "--until", "200ms"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.split()[0] == "+0.000s"
+    assert run(["replay", str(capture), "--until", "200ms", "--wall-clock"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.split()[0] == "1970-01-01T00:00:00.000Z"  # the simulated capture's clock starts at 0
+
+
 def _write(tmp_path: Path, name: str, lines: list[str]) -> Path:
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

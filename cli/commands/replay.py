@@ -149,6 +149,13 @@ def replay_command(
     tolerance: Annotated[
         str, typer.Option("--tolerance", help="How far apart in time a send and its recorded counterpart may be.")
     ] = f"{DEFAULT_TOLERANCE_NS // 1_000_000}ms",
+    heartbeats: Annotated[
+        bool, typer.Option("--heartbeats", help="Show every periodic position send; by default a repeat of the"
+                                                " last value sent to that peer is hidden (text timeline only).")
+    ] = False,
+    wall_clock: Annotated[
+        bool, typer.Option("--wall-clock", help="Show each record's time as UTC instead of seconds from the first.")
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout: one trace record per line, summary last.")] = False,
 ) -> None:
     """Re-run each member from its own recorded inbound events and show where it would differ."""
@@ -203,7 +210,8 @@ def replay_command(
                 write(line + "\n")
         else:
             render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
-                                                                         progress.record_ts), source=file)
+                                                                         progress.record_ts), source=file,
+                                        heartbeats=heartbeats, wall_clock=wall_clock)
     except DecodeError as error:
         raise error.with_context(source=error.source or file) from None
 
@@ -216,6 +224,7 @@ def register(app: typer.Typer) -> None:
             "  recount replay election.arrow\n\n"
             "  recount replay samples/leader-failover      (an incident directory: what it holds is converted in memory)\n\n"
             "  recount replay election.jsonl --node 1 --until 2500ms\n\n"
+            "  recount replay incident.arrow --heartbeats --wall-clock   (every position send, times in UTC)\n\n"
             "  recount replay election.arrow --seed 7 --json | jq 'select(.kind==\"divergence\")'\n\n"
             "  recount replay incident.arrow --mode cluster --model 1.41.0"
         ),
