@@ -14,13 +14,13 @@ shown; the summary says how many repeats were hidden.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cli.times import relative_time, wall_time
 from formats.describe import describe_record
 
 PERIODIC = frozenset({"CanvassPosition", "AppendPosition", "CommitPosition"})
@@ -44,23 +44,6 @@ def _style(record: Mapping[str, Any]) -> str:
     if kind == "send":
         return "dim" if record.get("type") in PERIODIC else ""
     return STYLES.get(kind, "")
-
-
-def relative_time(ts: int | None, origin: int | None) -> str:
-    """``+13.402s``: seconds with milliseconds since ``origin`` (the one time format of the timeline)."""
-    if ts is None or origin is None:
-        return ""
-    ms = (ts - origin) // 1_000_000
-    sign = "-" if ms < 0 else "+"
-    return f"{sign}{abs(ms) // 1000}.{abs(ms) % 1000:03d}s"
-
-
-def wall_time(ts: int | None) -> str:
-    """``2026-11-23T10:12:01.123Z``: the record's time as UTC (captures carry epoch nanoseconds)."""
-    if ts is None:
-        return ""
-    seconds, ns = divmod(ts, 1_000_000_000)
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{ns // 1_000_000:03d}Z"
 
 
 class HeartbeatFilter:

@@ -1,8 +1,8 @@
 """Driving `recount tui` with Textual's Pilot over the leader-failover sample: what the panels show.
 
 The sample (samples/README.md): leader 0 killed at 4 s; member 1 elected leader of term 1 at
-+15064 ms (event 722) on a quorum at the ballot timeout, both live members having written
-candidateTermId 1 to node-state.dat at +14064 ms.
++15.064 s (event #722) on a quorum at the ballot timeout, both live members having written
+candidateTermId 1 to node-state.dat at +14.064 s.
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ async def test_first_screen_shows_the_first_event_every_member_and_the_lanes(fai
     app = make_app(failover_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        assert "event 1/829" in status(app) and "divergences 0" in status(app)
+        assert "#0 (1 of 829)" in status(app) and "divergences 0" in status(app)
+        assert "+0.000s" in status(app)
         assert cluster_row(app, 0)[1:3] == ["CANVASS", "FOLLOWER"]
         assert cluster_row(app, 1)[1:] == ["-"] * 6  # not started yet
         event_list = app.query_one(EventList)
@@ -106,12 +107,15 @@ async def test_stepping_moves_the_cursor_and_the_inspector_follows(failover_path
     app = make_app(failover_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        shown = [int(k) for k in app.query_one(EventList).layout_lines.positions]  # heartbeats hidden
         await pilot.press("j", "j", "j", "down")
-        assert app.cursor == 4
+        assert app.cursor == shown[4]
         await pilot.press("k")
-        assert app.cursor == 3
-        assert "event 3" in app.query_one(Inspector).text("event")
-        assert app.session.source.describe(3) in app.query_one(Inspector).text("event")
+        assert app.cursor == shown[3]
+        seq = int(app.session.source.seq[shown[3]])
+        assert f"event #{seq}" in app.query_one(Inspector).text("event")
+        assert f"#{seq} (" in status(app)  # one numbering: the event's seq, in the list, inspector and status
+        assert app.session.source.describe(shown[3]) in app.query_one(Inspector).text("event")
         await pilot.press("end")
         assert app.cursor == len(app.session) - 1
         await pilot.press("home")
@@ -132,7 +136,7 @@ async def test_go_to_term_shows_the_new_leader_and_each_members_node_state(failo
         assert cluster_row(app, 2)[5] == "1"
         files = app.query_one(Inspector).text("files")
         assert "node-state.dat  candidateTermId=1  logPosition=5344" in files
-        assert "+15064.000ms" in status(app)
+        assert "+15.064s" in status(app)
         highlighted = app.query_one(Inspector).highlighted
         assert "cluster:1.role" in highlighted and "election:electionState" in highlighted
         assert "recordingLog:1.leadershipTermId" in highlighted  # term 1 appended to recording.log
@@ -218,7 +222,7 @@ async def test_reverse_continue_selects_the_member_the_condition_names(failover_
         # The last FOLLOWER_BALLOT: member 2 voting for member 1 in term 1.
         assert app.member == 2
         assert cluster_row(app, 2)[1] == "FOLLOWER_BALLOT"
-        assert app.session.source.relative(int(app.session.source.ts[app.cursor])).startswith("+14064")
+        assert app.session.source.relative(int(app.session.source.ts[app.cursor])).startswith("+14.064s")
 
 
 @pilot_test
@@ -253,7 +257,8 @@ async def test_filter_shows_only_matching_events_and_steps_through_them(failover
         app.screen.query_one(Input).value = ""
         await pilot.press("enter")
         await pilot.pause()
-        assert len(event_list.layout_lines.positions) == len(app.session)
+        hidden = event_list.hidden_heartbeats
+        assert hidden and len(event_list.layout_lines.positions) == len(app.session) - hidden
 
 
 @pilot_test
@@ -262,10 +267,11 @@ async def test_records_can_be_hidden_from_the_list(failover_path):
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         event_list = app.query_one(EventList)
-        assert event_list.layout_lines.height > len(app.session)
+        shown = len(event_list.layout_lines.positions)
+        assert event_list.layout_lines.height > shown
         assert "↳" in event_list.line_text(1) and "election 'node started'" in event_list.line_text(1)
         await pilot.press("r")
-        assert event_list.layout_lines.height == len(app.session)
+        assert event_list.layout_lines.height == shown
 
 
 @pilot_test
@@ -402,7 +408,7 @@ async def test_a_divergence_is_marked_on_the_timeline_and_in_the_list(failover_p
         await pilot.press("d")
         assert app.cursor == flipped
         line = app.query_one(EventList).layout_lines.line_of(flipped)
-        assert app.query_one(EventList).line_text(line).startswith(" !")
+        assert app.query_one(EventList).line_text(line).startswith("  !")
         # The inspector says what the replay found about this event.
         assert (
             "2 DIVERGENCE expected 2→1 Vote cand=1 log=(0,5344) ✗ actual 2→1 Vote cand=1 log=(0,5344) ✓"
@@ -451,3 +457,122 @@ def test_a_member_event_before_its_start_is_shown_not_raised(failover_path, tmp_
 
     shown = asyncio.run(run())
     assert "replay stopped at event" in shown and "before its MemberStart" in shown
+
+
+# -- readable at a glance (issue 15) ------------------------------------------------------------------
+
+
+@pilot_test
+async def test_the_cursor_row_is_marked_and_highlighted_unlike_its_neighbours(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("j", "j")
+        event_list = app.query_one(EventList)
+        line = event_list.layout_lines.line_of(app.cursor)
+        y = line - int(event_list.scroll_offset.y)
+        cursor_strip = event_list.render_line(y)
+        assert cursor_strip.text.startswith("▶")  # visible without colour
+        neighbour = event_list.render_line(y + 1 if y == 0 else y - 1)
+        assert "▶" not in neighbour.text
+        cursor_style = event_list.get_component_rich_style("event-list--cursor")
+        assert cursor_style.bgcolor is not None
+        assert all(segment.style and segment.style.bgcolor == cursor_style.bgcolor for segment in cursor_strip)
+        assert not any(segment.style and segment.style.bgcolor == cursor_style.bgcolor for segment in neighbour)
+
+
+@pilot_test
+async def test_heartbeats_are_hidden_by_default_and_h_shows_them(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        event_list = app.query_one(EventList)
+        source = app.session.source
+        shown = [int(k) for k in event_list.layout_lines.positions]
+        hidden = event_list.hidden_heartbeats
+        assert hidden > len(app.session) // 2  # most of a steady-state capture is heartbeats
+        assert f"{hidden} heartbeats hidden (h)" in status(app)
+        heartbeat = source.heartbeat_mask()
+        index = app.session.index
+        kept = [k for k in shown if heartbeat[k]]
+        # a heartbeat is shown only where the replay found something notable under it
+        assert all(k in index.notable or k in index.problem_positions for k in kept)
+        assert ELECTED in shown  # the election is all there
+        await pilot.press("h")
+        assert len(event_list.layout_lines.positions) == len(app.session)
+        assert "heartbeats hidden" not in status(app)
+        await pilot.press("h")
+        assert [int(k) for k in event_list.layout_lines.positions] == shown
+
+
+@pilot_test
+async def test_sent_and_received_copies_of_a_message_are_told_apart(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("h")  # every copy
+        event_list = app.query_one(EventList)
+        source = app.session.source
+        lines = {}
+        for y in range(event_list.layout_lines.height):
+            i, slot = event_list.layout_lines.line(y)
+            if slot == 0:
+                lines[int(event_list.layout_lines.positions[i])] = event_list.line_text(y)
+        votes = [k for k in lines if source.type_name(k) == "Vote"]
+        assert {source.dir_name(k) for k in votes} == {"in", "out"}
+        for k in votes:
+            word = "sent" if source.dir_name(k) == "out" else "recv"
+            assert f" {word} " in lines[k], lines[k]
+
+
+@pilot_test
+async def test_w_switches_every_time_shown_between_relative_seconds_and_utc(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "g", "term 1")
+        assert "+15.064s" in status(app)
+        await pilot.press("w")
+        source = app.session.source
+        from cli.times import wall_time
+
+        utc = wall_time(int(source.ts[app.cursor]))
+        assert utc.endswith("Z") and utc in status(app)
+        event_list = app.query_one(EventList)
+        assert utc in event_list.line_text(event_list.layout_lines.line_of(app.cursor))
+        await pilot.press("w")
+        assert "+15.064s" in status(app)
+
+
+@pilot_test
+async def test_at_100_by_30_the_cluster_at_the_cursor_is_readable(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "g", "term 1")
+        cluster = app.query_one(Inspector).text("cluster")
+        assert "…" not in cluster
+        lines = [line.split() for line in cluster.splitlines()]
+        assert ["▶1", "LEADER_READY", "LEADER"] in lines
+        assert any(words[:2] == ["term", "1"] and "5344" in " ".join(words) for words in lines)
+        assert ["0", "DOWN", "LEADER"] in lines  # the killed leader, as it left it
+        assert "#722 (723 of 829)" in status(app)
+
+
+@pilot_test
+async def test_keys_typed_before_the_prompt_opens_go_into_it_not_to_the_main_view(failover_path):
+    from textual import events
+
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        member, axis = app.member, app.query_one(Timeline).by_events
+        for character in "gterm 1":  # one read from the terminal: all queued before the prompt exists
+            app.post_message(events.Key("space" if character == " " else character, character))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen.query_one(Input).value == "term 1"
+        assert (app.member, app.query_one(Timeline).by_events) == (member, axis)  # "t", "1" ran nothing
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.cursor == ELECTED

@@ -176,7 +176,7 @@ def test_lanes_show_the_leader_of_each_term_and_the_killed_member(failover):
     assert last[0].running is False and last[0].position == 592  # MemberCrash at 4 s
     assert (last[1].role, last[1].election_state, last[1].leadership_term_id) == ("LEADER", "CLOSED", 1)
     assert (last[2].role, last[2].leader_member_id) == ("FOLLOWER", 1)
-    assert failover.source.relative(index.terms[1].ts) == "+15064.000ms"
+    assert failover.source.relative(index.terms[1].ts) == "+15.064s"
 
 
 def test_state_changes_are_listed_per_member(failover):

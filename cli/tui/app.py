@@ -19,11 +19,12 @@ from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
@@ -89,15 +90,43 @@ def _short_name(name: str) -> str:
 
 
 class Prompt(ModalScreen[str | None]):
-    """One line of input (a filter, a breakpoint condition, a jump)."""
+    """One line of input (a filter, a breakpoint condition, a jump).
+
+    Keys typed right after the key that opened it (``g``, ``f``, ``b``) may arrive before its input
+    has focus; they are the start of what the user is typing, so they go into the input, never to
+    the main view's bindings."""
 
     BINDINGS = [Binding("escape", "cancel", "cancel")]
+    AUTO_FOCUS = "#prompt-input"
 
     def __init__(self, title: str, hint: str, value: str = "") -> None:
         super().__init__()
         self.title_text = title
         self.hint = hint
         self.value = value
+        self._early: list[str] = []
+
+    def type_early(self, key: str, character: str | None) -> None:
+        """A key meant for this prompt that reached the main view first (see the class doc)."""
+        try:
+            field = self.query_one("#prompt-input", Input)
+        except NoMatches:
+            if character is not None and key != "enter":
+                self._early.append(character)
+            return
+        if key == "enter":
+            field.action_submit()
+        elif key == "backspace":
+            field.action_delete_left()
+        elif character is not None and character.isprintable():
+            field.insert_text_at_cursor(character)
+
+    def on_mount(self) -> None:
+        field = self.query_one("#prompt-input", Input)
+        if self._early:
+            field.insert_text_at_cursor("".join(self._early))
+            self._early.clear()
+        field.focus()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt"):
@@ -241,6 +270,8 @@ class JumpCommands(Provider):
             ("Clear breakpoints", app.action_clear_breakpoints, "B"),
             ("Filter events…", app.action_filter, "f"),
             ("Clear filter", app.action_clear_filter, ""),
+            ("Show or hide heartbeats", app.action_toggle_heartbeats, "h"),
+            ("Times as UTC or from the first event", app.action_toggle_wall_clock, "w"),
             ("Diff view", app.action_diff, "v"),
             ("Save screenshot (SVG)", app.action_save_screenshot, "ctrl+s"),
             ("Key bindings", app.action_help, "?"),
@@ -250,7 +281,7 @@ class JumpCommands(Provider):
                 (
                     f"Go to term {start.leadership_term_id}: member {start.leader_member_id} elected leader",
                     partial(app.jump, Jump("term", start.leadership_term_id)),
-                    f"event {start.position} at {app.session.source.relative(start.ts)}",
+                    f"#{int(app.session.source.seq[start.position])} at {app.session.source.when(start.ts)}",
                 )
             )
         for member in app.session.members:
@@ -307,6 +338,21 @@ class RecountApp(App[None]):
     CSS_PATH = str(Path(__file__).with_name("recount.tcss"))
     TITLE = "recount"
     COMMANDS = App.COMMANDS | {JumpCommands}
+
+    async def on_event(self, event: events.Event) -> None:
+        # Keys typed fast after ``g``/``f``/``b`` are all dispatched to the main view before its
+        # binding opens the prompt; when one comes back up unhandled and a prompt is now open, it is
+        # the start of the answer: typed into the prompt, not dropped and not run as a command.
+        if isinstance(event, events.Key):
+            first_seen_on = getattr(event, "recount_screen", None)
+            if first_seen_on is None:
+                event.recount_screen = self.screen
+            elif first_seen_on is not self.screen and isinstance(self.screen, Prompt):
+                self.screen.type_early(event.key, event.character)
+                event.stop()
+                event.prevent_default()
+                return
+        await super().on_event(event)
     BINDINGS = [
         Binding("j,down", "step(1)", "next"),
         Binding("k,up", "step(-1)", "prev"),
@@ -333,6 +379,8 @@ class RecountApp(App[None]):
         Binding("escape", "cancel_search", "stop search", show=False),
         Binding("f", "filter", "filter"),
         Binding("r", "toggle_records", "records", show=False),
+        Binding("h", "toggle_heartbeats", "heartbeats"),
+        Binding("w", "toggle_wall_clock", "UTC/relative time", show=False),
         Binding("plus,equals_sign", "zoom(1)", "zoom in", show=False),
         Binding("minus", "zoom(-1)", "zoom out", show=False),
         Binding("t", "toggle_axis", "time/event axis", show=False),
@@ -531,14 +579,15 @@ class RecountApp(App[None]):
         if not self.session.moment_ready(self.cursor):
             self._inspector_pending = True
             inspector.show_pending(
-                f"indexing: member state after event {self.cursor} is shown once the index reaches it"
+                f"indexing: member state after #{int(self.session.source.seq[self.cursor])} is shown once the"
+                " index reaches it"
             )
             return
         self._inspector_pending = False
         try:
             moment = self.session.moment(self.cursor)
         except (DecodeError, SessionError) as error:  # bad input deep in the file: say it, keep running
-            inspector.show_pending(f"cannot replay to event {self.cursor}: {error}")
+            inspector.show_pending(f"cannot replay to #{int(self.session.source.seq[self.cursor])}: {error}")
             return
         inspector.show(moment, self.member, self.cursor)
 
@@ -551,9 +600,8 @@ class RecountApp(App[None]):
         source = session.source
         index = session.index
         parts = [
-            f"event {k + 1}/{len(session)}",
-            f"seq {int(source.seq[k])}",
-            source.relative(int(source.ts[k])),
+            f"#{int(source.seq[k])} ({k + 1} of {len(session)})",
+            source.when(int(source.ts[k])),
             f"member {self.member}",
         ]
         if not index.finished:
@@ -567,6 +615,8 @@ class RecountApp(App[None]):
         event_list = self.query_one(EventList)
         if not event_list.filter.is_empty:
             parts.append(f"filter {event_list.filter.describe()}")
+        if event_list.hidden_heartbeats:
+            parts.append(f"{event_list.hidden_heartbeats} heartbeats hidden (h)")
         if self.conditions:
             parts.append("break: " + " | ".join(c.text for c in self.conditions))
         if self.bookmarks:
@@ -664,6 +714,17 @@ class RecountApp(App[None]):
     def action_toggle_records(self) -> None:
         event_list = self.query_one(EventList)
         event_list.show_records = not event_list.show_records
+
+    def action_toggle_heartbeats(self) -> None:
+        event_list = self.query_one(EventList)
+        event_list.show_heartbeats = not event_list.show_heartbeats
+        self._refresh_all()
+
+    def action_toggle_wall_clock(self) -> None:
+        source = self.session.source
+        source.wall_clock = not source.wall_clock
+        self.query_one(EventList).clear_lines()
+        self._refresh_all()
 
     def action_zoom(self, delta: int) -> None:
         timeline = self.query_one(Timeline)

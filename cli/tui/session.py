@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cli.times import duration, relative_time, wall_time
 from engine import replay as engine_replay
 from engine.replay import DEFAULT_TOLERANCE_NS, MODELS, SIGNIFICANT, UnknownModelError, flags_for
 from formats import replay_file
@@ -65,8 +66,8 @@ PROBLEM_KINDS = frozenset({"divergence", "invariant"})
 
 
 def format_duration(ns: int) -> str:
-    """``15064.000ms``: a duration as `recount replay` prints times (milliseconds, 3 decimals)."""
-    return f"{ns / MS:.3f}ms"
+    """``15.064s``: a duration as `recount replay` prints times (`cli.times`)."""
+    return duration(ns)
 
 
 class SessionError(Exception):
@@ -134,6 +135,9 @@ class ReplaySource:
         self.members = sorted({int(n) for n in np.unique(self.node)})
         #: Times are shown from the first event, as `recount replay` shows them (``+ms``).
         self.origin = int(self.ts[0]) if len(self.ts) else 0
+        #: Show times as UTC instead of from the first event (the TUI's ``w`` key).
+        self.wall_clock = False
+        self._heartbeats: np.ndarray | None = None
         self._blocks: OrderedDict[int, list[Event]] = OrderedDict()
         self._lock = threading.Lock()
         self._positions_of: dict[tuple[str, Any], np.ndarray] = {}
@@ -260,8 +264,21 @@ class ReplaySource:
         return column.fill_null(-(2**62)).to_numpy().astype(np.int64)[self.order]
 
     def relative(self, ts: int) -> str:
-        """``+15064.000ms``: ``ts`` from the first event."""
-        return "+" + format_duration(int(ts) - self.origin)
+        """``+15.064s``: ``ts`` from the first event."""
+        return relative_time(int(ts), self.origin)
+
+    def heartbeat_mask(self) -> np.ndarray:
+        """True for each periodic position message on the consensus channel (CanvassPosition,
+        AppendPosition, CommitPosition): the heartbeats the event list hides by default."""
+        if self._heartbeats is None:
+            types = [i for i, name in enumerate(self.type_names) if name in engine_replay.PERIODIC]
+            consensus = [i for i, name in enumerate(self.channel_names) if name == "consensus"]
+            self._heartbeats = np.isin(self.type, types) & np.isin(self.channel, consensus)
+        return self._heartbeats
+
+    def when(self, ts: int) -> str:
+        """``ts`` as the screens show it: from the first event, or UTC while ``wall_clock`` is on."""
+        return wall_time(int(ts)) if self.wall_clock else relative_time(int(ts), self.origin)
 
     def position_at_time(self, ts: int) -> int:
         """The first event at or after ``ts`` (the last event when none is)."""

@@ -4,12 +4,20 @@ A `ScrollView` drawn with Textual's line API, in the way of toolong's log view: 
 `render_line` asks the session for just the events on screen (decoded a block at a time) and their
 records, so a million-event replay scrolls like a ten-event one.  `cli.tui.session.ListLayout` maps
 screen lines to (event, record slot); the filter decides which events are laid out.  Each event line
-is ``time  seq  describe_event``; the records under it are ``describe_record`` lines.  Marks in the
-left gutter: ``◆`` bookmark, ``!`` a divergence or invariant violation anchored at the event.
+is ``time  #seq  sent|recv  describe_event`` (a message appears twice, as its sender sent it and as
+its receiver got it; the word says which copy the row is); the records under it are
+``describe_record`` lines.  Marks in the left gutter: ``▶`` the cursor (besides its highlight, so it
+shows without colour), ``◆`` bookmark, ``!`` a divergence or invariant violation anchored at the event.
+
+Heartbeats (periodic CanvassPosition/AppendPosition/CommitPosition) are hidden unless
+``show_heartbeats``, except where the replay shows something notable under one (a state change, a
+divergence): the index says which, so more of them reappear as it proceeds.
 """
 
 from __future__ import annotations
 
+import numpy as np
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -23,6 +31,8 @@ from cli.tui.session import EventFilter, ListLayout, Session
 from formats.describe import describe_record
 
 WIDTH = 240
+#: The copy of a message an event row is: the sender's (out) or the receiver's (in).
+SIDES = {"out": "sent ", "in": "recv "}
 RECORD_CLASSES = {
     "state": "event-list--state",
     "role": "event-list--state",
@@ -40,6 +50,7 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
 
     COMPONENT_CLASSES = {
         "event-list--cursor",
+        "event-list--cursor-mark",
         "event-list--time",
         "event-list--seq",
         "event-list--local",
@@ -52,6 +63,7 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
 
     cursor: reactive[int] = reactive(0)
     show_records: reactive[bool] = reactive(True)
+    show_heartbeats: reactive[bool] = reactive(False)
 
     class Picked(Message):
         """A line was clicked: move the cursor to its event."""
@@ -67,6 +79,7 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
         self.bookmarks: set[int] = set()
         self._laid_counts: tuple[int, bool] | None = None
         self._strips: dict[tuple, Strip] = {}
+        self.hidden_heartbeats = 0
         self.layout_lines = ListLayout(self.filter.positions(session.source), None)
         self._relayout()
 
@@ -75,9 +88,25 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
     def _relayout(self) -> None:
         index = self.session.index
         counts = index.counts if self.show_records and len(index.counts) == len(self.session) else None
-        self._laid_counts = (index.done, index.finished) if counts is not None else None
-        self.layout_lines = ListLayout(self.filter.positions(self.session.source), counts)
+        self._laid_counts = (index.done, index.finished) if counts is not None or not self.show_heartbeats else None
+        self.layout_lines = ListLayout(self._shown_positions(), counts)
         self.virtual_size = Size(WIDTH, self.layout_lines.height)
+
+    def _shown_positions(self):
+        positions = self.filter.positions(self.session.source)
+        self.hidden_heartbeats = 0
+        if self.show_heartbeats or not len(positions):
+            return positions
+        index = self.session.index
+        heartbeat = self.session.source.heartbeat_mask()[positions]
+        keep = np.fromiter(index.notable.keys(), dtype=np.int64, count=len(index.notable))
+        if index.problem_positions:
+            keep = np.concatenate((keep, np.asarray(index.problem_positions, dtype=np.int64)))
+        if len(keep):
+            heartbeat &= ~np.isin(positions, keep)
+        shown = positions[~heartbeat]
+        self.hidden_heartbeats = len(positions) - len(shown)
+        return shown
 
     def set_filter(self, event_filter: EventFilter) -> None:
         self.filter = event_filter
@@ -86,9 +115,10 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
         self.refresh()
 
     def index_progressed(self) -> None:
-        """The index reached further (or finished): record lines appear under more events."""
+        """The index reached further (or finished): record lines appear under more events, and
+        heartbeats with something notable under them reappear."""
         index = self.session.index
-        if self.show_records and (index.done, index.finished) != self._laid_counts:
+        if (self.show_records or not self.show_heartbeats) and (index.done, index.finished) != self._laid_counts:
             self._relayout()
             self.scroll_to_cursor()
             self.refresh()
@@ -96,6 +126,16 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
     def watch_show_records(self, _: bool) -> None:
         self._relayout()
         self.scroll_to_cursor(center=True)
+        self.refresh()
+
+    def watch_show_heartbeats(self, _: bool) -> None:
+        self._relayout()
+        self.scroll_to_cursor(center=True)
+        self.refresh()
+
+    def clear_lines(self) -> None:
+        """Draw every line anew (the time format changed)."""
+        self._strips.clear()
         self.refresh()
 
     def watch_cursor(self, _: int) -> None:
@@ -153,33 +193,38 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             self._strips[key] = strip
             if len(self._strips) > 4096:
                 self._strips.pop(next(iter(self._strips)))
-        strip = strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
         if slot == 0 and position == self.cursor:
-            strip = strip.apply_style(self.get_component_rich_style("event-list--cursor"))
-        return strip
+            strip = Strip(list(self._text(line, cursor=True).render(self.app.console)))
+            strip = strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+            # over the row's own colours, not under them (Strip.apply_style would let them win)
+            cursor = self.get_component_rich_style("event-list--cursor")
+            return Strip(Segment.apply_style(list(strip), post_style=cursor), strip.cell_length)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def notify_style_update(self) -> None:
         self._strips.clear()  # the theme or the styles changed: lines are drawn anew
         super().notify_style_update()
 
-    def _text(self, line: int) -> Text:
+    def _text(self, line: int, *, cursor: bool = False) -> Text:
         style = self.get_component_rich_style
         i, slot = self.layout_lines.line(line)
         position = int(self.layout_lines.positions[i])
         source = self.session.source
         if slot == 0:
             problem = position in self._problem_positions()
+            text = Text("▶" if cursor else " ", style=style("event-list--cursor-mark"))
             gutter = ("◆" if position in self.bookmarks else " ") + ("!" if problem else " ")
-            text = Text(
+            text.append(
                 gutter,
                 style=style("event-list--bookmark")
                 if position in self.bookmarks
                 else style("event-list--problem"),
             )
-            text.append(
-                source.relative(int(source.ts[position])).rjust(16) + " ", style=style("event-list--time")
-            )
+            when = source.when(int(source.ts[position]))
+            text.append(when.rjust(24 if source.wall_clock else 10) + " ", style=style("event-list--time"))
             text.append(f"#{int(source.seq[position])}".ljust(8), style=style("event-list--seq"))
+            direction = source.dir_name(position)
+            text.append(SIDES.get(direction, "     "), style=style("event-list--seq"))
             describe = source.describe(position)
             text.append(
                 describe,
@@ -191,10 +236,11 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             return Text("")
         record = records[slot - 1]
         kind = record.get("kind")
-        text = Text("    ↳ ", style=style("event-list--record"))
+        text = Text("     ↳ ", style=style("event-list--record"))
         ts = record.get("ts")
+        source = self.session.source
         text.append(
-            (self.session.source.relative(int(ts)) if ts is not None else "").rjust(14) + " ",
+            (source.when(int(ts)) if ts is not None else "").rjust(24 if source.wall_clock else 10) + " ",
             style=style("event-list--time"),
         )
         text.append(describe_record(record), style=style(RECORD_CLASSES.get(str(kind), "event-list--record")))

@@ -102,6 +102,10 @@ def node_state_of(state: Mapping[str, Any]) -> Mapping[str, Any]:
     return node_state.get("candidateTerm", node_state) if isinstance(node_state, Mapping) else {}
 
 
+#: Below this width (cells) the cluster table is drawn as two lines per member.
+NARROW_BELOW = 64
+
+
 class Inspector(VerticalScroll):
     """Shows `Session.moment(cursor)` for the selected member, and the cursor's event."""
 
@@ -120,6 +124,16 @@ class Inspector(VerticalScroll):
         self._signatures: dict[str, Any] = {}
         self._highlights: dict[str, list[str]] = {}
         self._section = ""
+        self._shown: tuple[Moment, int, int] | None = None
+
+    @property
+    def narrow(self) -> bool:
+        """Too narrow for the cluster table's columns (a 100-column terminal): two lines per member."""
+        return 0 < self.size.width < NARROW_BELOW
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(*self._shown)
 
     @property
     def highlighted(self) -> list[str]:
@@ -154,12 +168,14 @@ class Inspector(VerticalScroll):
     def show(self, moment: Moment, member: int, position: int) -> None:
         states, previous = moment.states, moment.previous
         now = int(self.session.source.ts[position])
+        self._shown = (moment, member, position)
         cluster = [(m, _summary(states.get(m)), _summary(previous.get(m))) for m in self.session.members]
+        narrow = self.narrow
         self._set(
             "cluster",
             "cluster at the cursor",
-            lambda: self._cluster(states, previous, member),
-            (member, cluster),
+            lambda: self._cluster_lines(states, previous, member) if narrow else self._cluster(states, previous, member),
+            (member, cluster, narrow),
         )
         state = states.get(member)
         if state is None:
@@ -205,7 +221,7 @@ class Inspector(VerticalScroll):
                 lambda: self._files(state, before),
                 files,
             )
-        self._set("event", f"event {position}", lambda: self._event(position))
+        self._set("event", f"event #{int(self.session.source.seq[position])}", lambda: self._event(position))
 
     # -- sections --------------------------------------------------------------------------------------
 
@@ -214,6 +230,40 @@ class Inspector(VerticalScroll):
             return Text(text)
         self._highlights.setdefault(self._section, []).append(key)
         return Text(text, style=self.get_component_rich_style("inspector--changed"))
+
+    def _cluster_lines(self, states, previous, selected: int) -> Text:
+        """The cluster table for a narrow inspector: per member, its state and role on one line and
+        the numbers, each named, on the next (nothing cut short)."""
+        out = Text()
+        for member in self.session.members:
+            state = states.get(member)
+            marker = "▶" if member == selected else " "
+            out.append(f"{marker}{member} ", style=self.get_component_rich_style("inspector--selected") if member == selected else "")
+            if state is None:
+                out.append("not started\n")
+                continue
+            before = previous.get(member) or {}
+            running = state.get("isRunning", True)
+            out.append_text(self._changed(
+                _value(state.get("electionState") if running else "DOWN"),
+                before.get("electionState") != state.get("electionState"), f"cluster:{member}.electionState"))
+            out.append(" ")
+            out.append_text(self._changed(_value(state.get("role")), before.get("role") != state.get("role"),
+                                          f"cluster:{member}.role"))
+            out.append("\n   ")
+            candidate = node_state_of(state).get("candidateTermId")
+            numbers = (
+                ("term", "leadershipTermId", state.get("leadershipTermId"), before.get("leadershipTermId")),
+                ("leader", "leaderMemberId", state.get("leaderMemberId"), before.get("leaderMemberId")),
+                ("cand", "nodeState.candidateTermId", candidate, node_state_of(before).get("candidateTermId")),
+                ("log", "logPosition", state.get("logPosition"), before.get("logPosition")),
+            )
+            for i, (label, key, value, old) in enumerate(numbers):
+                out.append(("  " if i else "") + label + "\u00a0", style=self.get_component_rich_style("inspector--muted"))
+                out.append_text(self._changed(_value(value), value != old, f"cluster:{member}.{key}"))
+            out.append("\n")
+        out.rstrip()
+        return out
 
     def _cluster(self, states, previous, selected: int) -> Table:
         table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
@@ -288,7 +338,7 @@ class Inspector(VerticalScroll):
             left_text = format_duration(left) if left >= 0 else f"overdue {format_duration(-left)}"
             table.add_row(
                 name,
-                self._changed(self.session.source.relative(at), old.get(name) != at, f"deadlines:{name}"),
+                self._changed(self.session.source.when(at), old.get(name) != at, f"deadlines:{name}"),
                 left_text,
             )
         return table
@@ -304,7 +354,7 @@ class Inspector(VerticalScroll):
             for key, _ in MEMBER_KEYS:
                 value = entry.get(key)
                 shown = (
-                    self.session.source.relative(value)
+                    self.session.source.when(value)
                     if key == "timeOfLastAppendPositionNs" and isinstance(value, int) and value >= 0
                     else _value(value)
                 )
@@ -369,7 +419,7 @@ class Inspector(VerticalScroll):
         table.add_column("field")
         table.add_column("value")
         table.add_row("seq", str(int(source.seq[position])))
-        table.add_row("ts", f"{event.ts} ns ({self.session.source.relative(event.ts)})")
+        table.add_row("ts", f"{event.ts} ns ({self.session.source.when(event.ts)})")
         table.add_row("node / dir / peer", f"{event.node} / {event.dir} / {_value(event.peer)}")
         table.add_row("channel", event.channel)
         payload = event.payload

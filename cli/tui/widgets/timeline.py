@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from cli.times import relative_time
 from cli.tui.session import LaneSegment, Session
 
 GLYPHS = {
@@ -45,10 +46,8 @@ LABEL_WIDTH = 16
 
 
 def _short(ns: int) -> str:
-    """Axis labels: ``+350ms``, ``+12.5s`` from the first event."""
-    if abs(ns) >= 10_000_000_000:
-        return f"+{ns / 1e9:.1f}s"
-    return f"+{ns // 1_000_000}ms"
+    """Axis labels: ``+0.350s``, ``+12.500s`` from the first event (the one time format, `cli.times`)."""
+    return relative_time(ns, 0)
 
 
 class Timeline(Widget):
