@@ -37,13 +37,10 @@ from engine.election import (
     APPEND_POSITION_FLAG_CATCHUP,
     APPEND_POSITION_FLAG_NONE,
     NULL_SESSION_ID,
-    AeronError,
-    ClusterEvent,
-    ClusterException,
-    ClusterTermination,
     Election,
     ElectionState,
 )
+from engine.exceptions import AeronError, ClusterEvent, ClusterException, ClusterTermination
 from engine.flags import ModelFlags
 from engine.members import NULL_POSITION, NULL_VALUE, ClusterMember
 from engine.outputs import (

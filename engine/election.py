@@ -26,6 +26,7 @@ import enum
 from typing import TYPE_CHECKING
 
 from engine import members as cm
+from engine.exceptions import ClusterEvent, ClusterException, TimeoutException
 from engine.members import NULL_POSITION, NULL_VALUE, ClusterMember
 from formats.cluster_codecs import (
     AppendPosition,
@@ -39,7 +40,7 @@ from formats.cluster_codecs import (
 from formats.cluster_codecs_ext import with_commit_position
 
 if TYPE_CHECKING:
-    from engine.agent import ConsensusModuleAgent
+    from engine.agent_surface import ElectionAgent
 
 DAY_NS = 86_400 * 1_000_000_000
 NULL_SESSION_ID = -1
@@ -82,35 +83,6 @@ class ElectionState(enum.Enum):
 
 
 S = ElectionState
-
-
-class AeronError(Exception):
-    """An Aeron exception: ``str(e)`` is Java's ``getMessage()``: ``"<CATEGORY> - <message>"``."""
-
-    default_category = "ERROR"
-
-    def __init__(self, message: str, category: str | None = None) -> None:
-        self.message = message
-        self.category = category or self.default_category
-        super().__init__(f"{self.category} - {message}")
-
-
-class ClusterException(AeronError):
-    pass
-
-
-class ClusterEvent(AeronError):
-    """`io.aeron.cluster.client.ClusterEvent`: an event of significance, category WARN."""
-
-    default_category = "WARN"
-
-
-class TimeoutException(AeronError):
-    pass
-
-
-class ClusterTermination(Exception):
-    """`ClusterTerminationException` / `AgentTerminationException`: the node stops."""
 
 
 class Election:
@@ -160,7 +132,7 @@ class Election:
 
     def __init__(
         self,
-        agent: ConsensusModuleAgent,
+        agent: ElectionAgent,
         *,
         is_node_startup: bool,
         graceful_closed_leader_id: int,

@@ -94,19 +94,6 @@ class ModelFlags:
     #: in the Election's constructor.  False: an INIT re-entry reuses the same leadershipTermId.
     single_node_term_bump_in_init: bool = False
 
-    @classmethod
-    def for_version(cls, version: str) -> ModelFlags:
-        """The flags of an Aeron release from 1.40.0 up to the 1.47 line the engine is written from.
-
-        Kept for the engine's own tests, which pin that range; `engine.versions.flags_for_version`
-        covers every modelled release (1.40.0 … 1.51.x) and is what replays use.
-        """
-        from engine.versions import flags_for_version, parse_version
-
-        if parse_version(version)[:2] > (1, 47):
-            raise ValueError(f"Aeron {version} is newer than 1.47.x; use engine.versions.flags_for_version")
-        return flags_for_version(version)
-
     def changed_from(self, other: ModelFlags) -> list[str]:
         """Names of the flags that differ between ``other`` and ``self``, in catalogue order."""
         return [f.name for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from engine.election import ClusterException
+from engine.exceptions import ClusterException
 
 FRAME_ALIGNMENT = 32
 DATA_HEADER_LENGTH = 32

@@ -127,6 +127,16 @@ MESSAGES_BY_TEMPLATE_ID_V15: dict[int, MessageSpec] = {
 }
 
 
+def decode_cluster(
+    buf: bytes | bytearray | memoryview, offset: int = 0, *, limit: int | None = None, source: str | None = None
+) -> Decoded:
+    """A cluster message (schema 111) as the generated classes: `formats.sbe.decode_message` given the
+    generated registry.  Bad input raises `DecodeError`."""
+    return _decode(
+        buf, offset, limit=limit, source=source, registry=generated.MESSAGES_BY_TEMPLATE_ID, schema_id=generated.SCHEMA_ID
+    )
+
+
 def decode_message(buf: bytes | bytearray | memoryview, offset: int = 0, *, source: str | None = None) -> Decoded:
     """`formats.sbe.decode_message`, except that a message of a schema version that extends it
     (NewLeadershipTerm ≥ 15, SessionEvent ≥ 13, SessionConnectRequest ≥ 14) decodes to the extended
@@ -135,7 +145,7 @@ def decode_message(buf: bytes | bytearray | memoryview, offset: int = 0, *, sour
     extended = EXTENDED.get(template_id)
     if extended is not None and version >= extended[1]:
         return _decode(buf, offset, source=source, registry=MESSAGES_BY_TEMPLATE_ID_V15, schema_id=generated.SCHEMA_ID)
-    return _decode(buf, offset, source=source)
+    return decode_cluster(buf, offset, source=source)
 
 
 def with_commit_position(message: generated.NewLeadershipTerm, commit_position: int) -> NewLeadershipTerm:

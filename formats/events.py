@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formats import cluster_codecs
+from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
-from formats.sbe import decode_message, from_fields
+from formats.sbe import from_fields
 from formats.udp import mutable_twin
 
 DIRECTIONS = ("in", "out", "local")
@@ -100,7 +101,7 @@ class Event:
     def message(self, *, source: str | None = None) -> Any:
         """The Aeron message this event carries, as its dataclass."""
         if self.payload is not None:
-            return decode_message(self.payload, source=source).message
+            return decode_cluster(self.payload, source=source).message
         cls = MESSAGE_CLASSES.get(self.type)
         if cls is None:
             raise DecodeError(f"{self.type!r} is a local event, not an Aeron message", source=source)
@@ -237,7 +238,7 @@ def event_from_json(obj: Any, *, source: str | None = None, line: int | None = N
         if validate:
             try:
                 if payload is not None:
-                    decoded = decode_message(payload).message
+                    decoded = decode_cluster(payload).message
                 else:
                     from_fields(MESSAGE_CLASSES[kind], fields)
             except DecodeError as error:

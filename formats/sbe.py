@@ -339,28 +339,18 @@ def read_header(buf: bytes | bytearray | memoryview, offset: int = 0, *, source:
     return HEADER.unpack_from(buf, offset)
 
 
-_CLUSTER_REGISTRY: tuple[Mapping[int, MessageSpec], int] | None = None
-
-
-def _cluster_registry() -> tuple[Mapping[int, MessageSpec], int]:
-    """The cluster schema's templates, the default registry (imported late: it imports this module)."""
-    global _CLUSTER_REGISTRY
-    from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
-
-    _CLUSTER_REGISTRY = (MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID)
-    return _CLUSTER_REGISTRY
-
-
 def decode_message(
     buf: bytes | bytearray | memoryview,
     offset: int = 0,
     *,
     limit: int | None = None,
     source: str | None = None,
-    registry: Mapping[int, MessageSpec] | None = None,
+    registry: Mapping[int, MessageSpec],
     schema_id: int | None = None,
 ) -> Decoded:
-    """Decode the message at ``offset``; bytes after it (an application payload) are left alone.
+    """Decode the message at ``offset`` as one of ``registry``'s templates (template id -> spec; the
+    cluster schema's is `formats.cluster_codecs_ext.decode_cluster`); bytes after it (an
+    application payload) are left alone.  ``schema_id``, when given, must be the header's.
 
     Raises `DecodeError` for anything that is not a whole message of a known template.
     """
@@ -376,9 +366,6 @@ def decode_message(
             f"an SBE message header needs 8 bytes, only {max(head - offset, 0)} left", source=source, offset=offset
         )
     block_length, template_id, msg_schema_id, version = HEADER.unpack_from(view if limit is None else view[:end], offset)
-    if registry is None:
-        registry, cluster_schema_id = _CLUSTER_REGISTRY or _cluster_registry()
-        schema_id = cluster_schema_id if schema_id is None else schema_id
     spec = registry.get(template_id)
     if schema_id is None and spec is not None:
         schema_id = spec.schema_id

@@ -142,9 +142,9 @@ def _read_mark_file(path: Path) -> None:
 
 
 def _read_sbe(path: Path) -> None:
-    from formats.sbe import decode_message
+    from formats.cluster_codecs_ext import decode_cluster
 
-    decode_message(path.read_bytes()).message.to_fields()
+    decode_cluster(path.read_bytes()).message.to_fields()
 
 
 @dataclass(frozen=True)

@@ -243,3 +243,128 @@ def test_pickle_eval_and_exec_are_caught_anywhere():
     source = "import pickle\ndef f(text):\n    eval(text)\n    exec(text)\n"
     assert _found(unsafe_violations, source, "cli.x") == {"imports pickle", "calls eval()", "calls exec()"}
     assert _found(unsafe_violations, "def f(x):\n    return x.eval()\n", "cli.x") == set()
+
+
+# -- the import graph ------------------------------------------------------------------------------------
+
+#: The one cycle allowed: Aeron's own ConsensusModuleAgent and Election call each other, and the model
+#: keeps that pair (the surface the election uses is declared in `engine.agent_surface`).
+ALLOWED_CYCLES = [{"engine.agent", "engine.election"}]
+
+
+def _is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+    )
+
+
+def import_graph(modules: list[Module] = MODULES) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports when it runs (anywhere in it, a function body too; not
+    what only a type checker reads under ``if TYPE_CHECKING:``).  ``from engine import replay`` is an
+    edge to ``engine.replay``."""
+    names = {m.name for m in modules}
+    graph: dict[str, set[str]] = {}
+    for module in modules:
+        skipped = {
+            id(inner) for node in ast.walk(module.tree) if _is_type_checking_block(node)
+            for inner in ast.walk(node)
+        }
+        edges = graph.setdefault(module.name, set())
+        is_package = module.path.name == "__init__.py"
+        for node in ast.walk(module.tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names if alias.name in names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.name.split(".")
+                    base = base[: len(base) - node.level + (1 if is_package else 0)]
+                    prefix = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    prefix = node.module or ""
+                for alias in node.names:
+                    target = f"{prefix}.{alias.name}"
+                    if target in names:
+                        edges.add(target)
+                    elif prefix in names:
+                        edges.add(prefix)
+        edges.discard(module.name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in graph:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def test_cycle_finder_finds_a_cycle_and_nothing_else():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"d"}}
+    assert cycles(graph) == [{"a", "b", "c"}]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_but_the_agent_and_its_election():
+    found = cycles(import_graph())
+    assert sorted(sorted(c) for c in found if c not in ALLOWED_CYCLES) == []
+
+
+def test_the_election_uses_only_the_declared_surface_of_its_agent_and_the_agent_provides_it():
+    import re
+
+    from engine.agent import ConsensusModuleAgent
+    from engine.agent_surface import ElectionAgent
+
+    declared = {name for name in vars(ElectionAgent) if not name.startswith("_")} | set(
+        getattr(ElectionAgent, "__annotations__", {})
+    )
+    used = set(re.findall(r"\bagent\.([A-Za-z_]\w*)", (ROOT / "engine" / "election.py").read_text(encoding="utf-8")))
+    assert used - declared == set(), "declare these in engine/agent_surface.py"
+    assert declared - used == set(), "no longer used by the election: drop them from the Protocol"
+    slots = {name for cls in ConsensusModuleAgent.__mro__ for name in getattr(cls, "__slots__", ())}
+    missing = {name for name in declared if not hasattr(ConsensusModuleAgent, name) and name not in slots}
+    assert missing == set()

@@ -408,7 +408,7 @@ def test_a_single_member_cluster_leads_at_once_bumping_the_term_in_the_construct
 
 def test_a_single_member_re_election_after_an_error_reuses_its_term():
     """Aeron 1.47.3 bumps a single node's term only in the Election constructor (fixed in 1.50.1/1.51.0)."""
-    from engine.election import ClusterEvent
+    from engine.exceptions import ClusterEvent
 
     one = One(n=1)
     agent = one.node.agent

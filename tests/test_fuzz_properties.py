@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from formats import node_state, replay_file
 from formats.agent_log import read_agent_log
+from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
 from formats.events import CHANNELS, DIRECTIONS, LOCAL_TYPES, event_from_json, parse_jsonl
 from formats.mark_file import MarkFile
 from formats.pcap import PcapReader
 from formats.recording_log import RecordingLog
-from formats.sbe import decode_message
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -62,7 +62,7 @@ def test_any_bytes_are_a_capture_or_a_decode_error(prefix, data):
 @PROPERTY
 @given(_PREFIXES, st.binary(max_size=300))
 def test_any_bytes_are_a_message_or_a_decode_error(prefix, data):
-    decoded = _reads_or_refuses(decode_message, prefix + data)
+    decoded = _reads_or_refuses(decode_cluster, prefix + data)
     if decoded is not None:
         decoded.message.to_fields()
 

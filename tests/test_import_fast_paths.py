@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from formats import cluster_codecs as cc
 from formats import replay_file
+from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
 from formats.events import Event
-from formats.sbe import decode_message
 from recorder.capture.pcap_import import decode_captures
 
 NAMES = ("leadershipTermId", "logPosition", "vote", "endpoint", "members", "ts", "big")
@@ -112,7 +112,7 @@ def test_a_garbage_collector_turned_off_by_the_caller_stays_off():
 def test_a_decoded_message_is_a_frozen_instance_of_its_own_class(spec):
     fields = {f.attr: (next(iter(f.enum)) if f.enum is not None else 7) for f in spec.block.fields}
     message = spec.block.cls(**fields)
-    decoded = decode_message(message.encode())
+    decoded = decode_cluster(message.encode())
     assert type(decoded.message) is spec.block.cls
     assert decoded.message == message
     assert type(decoded).__name__ == "Decoded"
@@ -124,7 +124,7 @@ def test_enum_values_become_their_names_in_fields_and_unknown_ones_stay_numbers(
     vote = cc.Vote(candidate_term_id=2, log_leadership_term_id=1, log_position=64, candidate_member_id=0,
                    follower_member_id=1, vote=cc.BooleanType.TRUE)
     assert vote.to_fields()["vote"] == "TRUE"
-    odd = decode_message(dataclasses.replace(vote, vote=7).encode()).message  # a value not in the schema
+    odd = decode_cluster(dataclasses.replace(vote, vote=7).encode()).message  # a value not in the schema
     assert odd.vote == 7 and odd.to_fields()["vote"] == 7
 
 

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import formats.cluster_codecs as codecs
+from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
-from formats.sbe import PRIMITIVES, decode_message, encode, from_fields, snake_case
+from formats.sbe import PRIMITIVES, encode, from_fields, snake_case
 from tests.tools.gen_sbe_codecs import generate, parse_schema
 
 # Golden vectors: aeron-formats.md §2.9, produced there by SBE-generated Java codecs (schema 111 v12).
@@ -82,7 +83,7 @@ def _hex(text: str) -> bytes:
 def test_golden_vectors_encode_and_decode_byte_for_byte(message, golden, payload):
     expected = _hex(golden)
     assert encode(message) + payload == expected
-    decoded = decode_message(expected)
+    decoded = decode_cluster(expected)
     assert decoded.message == message
     assert expected[decoded.end :] == payload
 
@@ -201,7 +202,7 @@ ALL_MESSAGES = st.sampled_from(codecs.MESSAGES).flatmap(lambda spec: _block_stra
 @given(ALL_MESSAGES)
 def test_every_message_round_trips_through_its_bytes(message):
     data = encode(message)
-    decoded = decode_message(data)
+    decoded = decode_cluster(data)
     assert decoded.end == len(data)
     assert _normalise(decoded.message) == _normalise(message)
     assert encode(decoded.message) == data
@@ -213,7 +214,7 @@ def test_a_buffer_cut_short_anywhere_raises_decode_error_and_nothing_else(messag
     raw = encode(message)
     cut = data.draw(st.integers(0, len(raw) - 1))
     try:
-        decoded = decode_message(raw[:cut])
+        decoded = decode_cluster(raw[:cut])
     except DecodeError as error:
         assert error.offset is not None and error.offset <= cut
     else:  # Only possible when the cut falls inside trailing var data that was empty... never for a whole message.
@@ -224,7 +225,7 @@ def test_a_buffer_cut_short_anywhere_raises_decode_error_and_nothing_else(messag
 @given(st.binary(max_size=200))
 def test_random_bytes_decode_or_raise_decode_error_only(blob):
     try:
-        decode_message(blob)
+        decode_cluster(blob)
     except DecodeError:
         pass
 
@@ -243,8 +244,8 @@ def test_a_message_decodes_the_same_fed_as_one_buffer_or_with_trailing_bytes():
         leader_member_id=1, log_session_id=-2037162306, app_version=1, is_startup=codecs.BooleanType.TRUE,
     )
     data = encode(message)
-    assert decode_message(data + b"\xff" * 7).message == message
-    assert decode_message(b"\x00" * 5 + data, 5).end == 5 + len(data)
+    assert decode_cluster(data + b"\xff" * 7).message == message
+    assert decode_cluster(b"\x00" * 5 + data, 5).end == 5 + len(data)
 
 
 def test_a_newer_encoder_with_a_longer_block_still_decodes():
@@ -252,7 +253,7 @@ def test_a_newer_encoder_with_a_longer_block_still_decodes():
     spec = codecs.MESSAGES_BY_NAME["CommitPosition"]
     body = encode(codecs.CommitPosition(leadership_term_id=4, log_position=640, leader_member_id=2))[8:]
     longer = bytes.fromhex("1c0037006f000f00") + body + b"\x01" * 8  # blockLength 28, version 15
-    decoded = decode_message(longer)
+    decoded = decode_cluster(longer)
     assert decoded.message == codecs.CommitPosition(leadership_term_id=4, log_position=640, leader_member_id=2)
     assert decoded.end == 8 + 28 and decoded.acting_version == 15 and spec.block_length == 20
 
@@ -260,21 +261,21 @@ def test_a_newer_encoder_with_a_longer_block_still_decodes():
 def test_an_older_encoder_leaves_newer_fields_at_their_null_values():
     """AppendPosition.flags is sinceVersion 8: a version-7 message has a 20-byte block and no flags."""
     old = bytes.fromhex("140036006f000700") + bytes.fromhex("0300000000000000" "87d6120000000000" "02000000")
-    decoded = decode_message(old)
+    decoded = decode_cluster(old)
     assert decoded.message.flags == 255  # uint8 null
     assert decoded.message.log_position == 1234567
 
 
 def test_unknown_template_id_names_it():
     with pytest.raises(DecodeError) as error:
-        decode_message(bytes.fromhex("08006300" "6f000c00") + b"\x00" * 8)
+        decode_cluster(bytes.fromhex("08006300" "6f000c00") + b"\x00" * 8)
     assert error.value.template_id == 99
     assert "unknown templateId 99" in str(error.value)
 
 
 def test_another_schema_is_refused_with_its_id():
     with pytest.raises(DecodeError, match="schemaId 101"):
-        decode_message(bytes.fromhex("20000100" "65000a00") + b"\x00" * 32)
+        decode_cluster(bytes.fromhex("20000100" "65000a00") + b"\x00" * 32)
 
 
 def test_missing_field_in_json_form_is_a_decode_error():

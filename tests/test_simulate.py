@@ -25,11 +25,12 @@ from cli.app import run
 from engine.replay import replay
 from formats.agent_log import AgentLogRecord, read_agent_log
 from formats.cluster_codecs import CanvassPosition, SessionMessageHeader
+from formats.cluster_codecs_ext import decode_cluster
 from formats.node_state import NodeStateFile
 from formats.reassembly import Reassembler
 from formats.recording_log import RecordingLog
 from formats.replay_file import read_events
-from formats.sbe import decode_message, encode
+from formats.sbe import encode
 from formats.udp import DataFrame, PadFrame, SetupFrame, decode_datagram
 from recorder.simulate import load_scenario, parse_scenario, simulate
 from recorder.simulate.clock import Scheduler
@@ -298,7 +299,7 @@ def test_the_replay_file_records_what_the_members_did_with_the_seed_in_it(small_
     assert small_run.stats["logPositionMismatches"] == 0 and small_run.stats["refusedOffers"] == 0
     # The leader appended the client's 10 messages with their payloads (a log frame is header + payload).
     assert len(log) == 12 and log[-1].payload[32:] == (b"client 0 message 10 " * 2)[:40]
-    assert decode_message(log[-1].payload).message.cluster_session_id == 1
+    assert decode_cluster(log[-1].payload).message.cluster_session_id == 1
 
 
 def test_cluster_files_are_what_the_members_ended_with(small_run):

@@ -46,10 +46,10 @@ from formats.cluster_codecs import (
     Vote,
 )
 from formats.cluster_codecs_ext import NewLeadershipTerm as NewLeadershipTermV15
+from formats.cluster_codecs_ext import decode_cluster as decode_v12
 from formats.cluster_codecs_ext import decode_message, message_of, with_commit_position
 from formats.events import Event, message_event
 from formats.sbe import INT64_NULL, encode
-from formats.sbe import decode_message as decode_v12
 
 ROOT = Path(__file__).resolve().parents[1]
 MS = 1_000_000

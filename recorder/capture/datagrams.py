@@ -74,10 +74,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
+from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
 from formats.events import Event, new_event
 from formats.reassembly import Gap, Message, Reassembler
-from formats.sbe import decode_message
 from formats.udp import (
     BEGIN_FLAG,
     HDR_TYPE_NAK,
@@ -628,7 +628,7 @@ class DatagramDecoder:
                           " skipped", capture, packet)
             return None
         try:
-            message = decode_message(payload).message
+            message = decode_cluster(payload).message
         except DecodeError as error:
             self._problem("corrupt message", f"{spec.name}: {error.expected}", capture, packet)
             return None
@@ -840,7 +840,7 @@ def survey_datagrams(datagrams, *, streams: Streams = DEFAULT_STREAMS) -> Traffi
                 if type(item) is not Message:
                     continue
                 try:
-                    decoded = decode_message(item.payload)
+                    decoded = decode_cluster(item.payload)
                 except DecodeError:
                     continue
                 survey.on_consensus(datagram.src_ip, destination, decoded.message.BLOCK.name, decoded.message)

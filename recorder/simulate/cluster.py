@@ -70,9 +70,10 @@ from formats.cluster_codecs import (
     SessionMessageHeader,
     SessionOpenEvent,
 )
+from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
 from formats.events import Event
-from formats.sbe import decode_message, encode
+from formats.sbe import encode
 from formats.udp import SETUP_GROUP_FLAG
 from recorder.simulate.clock import Scheduler, Timer
 from recorder.simulate.network import Network
@@ -419,7 +420,7 @@ class Simulation:
         if not member.running:
             return
         try:
-            message = decode_message(delivery.payload).message
+            message = decode_cluster(delivery.payload).message
         except DecodeError:
             return
         now = delivery.time_ns
