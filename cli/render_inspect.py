@@ -14,6 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from formats import archive_catalog as ac
 from formats import recording_log as rl
 from formats.mark_file import MarkFile
 from formats.node_state import NodeState
@@ -130,6 +131,29 @@ def node_state_table(state: NodeState, title: str) -> Table:
             fields = ""
         table.add_row(*_cells([str(record.offset), record.name, header, fields]))
     return table
+
+
+def archive_catalog_table(catalog: ac.Catalog, title: str) -> Table:
+    header = catalog.header
+    table = Table(
+        title=Text(f"{title}: catalog version {header.semantic_version}, {len(catalog.recordings)} recording(s), "
+                   f"nextRecordingId {header.next_recording_id}"),
+        title_justify="left",
+    )
+    for name in ("recordingId", "state", "alias", "streamId", "sessionId", "startPosition", "stopPosition",
+                 "startTimestamp", "stopTimestamp", "sourceIdentity"):
+        table.add_column(name, justify="left" if name in ("state", "alias", "sourceIdentity") else "right")
+    for r in catalog.recordings:
+        table.add_row(*_cells([
+            str(r.recording_id), r.state_name, r.alias or "", str(r.stream_id), str(r.session_id), str(r.start_position),
+            str(r.stop_position) if r.stop_position != ac.NULL_POSITION else "recording",
+            _epoch_ms(r.start_timestamp), _epoch_ms(r.stop_timestamp), r.source_identity,
+        ]), style=None if r.state == ac.RecordingState.VALID else "dim")
+    return table
+
+
+def print_archive_catalog(console: Console, catalog: ac.Catalog, title: str) -> None:
+    _print_table(console, archive_catalog_table(catalog, title))
 
 
 def print_node_state(console: Console, state: NodeState, title: str) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from formats import archive_catalog as ac
 from formats import recording_log as rl
 from formats.errors import DecodeError
 from formats.mark_file import MarkFile
@@ -33,6 +34,9 @@ LINK_FILE_SUFFIX = ".lnk"
 #: term or snapshot (a million entries is 64 MiB); node-state.dat is created at 1 MiB.
 MAX_RECORDING_LOG_BYTES = 64 << 20
 MAX_NODE_STATE_BYTES = 64 << 20
+ARCHIVE_CATALOG = "archive.catalog"
+#: Aeron Archive pre-sizes its catalog at 1 MiB and grows it as recordings are added.
+MAX_ARCHIVE_CATALOG_BYTES = 1 << 30
 
 
 def _check_file(path: Path, what: str) -> int:
@@ -57,6 +61,49 @@ def _read(path: Path, what: str, limit: int) -> bytes:
 def load_recording_log(path: str | os.PathLike[str], *, strict: bool = True) -> rl.RecordingLog:
     path = Path(path)
     return rl.RecordingLog.decode(_read(path, "a recording.log", MAX_RECORDING_LOG_BYTES), source=str(path), strict=strict)
+
+
+def find_archive_catalog(path: str | os.PathLike[str]) -> Path:
+    """The ``archive.catalog`` that ``path`` names: the file, an archive dir holding it, or a member's
+    dir whose ``archive/`` holds it (Aeron lays the archive dir next to or inside the cluster dir)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    for candidate in (path / ARCHIVE_CATALOG, path / "archive" / ARCHIVE_CATALOG, path.parent / "archive" / ARCHIVE_CATALOG):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(errno.ENOENT, f"no {ARCHIVE_CATALOG} in it or in its archive/ (expected an Aeron "
+                            "archive dir)", str(path))
+
+
+def read_archive_catalog_bytes(path: str | os.PathLike[str]) -> tuple[bytes, str]:
+    """The catalog's bytes and the name to give them in errors: from the file or dir `find_archive_catalog`
+    finds, or from a ``.tar.gz``/``.tgz``/``.tar`` of an archive dir (read in memory, nothing written)."""
+    path = Path(path)
+    name = path.name.lower()
+    if path.is_file() and name.endswith((".tar.gz", ".tgz", ".tar")):
+        import tarfile
+
+        try:
+            with tarfile.open(path, "r|*") as tar:
+                for member in tar:
+                    if member.isfile() and Path(member.name).name == ARCHIVE_CATALOG:
+                        if member.size > MAX_ARCHIVE_CATALOG_BYTES:
+                            break
+                        handle = tar.extractfile(member)
+                        if handle is not None:
+                            return handle.read(), f"{path}:{member.name.lstrip('./')}"
+        except (tarfile.TarError, EOFError, OSError) as error:
+            raise DecodeError(f"not a readable tar archive ({error})", source=str(path)) from None
+        raise FileNotFoundError(errno.ENOENT, f"no {ARCHIVE_CATALOG} in the archive", str(path))
+    catalog = find_archive_catalog(path)
+    return _read(catalog, "an archive.catalog", MAX_ARCHIVE_CATALOG_BYTES), str(catalog)
+
+
+def load_archive_catalog(path: str | os.PathLike[str]) -> ac.Catalog:
+    """An Aeron Archive catalog, from what `read_archive_catalog_bytes` accepts."""
+    data, source = read_archive_catalog_bytes(path)
+    return ac.read_catalog(data, source=source)
 
 
 def load_node_state(path: str | os.PathLike[str]) -> NodeStateFile:

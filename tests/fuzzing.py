@@ -159,6 +159,27 @@ class Reader:
     jsonl: bool = False  #: JSON-typed mutations too
 
 
+def _read_archive_catalog(path: Path) -> None:
+    from recorder import cluster_dir
+
+    cluster_dir.load_archive_catalog(path).to_json()
+
+
+def _archive_catalog_seeds() -> list[bytes]:
+    """The used part of the real catalogs (inside the captures' archive.tar.gz; the rest is zeros)."""
+    from formats.archive_catalog import DESCRIPTOR_HEADER_LENGTH, read_catalog
+    from recorder import cluster_dir
+
+    seeds = []
+    for tarball in _reference_files("*/*/node*/archive.tar.gz")[:4]:
+        data, _ = cluster_dir.read_archive_catalog_bytes(tarball)
+        catalog = read_catalog(data)
+        last = catalog.recordings[-1] if catalog.recordings else None
+        end = last.offset + DESCRIPTOR_HEADER_LENGTH + last.length if last else catalog.header.length
+        seeds.append(data[: end + 64])
+    return seeds
+
+
 def _member_files(name: str) -> Callable[[], list[Path]]:
     return lambda: _reference_files(f"*/*/node*/{name}") + _sample_files(f"*/node*/cluster/{name}")
 
@@ -287,6 +308,7 @@ READERS: dict[str, Reader] = {
         Reader("node_state", ".dat", _read_node_state, _member_files("node-state.dat")),
         Reader("mark_file", ".dat", _read_mark_file, _member_files("cluster-mark*.dat")),
         Reader("sbe", ".bin", _read_sbe, seed_bytes=_sbe_seeds),
+        Reader("archive_catalog", ".catalog", _read_archive_catalog, seed_bytes=_archive_catalog_seeds),
     )
 }
 

@@ -31,6 +31,7 @@ FIXED_RUN = {
     "node_state": 1000,
     "mark_file": 1000,
     "sbe": 2500,
+    "archive_catalog": 1500,
 }
 
 

@@ -19,7 +19,8 @@ T = TypeVar("T")
 
 inspect_app = typer.Typer(
     name="inspect",
-    help="Read Aeron Cluster's files: recording.log, node-state.dat, cluster-mark*.dat, or a whole cluster dir.",
+    help="Read Aeron Cluster's files: recording.log, node-state.dat, cluster-mark*.dat, archive.catalog, or a whole"
+         " cluster dir.",
     no_args_is_help=True,
     epilog=(
         "Examples:\n\n"
@@ -134,6 +135,34 @@ def cluster_dir_command(
         output.print_json(cluster_dir.cluster_dir_to_json(directory))
     else:
         render_inspect.print_cluster_dir(output.stdout, directory)
+
+
+@inspect_app.command(
+    "archive-catalog",
+    epilog=(
+        "Examples:\n\n"
+        "  recount inspect archive-catalog node0/archive/archive.catalog\n\n"
+        "  recount inspect archive-catalog node0            (a member dir: its archive/ is found)\n\n"
+        "  recount inspect archive-catalog node0/archive.tar.gz --json | jq '.recordings[] | select(.alias==\"log-cm\")'\n\n"
+        "The log recording's stopPosition is how far the member's log reached, whatever recording.log says."
+    ),
+)
+def archive_catalog(
+    path: Annotated[str, typer.Argument(help="archive.catalog, an Aeron archive dir (or a member dir holding archive/),"
+                                        " or a .tar.gz of one.", show_default=False)],
+    json_output: JsonOption = False,
+) -> None:
+    """Show an Aeron Archive catalog: every recording, its state, channel alias and start/stop positions."""
+    catalog = _load(cluster_dir.load_archive_catalog, path)
+    document = catalog.to_json()
+    for recording, shown in zip(catalog.recordings, document["recordings"], strict=True):
+        shown["alias"] = recording.alias
+    if json_output:
+        output.print_json(document)
+    else:
+        render_inspect.print_archive_catalog(output.stdout, catalog, path)
+    if catalog.problem is not None:  # what could be read is shown above; the damage is the one error line
+        raise catalog.problem
 
 
 def register(app: typer.Typer) -> None:
