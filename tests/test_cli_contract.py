@@ -58,6 +58,12 @@ def _mark_file(tmp: Path, request: pytest.FixtureRequest) -> list[str]:
     return ["inspect", "mark-file", str(request.getfixturevalue("capture") / "node0" / "cluster-mark.dat")]
 
 
+def _archive_catalog(tmp: Path, request: pytest.FixtureRequest) -> list[str]:
+    # The simulator writes no archive; a real member's archive dir, as captured, is the one to read.
+    member = request.getfixturevalue("reference") / "aeron-1.47.3-capture" / "f_follower_kill_rejoin_catchup" / "node0"
+    return ["inspect", "archive-catalog", str(member / "archive.tar.gz")]
+
+
 def _simulate(tmp: Path, request: pytest.FixtureRequest) -> list[str]:
     scenario = tmp / "tiny.toml"
     scenario.write_text(TINY_SCENARIO)
@@ -98,6 +104,12 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         suffix=".dat",
         wrong_kind=FAILOVER_DIR / "recording.log",
         prints=_mark_file,
+    ),
+    ("inspect", "archive-catalog"): Command(
+        given=lambda f, tmp: ["inspect", "archive-catalog", f],
+        suffix=".catalog",
+        wrong_kind=FAILOVER_DIR / "recording.log",
+        prints=_archive_catalog,
     ),
     ("inspect", "cluster-dir"): Command(
         given=lambda f, tmp: ["inspect", "cluster-dir", f],
