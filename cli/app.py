@@ -38,7 +38,7 @@ COMMAND_MODULES = (
 #: module → (command name, its one-line help): listed by `recount --help` without importing the module.
 COMMANDS: dict[str, tuple[str, str]] = {
     "cli.commands.inspect": ("inspect", "Read Aeron Cluster's files: recording.log, node-state.dat, cluster-mark*.dat,"
-                                        " or a whole cluster dir."),
+                                          " archive.catalog, or a whole cluster dir."),
     "cli.commands.record": ("record", "Record a live cluster's consensus and log traffic through a UDP proxy,"
                                       " crash-safe."),
     "cli.commands.convert": ("convert", "Convert captures into one replay file, events in global time order."),

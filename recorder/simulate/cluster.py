@@ -131,6 +131,13 @@ def member_seed(seed: int, member_id: int) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
+def life_seed(previous: int, life: int) -> int:
+    """The seed of a member's ``life``-th process (2, 3, ...), from the one before it (48 bits, like
+    `member_seed`)."""
+    digest = hashlib.sha256(f"recount-simulate:{previous}:life-{life}".encode("ascii")).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
 @dataclass(slots=True)
 class _Member:
     member_id: int
@@ -317,6 +324,10 @@ class Simulation:
             return
         now = self.scheduler.now_ns
         member.lives += 1
+        if not first:
+            # A restarted process draws from a new generator, as a new JVM would: its own seed, derived
+            # from the first life's and recorded in its MemberStart, which is where node replay reads it.
+            member.seed = life_seed(member.seed, member.lives)
         driver = self.transport.start(member.member_id, _rng(self.seed, f"driver-{member.member_id}-{member.lives}"))
         # Subscriptions stay open while the member runs (see the module docstring).
         driver.subscribe(member.consensus.port, CONSENSUS_STREAM_ID, "consensus")
@@ -357,6 +368,7 @@ class Simulation:
         if member.node is None:
             member.node = Node(member.member_id, MemberStart.from_event(event), random=JavaRandom(member.seed))
         else:
+            member.node.random = JavaRandom(member.seed)
             member.node.step(event, now)
         self._act(member, member.node.take_outputs())
 
