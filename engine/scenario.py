@@ -5,7 +5,7 @@ A scenario file is a sequence of stanzas, in the manner of etcd-io/raft's testda
     # why this stanza exists, and the section of aeron-election.md it checks
     deliver 1→0 RequestVote candidateTermId=2 logLeadershipTermId=-1 logPosition=0
     ----
-    1000ms 0→1 Vote cand=2 log=(-1,0) ✓
+    1000ms 0→1 Vote candidateTermId=2 log=(-1,0) ✓
     1000ms 0 NOMINATE → FOLLOWER_BALLOT
 
 The command lines run in order against one `World` (state carries over from stanza to stanza); the

@@ -1,6 +1,6 @@
 """The one canonical one-line description of every value recount shows.
 
-`describe_message(msg, sender, receiver)` -> ``1→0 Vote cand=3 log=(5,96) ✓``, `describe_event(event)`
+`describe_message(msg, sender, receiver)` -> ``1→0 Vote candidateTermId=3 log=(5,96) ✓``, `describe_event(event)`
 and `describe_record(record)` (a trace record of contract §3, as a dict) are what the CLI timeline,
 the TUI, logs and the scenario-test transcripts all print, so that a line read in one place can be
 searched for in another.
@@ -14,6 +14,8 @@ Rules that keep the lines compact and stable:
   and written out when it differs, because then it is news.
 * Values that depend on a wall clock (the ``timestamp`` of NewLeadershipTerm and friends) are left
   out of the compact forms; `describe_fields` with ``full=True`` shows everything.
+* A field whose short form would read as something else is spelled out: a vote's ``candidateTermId``
+  (``cand=0`` read as a member id).
 * Numbers are plain ASCII integers (``-1``), so a line can be typed back into a scenario file.
 * Messages without a compact form print every field by its Aeron name, in schema order.
 
@@ -78,14 +80,14 @@ def _canvass(f, sender, receiver):
 
 
 def _request_vote(f, sender, receiver):
-    return [f"cand={_v(f.get('candidateTermId'))}", _log(f), *_unless(f, "candidateMemberId", "candidate", sender)]
+    return [f"candidateTermId={_v(f.get('candidateTermId'))}", _log(f), *_unless(f, "candidateMemberId", "candidate", sender)]
 
 
 def _vote(f, sender, receiver):
     verdict = _flag(f.get("vote"))
     mark = YES if verdict else NO if verdict is False else f"vote={_v(f.get('vote'))}"
     return [
-        f"cand={_v(f.get('candidateTermId'))}",
+        f"candidateTermId={_v(f.get('candidateTermId'))}",
         _log(f),
         *_unless(f, "candidateMemberId", "candidate", receiver),
         *_unless(f, "followerMemberId", "follower", sender),
@@ -213,7 +215,7 @@ def describe_fields(
 
 
 def describe_message(message: Any, sender: int | None = None, receiver: int | None = None) -> str:
-    """``1→0 Vote cand=3 log=(5,96) ✓``: a message dataclass with who sent it to whom.
+    """``1→0 Vote candidateTermId=3 log=(5,96) ✓``: a message dataclass with who sent it to whom.
 
     With a sender and no receiver the message went to every other member (``0→*``); with neither,
     there is no prefix.

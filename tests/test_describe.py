@@ -15,7 +15,7 @@ VOTE_YES = c.Vote(
 
 
 def test_a_vote_reads_sender_to_receiver_with_a_check_mark():
-    assert describe_message(VOTE_YES, 1, 0) == "1→0 Vote cand=3 log=(5,96) ✓"
+    assert describe_message(VOTE_YES, 1, 0) == "1→0 Vote candidateTermId=3 log=(5,96) ✓"
 
 
 def test_a_negative_vote_reads_with_a_cross_whatever_the_spelling_of_the_flag():
@@ -56,7 +56,7 @@ def test_a_message_without_a_compact_form_prints_every_field_by_aeron_name():
 def test_an_event_is_described_from_its_direction():
     received = message_event(VOTE_YES, ts=5, node=0, dir="in", peer=1, channel="consensus")
     sent = message_event(VOTE_YES, ts=5, node=1, dir="out", peer=0, channel="consensus")
-    assert describe_event(received) == describe_event(sent) == "1→0 Vote cand=3 log=(5,96) ✓"
+    assert describe_event(received) == describe_event(sent) == "1→0 Vote candidateTermId=3 log=(5,96) ✓"
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_a_divergence_names_both_sides():
         "expected": {"ts": 0, "node": 1, "dir": "out", "peer": 0, "type": "Vote", "fields": VOTE_YES.to_fields()},
         "actual": None, "state": {},
     }
-    assert describe_record(record) == "1 DIVERGENCE expected 1→0 Vote cand=3 log=(5,96) ✓ actual nothing"
+    assert describe_record(record) == "1 DIVERGENCE expected 1→0 Vote candidateTermId=3 log=(5,96) ✓ actual nothing"
 
 
 def test_times_are_whole_milliseconds_when_they_can_be():

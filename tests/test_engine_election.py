@@ -196,8 +196,8 @@ def test_nominate_keeps_canvassing_and_at_the_deadline_becomes_candidate_and_req
         "0 node-state candidateTermId=0 logPosition=0",
         "0 role FOLLOWER → CANDIDATE",
         "0 NOMINATE → CANDIDATE_BALLOT",
-        "0→1 RequestVote cand=0 log=(-1,0)",
-        "0→2 RequestVote cand=0 log=(-1,0)",
+        "0→1 RequestVote candidateTermId=0 log=(-1,0)",
+        "0→2 RequestVote candidateTermId=0 log=(-1,0)",
     ]
 
 
@@ -223,7 +223,7 @@ def test_a_vote_request_during_nominate_is_granted_and_the_member_follows_the_ba
     out = one.deliver(100, 1, request_vote(1, 0, position=64))
     assert [o.describe() for o in out] == [
         "0 node-state candidateTermId=0 logPosition=64",  # the candidate's logPosition, not ours
-        "0→1 Vote cand=0 log=(-1,0) ✓",
+        "0→1 Vote candidateTermId=0 log=(-1,0) ✓",
         "0 NOMINATE → FOLLOWER_BALLOT",
     ]
 
@@ -232,7 +232,7 @@ def test_a_candidate_whose_term_is_not_newer_than_ours_gets_a_no_and_nothing_is_
     one = nominated()
     one.deliver(100, 1, request_vote(1, 0))
     out = one.deliver(150, 2, request_vote(2, 0))
-    assert [o.describe() for o in out] == ["0→2 Vote cand=0 log=(-1,0) ✗"]
+    assert [o.describe() for o in out] == ["0→2 Vote candidateTermId=0 log=(-1,0) ✗"]
     assert one.state == "FOLLOWER_BALLOT"
 
 
@@ -241,18 +241,18 @@ def test_a_candidate_with_a_worse_log_gets_a_no_but_its_term_is_recorded():
     out = one.deliver(10, 1, request_vote(1, 1, log_term=0, position=500))
     assert [o.describe() for o in out] == [
         "0 node-state candidateTermId=1 logPosition=500",
-        "0→1 Vote cand=1 log=(0,1000) ✗",
+        "0→1 Vote candidateTermId=1 log=(0,1000) ✗",
     ]
     assert one.state == "CANVASS"
-    assert one.deliver(20, 2, request_vote(2, 1, log_term=0, position=1000))[0].describe() == "0→2 Vote cand=1 log=(0,1000) ✗"
+    assert one.deliver(20, 2, request_vote(2, 1, log_term=0, position=1000))[0].describe() == "0→2 Vote candidateTermId=1 log=(0,1000) ✗"
 
 
 def test_an_old_candidate_term_is_refused_after_a_restart_because_node_state_remembers_it():
     one = One(nodeState={"candidateTermId": 5, "logPosition": 0, "timestamp": 1})
     out = one.deliver(10, 1, request_vote(1, 3))
-    assert [o.describe() for o in out] == ["0→1 Vote cand=3 log=(-1,0) ✗"]
+    assert [o.describe() for o in out] == ["0→1 Vote candidateTermId=3 log=(-1,0) ✗"]
     out = one.deliver(20, 1, request_vote(1, 6))
-    assert [o.describe() for o in out][:2] == ["0 node-state candidateTermId=6 logPosition=0", "0→1 Vote cand=6 log=(-1,0) ✓"]
+    assert [o.describe() for o in out][:2] == ["0 node-state candidateTermId=6 logPosition=0", "0→1 Vote candidateTermId=6 log=(-1,0) ✓"]
 
 
 def test_follower_ballot_times_out_to_canvass_after_the_election_timeout():

@@ -74,7 +74,7 @@ def test_the_timeline_reads_as_one_line_per_record_with_a_summary(capture, capsy
     assert run(["replay", str(capture), "--until", "200ms"]) == 0
     text = capsys.readouterr().out
     assert "1 NOMINATE → CANDIDATE_BALLOT" in text
-    assert "1→0 RequestVote cand=0 log=(-1,0)" in text
+    assert "1→0 RequestVote candidateTermId=0 log=(-1,0)" in text
     assert "0 divergence(s)" in text
 
 

@@ -411,7 +411,7 @@ async def test_a_divergence_is_marked_on_the_timeline_and_in_the_list(failover_p
         assert app.query_one(EventList).line_text(line).startswith("  !")
         # The inspector says what the replay found about this event.
         assert (
-            "2 DIVERGENCE expected 2→1 Vote cand=1 log=(0,5344) ✗ actual 2→1 Vote cand=1 log=(0,5344) ✓"
+            "2 DIVERGENCE expected 2→1 Vote candidateTermId=1 log=(0,5344) ✗ actual 2→1 Vote candidateTermId=1 log=(0,5344) ✓"
             in (app.query_one(Inspector).text("event").replace("\n", " "))
         )
 
@@ -576,3 +576,22 @@ async def test_keys_typed_before_the_prompt_opens_go_into_it_not_to_the_main_vie
         await pilot.press("enter")
         await pilot.pause()
         assert app.cursor == ELECTED
+
+
+@pilot_test
+async def test_the_inspector_says_why_the_election_started_and_who_led_each_term(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "g", "term 1")
+        inspector = app.query_one(Inspector)
+        election = inspector.text("election")
+        started = app.session.election_of(1, app.cursor)
+        assert started is not None and started.node == 1 and started.position < ELECTED
+        assert f"started {app.session.source.relative(started.ts)} at #{int(app.session.source.seq[started.position])}" in election
+        assert "leader heartbeat timeout" in election  # Aeron's own reason, from the NEW_ELECTION record
+        rows = [line.split() for line in inspector.text("leaders").splitlines()[2:] if line.strip()]
+        assert [row[:3] for row in rows] == [["0", "0", "+0.097s"], ["1", "1", "+15.064s"]]
+        assert rows[1][3] == "1.254s"  # from member 1's election start at +13.810 s to its leadership
+        await pilot.press("home")
+        assert "no leader yet" in inspector.text("leaders")

@@ -548,6 +548,30 @@ class TermStart:
     leader_member_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class ElectionStart:
+    """An election beginning at a member (Aeron's NEW_ELECTION), with the reason Aeron gives."""
+
+    position: int
+    ts: int
+    node: int
+    reason: str
+    leadership_term_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderChange:
+    """A term's leader, and the election that made it: from the first member's election start since
+    the previous leader to this one's becoming leader."""
+
+    term: TermStart
+    election: ElectionStart | None
+
+    @property
+    def election_ns(self) -> int | None:
+        return self.term.ts - self.election.ts if self.election is not None else None
+
+
 @dataclass
 class Index:
     """What one replay pass found.  Filled by `build_index` (possibly in another thread)."""
@@ -564,6 +588,7 @@ class Index:
     problems: list[Problem] = field(default_factory=list)
     problem_positions: list[int] = field(default_factory=list)
     terms: list[TermStart] = field(default_factory=list)
+    elections: list[ElectionStart] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     summary: dict[str, Any] | None = None
 
@@ -648,6 +673,12 @@ def _note(
         if notable:
             index.notable.setdefault(k, []).extend(notable)
     touched: set[int] = set()
+    for record in records:
+        if record.get("kind") == "election" and record.get("node") is not None:
+            index.elections.append(ElectionStart(
+                k, int(record.get("ts") or source.ts[k]), int(record["node"]), str(record.get("reason", "")),
+                int(record.get("leadershipTermId", -1)),
+            ))
     event_type = source.type_name(k)
     if event_type in LIFECYCLE and source.dir_name(k) == "local":
         touched.add(int(source.node[k]))
@@ -867,6 +898,29 @@ class Session:
         if member is None:
             return self.index.changes
         return self.index.member_changes.get(member, [])
+
+    def election_of(self, member: int, position: int) -> ElectionStart | None:
+        """The last election ``member`` started at or before event ``position`` (as far as indexed)."""
+        found = None
+        for start in self.index.elections:
+            if start.position > position:
+                break
+            if start.node == member:
+                found = start
+        return found
+
+    def leader_history(self, position: int) -> list[LeaderChange]:
+        """Each term's leader up to event ``position``, with the election that chose it."""
+        history = []
+        elections = self.index.elections
+        previous = -1
+        for term in self.index.terms:
+            if term.position > position:
+                break
+            first = next((e for e in elections if previous < e.position <= term.position), None)
+            history.append(LeaderChange(term, first))
+            previous = term.position
+        return history
 
     def position_of_term(self, term: int) -> int | None:
         """When a member became leader of ``term`` (else the first event mentioning the term)."""

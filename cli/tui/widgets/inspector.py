@@ -62,7 +62,7 @@ ENTRY_KEYS = (
 )
 
 
-SECTIONS = ("cluster", "election", "deadlines", "members", "files", "event")
+SECTIONS = ("cluster", "election", "leaders", "deadlines", "members", "files", "event")
 
 
 def _summary(state: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
@@ -189,11 +189,12 @@ class Inspector(VerticalScroll):
             before = previous.get(member) or {}
             running = "" if state.get("isRunning", True) else "  (process down: state as it left it)"
             election = [(k, state.get(k), before.get(k)) for k in ELECTION_KEYS]
+            started = self.session.election_of(member, position)
             self._set(
                 "election",
                 f"member {member}: election{running}",
-                lambda: self._pairs(state, before, ELECTION_KEYS),
-                election,
+                lambda: Group(self._election_start(started), self._pairs(state, before, ELECTION_KEYS)),
+                (election, started, self.session.source.wall_clock),
             )
             self._set(
                 "deadlines",
@@ -221,6 +222,9 @@ class Inspector(VerticalScroll):
                 lambda: self._files(state, before),
                 files,
             )
+        history = self.session.leader_history(position)
+        self._set("leaders", "leaders of the cluster, term by term", lambda: self._leaders(history),
+                  (tuple(history), self.session.source.wall_clock))
         self._set("event", f"event #{int(self.session.source.seq[position])}", lambda: self._event(position))
 
     # -- sections --------------------------------------------------------------------------------------
@@ -308,6 +312,36 @@ class Inspector(VerticalScroll):
                 )
             )
             table.add_row(*row)
+        return table
+
+    def _election_start(self, started) -> Text:
+        muted = self.get_component_rich_style("inspector--muted")
+        if started is None:
+            return Text("no election started yet", style=muted)
+        source = self.session.source
+        text = Text("started ", style=muted)
+        text.append(f"{source.when(started.ts)} at #{int(source.seq[started.position])}")
+        text.append(f" in term {started.leadership_term_id}", style=muted)
+        if started.reason:
+            text.append(f": {started.reason}")
+        return text
+
+    def _leaders(self, history) -> RenderableType:
+        if not history:
+            return Text("no leader yet", style=self.get_component_rich_style("inspector--muted"))
+        source = self.session.source
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        for column in ("term", "leader", "elected", "election took", "first to start it"):
+            table.add_column(column)
+        for change in history:
+            election = change.election
+            table.add_row(
+                str(change.term.leadership_term_id),
+                str(change.term.leader_member_id),
+                source.when(change.term.ts),
+                format_duration(change.election_ns) if election is not None else "-",
+                f"member {election.node}: {election.reason}" if election is not None else "-",
+            )
         return table
 
     def _pairs(self, state, before, keys) -> Table:
