@@ -595,3 +595,26 @@ async def test_the_inspector_says_why_the_election_started_and_who_led_each_term
         assert rows[1][3] == "1.254s"  # from member 1's election start at +13.810 s to its leadership
         await pilot.press("home")
         assert "no leader yet" in inspector.text("leaders")
+
+
+@pilot_test
+async def test_a_watchpoint_stops_wherever_the_value_changes_forward_and_back(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        session = app.session
+        # Where member 1's candidateTermId changes, found the slow way: every event's moment.
+        changes = [k for k in range(len(session))
+                   if 1 in session.moment(k).states
+                   and session.moment(k).states[1].get("candidateTermId")
+                   != (session.moment(k).previous.get(1) or {}).get("candidateTermId")]
+        assert len(changes) >= 2
+        assert app.add_breakpoint("watch node 1 candidateTermId")
+        for expected in changes:
+            await pilot.press("c")
+            await wait_for_search(app, pilot)
+            assert app.cursor == expected and app.member == 1
+            assert "hit: watch node 1 candidateTermId" in status(app)
+        await pilot.press("C")
+        await wait_for_search(app, pilot)
+        assert app.cursor == changes[-2]

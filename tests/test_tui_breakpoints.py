@@ -33,7 +33,7 @@ STATES = {
 @pytest.mark.parametrize(
     ("text", "holds", "members"),
     [
-        ("node 1 state == FOLLOWER_CATCHUP", True, [0, 1]),
+        ("node 1 state == FOLLOWER_CATCHUP", True, [1]),  # the member it names
         ("node 0 state == FOLLOWER_CATCHUP", False, []),
         ("candidateTermId > 3", True, [1]),
         ("candidateTermId > 4", False, []),
@@ -42,10 +42,10 @@ STATES = {
         ("role == LEADER and term == 1", False, []),
         ("role == LEADER or term == 1", True, [0, 1]),
         ("not role == LEADER", True, [1]),
-        ("node 0 nodeState.candidateTermId >= 2", True, [0, 1]),
+        ("node 0 nodeState.candidateTermId >= 2", True, [0]),
         ("nodeState.candidateTerm.candidateTermId == 4", True, [1]),
         ("members[1].logPosition < 100", True, [0]),
-        ("node 1 isRunning == false", True, [0, 1]),
+        ("node 1 isRunning == false", True, [1]),
         ("recordingLog[0].leadershipTermId = 1", True, [0]),
         ("node 0 (role == LEADER and term == 2) and node 1 role == FOLLOWER", True, [0, 1]),
         ('role == "LEADER"', True, [0]),
@@ -91,3 +91,22 @@ def test_ordering_compares_numbers_only():
 def test_a_bad_condition_is_refused_with_the_column_of_the_mistake(text, message):
     with pytest.raises(BreakpointError, match=message.replace("(", r"\(").replace("[", r"\[")):
         parse(text)
+
+
+def test_a_watch_holds_where_the_value_differs_from_before_the_event():
+    before = {0: dict(STATES[0]), 1: dict(STATES[1], candidateTermId=3)}
+    for text in ("watch node 1 candidateTermId", "node 1 candidateTermId changes", "watch node 1 candidateTermId changes"):
+        condition = parse(text)
+        assert condition.watches
+        assert condition(STATES, before) and condition.members(STATES, before) == [1]
+        assert not condition(STATES, STATES)  # nothing changed
+        assert not condition(STATES)  # no "before": nothing to compare with
+    unscoped = parse("candidateTermId changes and role == FOLLOWER")
+    assert unscoped(STATES, before) and unscoped.members(STATES, before) == [1]
+    assert not parse("node 0 candidateTermId changes")(STATES, before)
+    assert not parse("role == LEADER").watches
+
+
+def test_a_watch_names_a_field_that_exists():
+    with pytest.raises(BreakpointError, match="unknown field 'candidateTerm'"):
+        parse("watch node 1 candidateTerm")

@@ -850,7 +850,7 @@ class RecountApp(App[None]):
         self.push_screen(
             Prompt(
                 "break when",
-                "node 2 state == FOLLOWER_CATCHUP   candidateTermId > 3   role == LEADER and term == 2",
+                "node 2 state == FOLLOWER_CATCHUP   role == LEADER and term == 2   watch node 1 candidateTermId",
             ),
             done,
         )
@@ -891,8 +891,8 @@ class RecountApp(App[None]):
             self.say("no breakpoint hit " + ("after" if direction > 0 else "before") + " the cursor")
             return
         position, hits = found
-        states = self.session.states_at(position)
-        members = sorted({m for i in hits for m in conditions[i].members(states)})
+        moment = self.session.moment(position)
+        members = sorted({m for i in hits for m in conditions[i].members(moment.states, moment.previous)})
         if members and self.member not in members:
             self.member = members[0]
         self.go_to(position, note="hit: " + " | ".join(conditions[i].text for i in hits))

@@ -7,6 +7,8 @@ A condition reads like what one would say about the cluster::
     role == LEADER and term >= 2
     node 0 isRunning == false or (node 1 nodeState.candidateTermId >= 5)
     members[1].logPosition > 1024
+    watch node 1 candidateTermId            (a watchpoint: stops wherever the value changes)
+    node 2 state changes and node 2 role == LEADER
 
 Grammar (keywords are lower case; names are Aeron's, as `Node.inspect()` gives them)::
 
@@ -15,7 +17,7 @@ Grammar (keywords are lower case; names are Aeron's, as `Node.inspect()` gives t
     and        := not ("and" not)*
     not        := "not" not | scoped
     scoped     := ["node" INT] primary
-    primary    := "(" or ")" | path OP value
+    primary    := "(" or ")" | "watch" ["node" INT] path ["changes"] | path "changes" | path OP value
     path       := NAME ("." NAME | "[" INT "]")*
     OP         := "==" | "=" | "!=" | "<" | "<=" | ">" | ">="
     value      := INT | NAME | "quoted text" | true | false | null
@@ -27,6 +29,8 @@ leads nowhere (a member not started, a key the state does not have) makes its co
 ``state``, ``term`` and ``leader`` are short for ``electionState``, ``leadershipTermId`` and
 ``leaderMemberId``; ``nodeState.candidateTermId`` for ``nodeState.candidateTerm.candidateTermId``;
 ``members[N]`` picks the entry whose ``memberId`` is N.  Ordering operators need a number.
+``path changes`` (or ``watch path``) holds at an event after which the value differs from its value
+before it; a condition that has one fires at every such event, not only when it becomes true.
 
 `parse(text)` returns a `Condition` (a callable over ``{memberId: state}``) or raises
 `BreakpointError` with the column of the mistake.  Imports nothing of ours.
@@ -92,7 +96,7 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
-KEYWORDS = frozenset({"and", "or", "not", "node"})
+KEYWORDS = frozenset({"and", "or", "not", "node", "watch", "changes"})
 _MISSING = object()
 
 
@@ -134,7 +138,7 @@ class _Compare:
     value: Any
     node: int | None
 
-    def holds(self, states: Mapping[int, Mapping[str, Any]], member: int | None) -> bool:
+    def holds(self, states: Mapping[int, Mapping[str, Any]], member: int | None, previous=None) -> bool:
         target = self.node if self.node is not None else member
         state = states.get(target) if target is not None else None
         if state is None:
@@ -147,13 +151,42 @@ class _Compare:
     def unscoped(self) -> bool:
         return self.node is None
 
+    def watches(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    """``path changes``: the value after the event differs from the value before it."""
+
+    path: tuple[str | int, ...]
+    node: int | None
+
+    def holds(self, states: Mapping[int, Mapping[str, Any]], member: int | None, previous=None) -> bool:
+        target = self.node if self.node is not None else member
+        if target is None or previous is None:
+            return False
+        now, before = states.get(target), previous.get(target)
+        value = _lookup(now, self.path) if now is not None else _MISSING
+        old = _lookup(before, self.path) if before is not None else _MISSING
+        return value is not _MISSING and value != old
+
+    def unscoped(self) -> bool:
+        return self.node is None
+
+    def watches(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True, slots=True)
 class _Not:
     inner: Any
 
-    def holds(self, states, member):
-        return not self.inner.holds(states, member)
+    def holds(self, states, member, previous=None):
+        return not self.inner.holds(states, member, previous)
+
+    def watches(self) -> bool:
+        return self.inner.watches()
 
     def unscoped(self) -> bool:
         return self.inner.unscoped()
@@ -163,22 +196,28 @@ class _Not:
 class _All:
     parts: tuple[Any, ...]
 
-    def holds(self, states, member):
-        return all(p.holds(states, member) for p in self.parts)
+    def holds(self, states, member, previous=None):
+        return all(p.holds(states, member, previous) for p in self.parts)
 
     def unscoped(self) -> bool:
         return any(p.unscoped() for p in self.parts)
+
+    def watches(self) -> bool:
+        return any(p.watches() for p in self.parts)
 
 
 @dataclass(frozen=True, slots=True)
 class _Any:
     parts: tuple[Any, ...]
 
-    def holds(self, states, member):
-        return any(p.holds(states, member) for p in self.parts)
+    def holds(self, states, member, previous=None):
+        return any(p.holds(states, member, previous) for p in self.parts)
 
     def unscoped(self) -> bool:
         return any(p.unscoped() for p in self.parts)
+
+    def watches(self) -> bool:
+        return any(p.watches() for p in self.parts)
 
 
 def _lookup(state: Mapping[str, Any], path: tuple[str | int, ...]) -> Any:
@@ -281,6 +320,12 @@ class _Parser:
         return self.scoped(None)
 
     def scoped(self, node: int | None) -> Any:
+        if self.keyword("watch"):
+            if self.keyword("node"):
+                node = int(self.expect("number").text)
+            path = self.path()
+            self.keyword("changes")
+            return _Changes(path, node)
         if self.keyword("node"):
             token = self.expect("number")
             node = int(token.text)
@@ -292,8 +337,10 @@ class _Parser:
             return _scope(inner, node) if node is not None else inner
         return self.comparison(node)
 
-    def comparison(self, node: int | None) -> _Compare:
+    def comparison(self, node: int | None) -> Any:
         path = self.path()
+        if self.keyword("changes"):
+            return _Changes(path, node)
         op_token = self.take()
         if op_token.kind != "op":
             raise BreakpointError(
@@ -347,11 +394,22 @@ def _scope(tree: Any, node: int) -> Any:
     """Bind every comparison in ``tree`` that has no member yet to ``node``."""
     if isinstance(tree, _Compare):
         return tree if tree.node is not None else _Compare(tree.path, tree.op, tree.value, node)
+    if isinstance(tree, _Changes):
+        return tree if tree.node is not None else _Changes(tree.path, node)
     if isinstance(tree, _Not):
         return _Not(_scope(tree.inner, node))
     if isinstance(tree, _All):
         return _All(tuple(_scope(p, node) for p in tree.parts))
     return _Any(tuple(_scope(p, node) for p in tree.parts))
+
+
+def _named(tree: Any) -> set[int]:
+    """The members a condition names with ``node N``."""
+    if isinstance(tree, (_Compare, _Changes)):
+        return {tree.node} if tree.node is not None else set()
+    if isinstance(tree, _Not):
+        return _named(tree.inner)
+    return set().union(*(_named(p) for p in tree.parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,16 +419,22 @@ class Condition:
     text: str
     tree: Any
 
-    def __call__(self, states: Mapping[int, Mapping[str, Any]]) -> bool:
+    def __call__(self, states: Mapping[int, Mapping[str, Any]], previous: Mapping[int, Mapping[str, Any]] | None = None) -> bool:
+        """Does it hold with ``states`` after an event (``previous``: before it, for ``changes``)?"""
         if not self.tree.unscoped():
-            return bool(self.tree.holds(states, None))
-        return any(self.tree.holds(states, member) for member in sorted(states))
+            return bool(self.tree.holds(states, None, previous))
+        return any(self.tree.holds(states, member, previous) for member in sorted(states))
 
-    def members(self, states: Mapping[int, Mapping[str, Any]]) -> list[int]:
-        """The members for which the condition holds (all of them, when it names its members)."""
+    @property
+    def watches(self) -> bool:
+        """Has a ``changes`` part: it fires at every event where it holds, not only where it starts to."""
+        return self.tree.watches()
+
+    def members(self, states: Mapping[int, Mapping[str, Any]], previous: Mapping[int, Mapping[str, Any]] | None = None) -> list[int]:
+        """The members for which the condition holds (those it names, when it names its members)."""
         if not self.tree.unscoped():
-            return sorted(states) if self.tree.holds(states, None) else []
-        return [m for m in sorted(states) if self.tree.holds(states, m)]
+            return sorted(_named(self.tree) & set(states)) if self.tree.holds(states, None, previous) else []
+        return [m for m in sorted(states) if self.tree.holds(states, m, previous)]
 
 
 def parse(text: str) -> Condition:

@@ -963,17 +963,30 @@ class Session:
         checkpoint, the latest hit in it kept).
         """
 
+        # A watchpoint (a condition with ``changes``) compares the states after an event with those
+        # before it, and fires at every event where it holds; other conditions fire where they start to hold.
+        watching = [bool(getattr(condition, "watches", False)) for condition in conditions]
+        last: dict[str, Any] = {}
+
         def truth(stepper: Stepper) -> tuple[bool, ...]:
             states = stepper.states()
-            return tuple(bool(condition(states)) for condition in conditions)
+            previous = last.get("states")
+            last["states"] = states
+            return tuple(
+                bool(condition(states, previous)) if watches else bool(condition(states))
+                for condition, watches in zip(conditions, watching, strict=True)
+            )
 
         def fired(now: tuple[bool, ...], before: tuple[bool, ...]) -> list[int]:
-            return [i for i, (a, b) in enumerate(zip(now, before, strict=True)) if a and not b]
+            return [
+                i for i, (a, b) in enumerate(zip(now, before, strict=True)) if a and (not b or watching[i])
+            ]
 
         if direction > 0:
             stepper = self._fresh(position + 1)
             while stepper.position < position + 1:
                 stepper.step()
+            last.clear()
             before = truth(stepper)
             for k in range(position + 1, len(self)):
                 if should_stop():
@@ -991,6 +1004,7 @@ class Session:
         while end > 0:
             stepper = self._fresh(end - 1)
             start = stepper.position
+            last.clear()
             before = truth(stepper)
             found = None
             for k in range(start, end):
