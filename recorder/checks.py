@@ -279,8 +279,50 @@ class Check:
     def evaluate(self, records: Sequence[Mapping[str, Any]]) -> bool:
         return bool(_eval(self.tree, _Facts(records)))
 
+    def validate(self, members: Sequence[int]) -> None:
+        """Refuse, with a `CheckError` saying what exists, a check that names a member the replay does
+        not have, a member field the summary does not carry or a state or role Aeron does not have:
+        such a check would be quietly false on every version."""
+        _validate(self.tree, sorted(members))
+
     def __str__(self) -> str:
         return self.text
+
+
+def _names(values: Sequence[Any]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _validate(tree: tuple, members: list[int]) -> None:
+    from engine.agent import Role
+    from engine.election import ElectionState
+    from engine.replay import SUMMARY_KEYS
+
+    kind = tree[0]
+    if kind in ("or", "and"):
+        _validate(tree[1], members)
+        _validate(tree[2], members)
+    elif kind == "not":
+        _validate(tree[1], members)
+    elif kind == "node":
+        if tree[1] not in members:
+            raise CheckError(f"check: no member {tree[1]} in this replay (members: {_names(members)})")
+        if tree[2] not in SUMMARY_KEYS:
+            raise CheckError(f"check: node[{tree[1]}].{tree[2]}: no such field (fields: {_names(SUMMARY_KEYS)})")
+    elif kind == "cmp":
+        _validate(tree[2], members)
+        _validate(tree[3], members)
+        for side, other in ((tree[2], tree[3]), (tree[3], tree[2])):
+            if side[0] == "node" and other[0] == "lit" and isinstance(other[1], str):
+                allowed = {"electionState": ElectionState, "role": Role}.get(side[2])
+                if allowed is not None and other[1] not in allowed.__members__:
+                    raise CheckError(f"check: {other[1]!r} is not a value of {side[2]} ({_names(allowed.__members__)})")
+    elif kind == "pred" and tree[1] == "state_reached":
+        member, state = (a[1] for a in tree[2])
+        if member not in members:
+            raise CheckError(f"check: no member {member} in this replay (members: {_names(members)})")
+        if state not in ElectionState.__members__:
+            raise CheckError(f"check: {state!r} is not an election state ({_names(ElectionState.__members__)})")
 
 
 def parse_check(text: str) -> Check:

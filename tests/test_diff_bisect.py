@@ -147,6 +147,26 @@ def test_recount_bisect_reports_a_bad_check_or_release_in_one_line_with_exit_2(c
     assert "not among the releases" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        ('node[7].electionState == "CLOSED"', "check: no member 7 in this replay (members: 0, 1, 2)"),
+        ('node[1].electionStat == "CLOSED"', "check: node[1].electionStat: no such field (fields: electionState, role,"),
+        ('node[1].electionState == "CLOSD"', "check: 'CLOSD' is not a value of electionState (INIT, CANVASS,"),
+        ('"FOLOWER" != node[0].role', "check: 'FOLOWER' is not a value of role (FOLLOWER, CANDIDATE, LEADER)"),
+        ('state_reached(1, "LEADR")', "check: 'LEADR' is not an election state"),
+        ("state_reached(5, \"CLOSED\")", "check: no member 5 in this replay"),
+    ],
+)
+def test_a_check_naming_what_the_replay_cannot_have_is_refused_before_any_replay(check, message, capsys):
+    # Such a check is false on every release, which bisect used to report as "false on --good".
+    file = str(GRACEFUL / "incident.arrow")
+    assert run(["bisect", file, "--good", "1.47.3", "--bad", "1.41.0", "--check", check]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert "1.47.3:" not in captured.err  # no version was tried
+
+
 def test_recount_bisect_prints_the_release_the_flags_and_the_first_difference(capsys):
     assert run(["bisect", str(REPLAY / "incident.arrow"), "--bad", "1.49.1", "--good", "1.50.0",
                 "--check", "no_replay_past_commit"]) == 0

@@ -183,3 +183,9 @@ def test_a_real_process_reports_bad_input_on_one_line_without_a_traceback(tmp_pa
     assert result.returncode == 2
     assert result.stderr.decode().count("\n") == 1 and b"Traceback" not in result.stderr
     assert f"{path}, line 2".encode() in result.stderr
+
+
+def test_a_member_the_replay_does_not_have_is_exit_2(capture, capsys):
+    assert run(["replay", str(capture), "--node", "7"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("--node 7: no member 7 in " + str(capture) + " (members: 0, 1, 2)") and "\n" not in err

@@ -618,3 +618,16 @@ async def test_a_watchpoint_stops_wherever_the_value_changes_forward_and_back(fa
         await pilot.press("C")
         await wait_for_search(app, pilot)
         assert app.cursor == changes[-2]
+
+
+@pilot_test
+async def test_a_breakpoint_naming_a_member_or_state_that_cannot_be_is_refused_with_a_message(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert not app.add_breakpoint("node 5 role == LEADER")
+        assert "breakpoint: no member 5 in this replay (members: 0, 1, 2)" in status(app)
+        assert not app.add_breakpoint("state == FOLLOWR_CATCHUP")
+        assert "is not a value of electionState" in status(app)
+        assert app.conditions == []
+        assert app.add_breakpoint("node 2 state == FOLLOWER_CATCHUP")

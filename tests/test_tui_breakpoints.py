@@ -110,3 +110,18 @@ def test_a_watch_holds_where_the_value_differs_from_before_the_event():
 def test_a_watch_names_a_field_that_exists():
     with pytest.raises(BreakpointError, match="unknown field 'candidateTerm'"):
         parse("watch node 1 candidateTerm")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("node 7 role == LEADER", "no member 7 in this replay (members: 0, 1)"),
+        ("watch node 9 candidateTermId", "no member 9"),
+        ("state == FOLLOWR_CATCHUP", "'FOLLOWR_CATCHUP' is not a value of electionState"),
+        ("node 1 role == LEDER", "'LEDER' is not a value of role"),
+    ],
+)
+def test_a_condition_naming_what_cannot_be_is_refused(text, message):
+    with pytest.raises(BreakpointError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse(text).validate(STATES)
+    parse("node 1 state == FOLLOWER_CATCHUP and role == LEADER").validate(STATES)  # all of it exists

@@ -48,6 +48,11 @@ def test_help_shows_an_example_and_the_options(capsys):
         (["tui", "no-such-file.arrow"], "no-such-file.arrow: No such file or directory"),
         (["tui", "{sample}", "--model", "0.1"], "unknown model '0.1'; known models:"),
         (["tui", "{sample}", "--go", "term two"], "--go: term takes an integer"),
+        # a target the replay does not have: exit 2 before any screen, not a screen that says nothing
+        (["tui", "{sample}", "--go", "term 9"], "--go term 9: term 9 does not appear"),
+        (["tui", "{sample}", "--go", "seq 99999"], "--go seq 99999: no event has seq 99999"),
+        (["tui", "{sample}", "--go", "next Foo"], "--go next Foo: no Foo event in this replay"),
+        (["tui", "{sample}", "--go", "time 999s"], "--go time 999s: after the last event (+18.000s)"),
         (
             ["tui", "{sample}", "--diff", "nothing-here"],
             "--diff: 'nothing-here' is neither a file nor a known model",

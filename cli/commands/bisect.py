@@ -48,6 +48,10 @@ def bisect_command(
     until_ns = parse_time_ns("--until", until)
     loaded = load_input(file)
     check_until(until_ns, loaded, file, until)
+    try:
+        parsed.validate(sorted({event.node for event in loaded.events}))
+    except ValueError as error:
+        raise UserError(f"--check {check}: {error}") from None
 
     def on_trial(trial: Trial) -> None:
         note = f" (same flags as {trial.reused_from})" if trial.reused_from else ""

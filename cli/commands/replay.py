@@ -176,6 +176,10 @@ def replay_command(
     tolerance_ns = _time("--tolerance", tolerance)
     loaded = load_input(file)
     check_until(until_ns, loaded, file, until)
+    members = sorted({event.node for event in loaded.events})
+    missing = [n for n in node or () if n not in members]
+    if missing:
+        raise UserError(f"--node {missing[0]}: no member {missing[0]} in {file} (members: {', '.join(map(str, members))})")
     model, chosen = choose_model(model, loaded)
     if mode == "cluster":
         records = cluster_replay(

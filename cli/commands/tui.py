@@ -68,7 +68,7 @@ def tui_command(
 ) -> None:
     """Seek through a replay: member lanes, events, each member's state and files at any event."""
     # Textual is imported here, not at module level, so that other commands start fast.
-    from cli.tui.app import RecountApp, parse_jump
+    from cli.tui.app import RecountApp, locate, parse_jump
     from cli.tui.session import ReplaySource, Session
     from engine.replay import MODELS, UnknownModelError
     from recorder import discovery
@@ -103,6 +103,10 @@ def tui_command(
     if len(source) == 0:
         raise UserError(f"{file}: holds no events, so there is nothing to show")
     session = Session(source, model=model, seed=seed)
+    if jump is not None:
+        position, why_not = locate(session, jump)
+        if position is None:
+            raise UserError(f"--go {go}: {why_not}")
     other = other_name = None
     if diff is not None:
         if Path(diff).exists():

@@ -89,6 +89,32 @@ def _short_name(name: str) -> str:
 # -- screens ---------------------------------------------------------------------------------------------
 
 
+def locate(session: Session, jump: Jump, cursor: int = 0) -> tuple[int | None, str]:
+    """Where ``jump`` goes from ``cursor``: the event, or None and why there is none (the TUI says it;
+    ``recount tui --go`` exits 2 with it)."""
+    source = session.source
+    if jump.kind == "time":
+        at = source.origin + int(jump.value)
+        if len(source) and at > int(source.ts[-1]):
+            return None, f"after the last event ({source.relative(int(source.ts[-1]))})"
+        return source.position_at_time(at), ""
+    if jump.kind == "seq":
+        return source.position_of_seq(int(jump.value)), f"no event has seq {jump.value}"
+    if jump.kind == "event":
+        k = int(jump.value)
+        return (k if 0 <= k < len(session) else None), f"no event {k} (the replay has {len(session)})"
+    if jump.kind == "log":
+        return (session.position_of_log_position(int(jump.value)),
+                f"no event carries a logPosition at or past {jump.value}")
+    if jump.kind == "term":
+        return session.position_of_term(int(jump.value)), f"term {jump.value} does not appear"
+    positions = source.positions_where("type", str(jump.value))
+    if not len(positions):
+        return None, f"no {jump.value} event in this replay"
+    found = session.next_of(positions, cursor, 1 if jump.kind == "next" else -1)
+    return found, f"no {'later' if jump.kind == 'next' else 'earlier'} {jump.value}"
+
+
 class Prompt(ModalScreen[str | None]):
     """One line of input (a filter, a breakpoint condition, a jump).
 
@@ -740,34 +766,15 @@ class RecountApp(App[None]):
         session = self.session
         if not len(session):
             return
-        if jump.kind == "time":
-            self.go_to(session.source.position_at_time(session.source.origin + int(jump.value)))
-        elif jump.kind == "seq":
-            self.go_to(session.source.position_of_seq(int(jump.value)), f"no event has seq {jump.value}")
-        elif jump.kind == "event":
-            self.go_to(int(jump.value))
-        elif jump.kind == "log":
-            self.go_to(
-                session.position_of_log_position(int(jump.value)),
-                f"no event carries a logPosition at or past {jump.value}",
-            )
-        elif jump.kind == "term":
+        if jump.kind == "term":
             term = int(jump.value)
             leader = next(
                 (s.leader_member_id for s in session.index.terms if s.leadership_term_id == term), None
             )
             if leader is not None and leader in session.members:
                 self.member = leader  # show the member that was elected
-            self.go_to(session.position_of_term(term), f"term {jump.value} does not appear")
-        else:
-            positions = session.source.positions_where("type", str(jump.value))
-            if not len(positions):
-                self.say(f"no {jump.value} event in this replay")
-                return
-            self.go_to(
-                session.next_of(positions, self.cursor, 1 if jump.kind == "next" else -1),
-                f"no {'later' if jump.kind == 'next' else 'earlier'} {jump.value}",
-            )
+        position, why_not = locate(session, jump, self.cursor)
+        self.go_to(position, why_not)
 
     def action_goto(self) -> None:
         def done(text: str | None) -> None:
@@ -835,6 +842,7 @@ class RecountApp(App[None]):
     def add_breakpoint(self, text: str) -> bool:
         try:
             condition = breakpoints.parse(text)
+            condition.validate(self.session.members)
         except breakpoints.BreakpointError as error:
             self.say(f"breakpoint: {error}")
             return False

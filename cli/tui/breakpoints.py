@@ -33,7 +33,8 @@ leads nowhere (a member not started, a key the state does not have) makes its co
 before it; a condition that has one fires at every such event, not only when it becomes true.
 
 `parse(text)` returns a `Condition` (a callable over ``{memberId: state}``) or raises
-`BreakpointError` with the column of the mistake.  Imports nothing of ours.
+`BreakpointError` with the column of the mistake; `Condition.validate` refuses members, states and
+roles that cannot be (the enum values come from the engine's own enums).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from engine.agent import ModuleState, Role
+from engine.election import ElectionState
 
 ALIASES = {
     "state": ("electionState",),
@@ -403,6 +407,22 @@ def _scope(tree: Any, node: int) -> Any:
     return _Any(tuple(_scope(p, node) for p in tree.parts))
 
 
+#: The values a state name may take, for the fields that hold one (Aeron's enum constants).
+ENUM_VALUES = {
+    "electionState": tuple(ElectionState.__members__),
+    "role": tuple(Role.__members__),
+    "moduleState": tuple(ModuleState.__members__),
+}
+
+
+def _compares(tree: Any) -> list[Any]:
+    if isinstance(tree, (_Compare, _Changes)):
+        return [tree]
+    if isinstance(tree, _Not):
+        return _compares(tree.inner)
+    return [c for p in tree.parts for c in _compares(p)]
+
+
 def _named(tree: Any) -> set[int]:
     """The members a condition names with ``node N``."""
     if isinstance(tree, (_Compare, _Changes)):
@@ -424,6 +444,17 @@ class Condition:
         if not self.tree.unscoped():
             return bool(self.tree.holds(states, None, previous))
         return any(self.tree.holds(states, member, previous) for member in sorted(states))
+
+    def validate(self, members: Any) -> None:
+        """Refuse a condition naming a member not in the replay, or a state or role Aeron does not have
+        (it would never hold, and a breakpoint that never fires looks like "nothing happened")."""
+        known = sorted(members)
+        for part in _compares(self.tree):
+            if part.node is not None and part.node not in known:
+                raise BreakpointError(f"no member {part.node} in this replay (members: {', '.join(map(str, known))})")
+            allowed = ENUM_VALUES.get(part.path[0]) if len(part.path) == 1 else None
+            if isinstance(part, _Compare) and allowed and isinstance(part.value, str) and part.value not in allowed:
+                raise BreakpointError(f"{part.value!r} is not a value of {part.path[0]} ({', '.join(allowed)})")
 
     @property
     def watches(self) -> bool:
