@@ -631,3 +631,30 @@ async def test_a_breakpoint_naming_a_member_or_state_that_cannot_be_is_refused_w
         assert "is not a value of electionState" in status(app)
         assert app.conditions == []
         assert app.add_breakpoint("node 2 state == FOLLOWER_CATCHUP")
+
+
+@pilot_test
+async def test_l_jumps_to_where_a_value_last_changed_and_says_what_changed_it(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await answer_prompt(app, pilot, "g", "term 1")  # member 1 selected, leader of term 1
+        session = app.session
+        expected = max(k for k in range(ELECTED + 1)
+                       if 1 in session.moment(k).states
+                       and session.moment(k).states[1]["candidateTermId"]
+                       != (session.moment(k).previous.get(1) or {}).get("candidateTermId"))
+        await answer_prompt(app, pilot, "l", "candidateTermId")
+        await wait_for_search(app, pilot)
+        assert app.cursor == expected < ELECTED
+        seq = int(session.source.seq[expected])
+        # member 1 nominated itself when its nomination deadline fired: the event there is its own RequestVote
+        assert session.source.dir_name(expected) == "out" and session.source.event(expected).node == 1
+        assert f"candidateTermId of member 1: 0 → 1 at #{seq}, by one of its own deadlines" in status(app)
+        await answer_prompt(app, pilot, "l", "leadershipTermId")
+        await wait_for_search(app, pilot)
+        cause = session.source.event(app.cursor)
+        assert (cause.node, cause.dir, cause.type) == (1, "in", "NewLeadershipTerm")  # it followed leader 0
+        assert "leadershipTermId of member 1: -1 → 0" in status(app) and "on receiving 0→1 NewLeadershipTerm" in status(app)
+        await answer_prompt(app, pilot, "l", "candidateTerm")
+        assert "last change: " in status(app) and "unknown field 'candidateTerm'" in status(app)

@@ -294,6 +294,7 @@ class JumpCommands(Provider):
             ("Continue to the next breakpoint hit", partial(app.action_continue, 1), "c"),
             ("Reverse-continue to the previous breakpoint hit", partial(app.action_continue, -1), "C"),
             ("Clear breakpoints", app.action_clear_breakpoints, "B"),
+            ("When did a value of the selected member last change, and why…", app.action_last_change, "l"),
             ("Filter events…", app.action_filter, "f"),
             ("Clear filter", app.action_clear_filter, ""),
             ("Show or hide heartbeats", app.action_toggle_heartbeats, "h"),
@@ -399,6 +400,7 @@ class RecountApp(App[None]):
         Binding("apostrophe", "next_bookmark(1)", "next bookmark", show=False),
         Binding("quotation_mark", "next_bookmark(-1)", "prev bookmark", show=False),
         Binding("b", "add_breakpoint", "break"),
+        Binding("l", "last_change", "last change", show=False),
         Binding("c", "continue(1)", "continue"),
         Binding("C", "continue(-1)", "reverse", show=True),
         Binding("B", "clear_breakpoints", "clear breakpoints", show=False),
@@ -860,6 +862,66 @@ class RecountApp(App[None]):
                 "break when",
                 "node 2 state == FOLLOWER_CATCHUP   role == LEADER and term == 2   watch node 1 candidateTermId",
             ),
+            done,
+        )
+
+    def last_change(self, field: str) -> None:
+        """Go to the event after which the selected member's ``field`` took the value it has at the
+        cursor, and say what that event was: the input (message, timer tick, local event) that changed it."""
+        text = f"node {self.member} {field.strip()} changes"
+        try:
+            condition = breakpoints.parse(text)
+            condition.validate(self.session.members)
+        except breakpoints.BreakpointError as error:
+            self.say(f"last change: {error}")
+            return
+        if self.searching:
+            return
+        self.searching = True
+        self._refresh_status()
+        self._last_change(condition, field.strip())
+
+    @work(thread=True, exclusive=True, group="search")
+    def _last_change(self, condition: breakpoints.Condition, field: str) -> None:
+        worker = get_current_worker()
+        try:  # the change at the cursor's own event counts: search back from the event after it
+            found = self.session.search([condition], min(self.cursor + 1, len(self.session)), -1,
+                                        should_stop=lambda: worker.is_cancelled)
+        except (DecodeError, SessionError, ValueError) as error:
+            self.call_from_thread(self._last_change_done, None, field, str(error))
+            return
+        if not worker.is_cancelled:
+            self.call_from_thread(self._last_change_done, found, field, None)
+
+    def _last_change_done(self, found, field: str, error: str | None) -> None:
+        self.searching = False
+        if error:
+            self.say(error)
+            return
+        if found is None:
+            self.say(f"member {self.member}'s {field} has not changed up to here")
+            return
+        position = found[0]
+        source = self.session.source
+        moment = self.session.moment(position)
+        before = breakpoints.value_at(moment.previous.get(self.member), field)
+        after = breakpoints.value_at(moment.states.get(self.member), field)
+        seq = int(source.seq[position])
+        if int(source.node[position]) == self.member and source.dir_name(position) == "in":
+            cause = f"on receiving {source.describe(position)}"
+        elif int(source.node[position]) == self.member and source.dir_name(position) == "local":
+            cause = f"on {source.describe(position)}"
+        else:  # an event that is not an input of this member: time passed, one of its deadlines fired
+            cause = f"by one of its own deadlines (no input reached it; the replay was at {source.describe(position)})"
+        self.go_to(position, note=f"{field} of member {self.member}: {before} → {after} at #{seq}, {cause}")
+
+    def action_last_change(self) -> None:
+        def done(text: str | None) -> None:
+            if text:
+                self.last_change(text)
+
+        self.push_screen(
+            Prompt(f"when did member {self.member}'s … last change?", "candidateTermId   state   nodeState.logPosition"),
             done,
         )
 

@@ -468,6 +468,19 @@ class Condition:
         return [m for m in sorted(states) if self.tree.holds(states, m, previous)]
 
 
+def value_at(state: Mapping[str, Any] | None, field: str) -> Any:
+    """The value ``field`` (a path as conditions write it, aliases included) has in ``state``; ``-``
+    when the member or the field is not there."""
+    if state is None:
+        return "-"
+    parser = _Parser(field)
+    path = parser.path()
+    value = _lookup(state, path)
+    if value is _MISSING:
+        return "-"
+    return getattr(value, "name", value)
+
+
 def parse(text: str) -> Condition:
     text = text.strip()
     if not text:
