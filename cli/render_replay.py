@@ -23,6 +23,9 @@ from rich.text import Text
 from cli.times import relative_time, wall_time
 from formats.describe import describe_record
 
+#: Timeline lines rendered per console.print.
+BATCH_LINES = 512
+
 PERIODIC = frozenset({"CanvassPosition", "AppendPosition", "CommitPosition"})
 
 STYLES = {
@@ -67,14 +70,27 @@ class HeartbeatFilter:
         return False
 
 
-def timeline_line(record: Mapping[str, Any], origin: int | None, *, wall_clock: bool = False) -> Text:
-    line = Text()
+def _parts(record: Mapping[str, Any], origin: int | None, wall_clock: bool) -> tuple[str, str, str]:
+    """A line's three parts: time, description, and the recorded event a divergence points at."""
     when = wall_time(record.get("ts")) if wall_clock else relative_time(record.get("ts"), origin)
-    line.append(f"{when:>{24 if wall_clock else 10}}  ", style="dim")
-    line.append(describe_record(record), style=_style(record))
-    if record.get("kind") == "divergence" and record.get("event") is not None:
-        line.append(f"  (recorded event {record['event']})", style="red")
+    event = record.get("event") if record.get("kind") == "divergence" else None
+    return f"{when:>{24 if wall_clock else 10}}  ", describe_record(record), (
+        f"  (recorded event {event})" if event is not None else "")
+
+
+def timeline_line(record: Mapping[str, Any], origin: int | None, *, wall_clock: bool = False) -> Text:
+    when, description, event = _parts(record, origin, wall_clock)
+    line = Text()
+    line.append(when, style="dim")
+    line.append(description, style=_style(record))
+    if event:
+        line.append(event, style="red")
     return line
+
+
+def timeline_text(record: Mapping[str, Any], origin: int | None, *, wall_clock: bool = False) -> str:
+    """The same line as `timeline_line`, as plain text (what a pipe or file receives)."""
+    return "".join(_parts(record, origin, wall_clock))
 
 
 def print_timeline(
@@ -89,6 +105,18 @@ def print_timeline(
     origin = None
     summary = None
     repeats = HeartbeatFilter()
+    # Lines go out a batch at a time: one console.print per line cost more than the replay.  Into a
+    # pipe or file (no colours, no wrapping: the console soft-wraps) they are the plain text itself.
+    styled = console.is_terminal or console.is_jupyter or console.record
+    batch: list[Any] = []
+
+    def flush() -> None:
+        if styled:
+            console.print(Text("\n").join(batch))
+        else:
+            console.file.write("\n".join(batch) + "\n")
+        batch.clear()
+
     for record in records:
         if record.get("kind") == "summary":
             summary = record
@@ -97,7 +125,14 @@ def print_timeline(
             origin = record["ts"]
         if not heartbeats and repeats.is_repeat(record):
             continue
-        console.print(timeline_line(record, origin, wall_clock=wall_clock))
+        if styled:
+            batch.append(timeline_line(record, origin, wall_clock=wall_clock))
+        else:
+            batch.append(timeline_text(record, origin, wall_clock=wall_clock))
+        if len(batch) >= BATCH_LINES:
+            flush()
+    if batch:
+        flush()
     if repeats.hidden:
         console.print(Text(f"{repeats.hidden} repeated heartbeat(s) hidden (--heartbeats shows them)", style="dim"))
     if summary is not None:

@@ -189,3 +189,20 @@ def test_a_member_the_replay_does_not_have_is_exit_2(capture, capsys):
     assert run(["replay", str(capture), "--node", "7"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith("--node 7: no member 7 in " + str(capture) + " (members: 0, 1, 2)") and "\n" not in err
+
+
+def test_the_plain_timeline_is_the_styled_one_without_styles(capture):
+    # Into a pipe the timeline is written as plain text (fast); on a terminal rich renders it styled.
+    # Both must say the same, divergences and wall-clock times included.
+    from cli import render_replay
+    from engine.replay import replay
+    from formats.events import parse_jsonl
+
+    events = list(parse_jsonl(capture.read_text(encoding="utf-8").splitlines()[1:], source=str(capture)))
+    records = [r for r in replay(events, nodes=[0, 2]) if r["kind"] != "summary"]
+    flipped = dict(records[5], kind="divergence", event=12, reason="x")  # a divergence line, made up
+    origin = records[0]["ts"]
+    for record in [*records, flipped]:
+        for wall_clock in (False, True):
+            assert (render_replay.timeline_text(record, origin, wall_clock=wall_clock)
+                    == render_replay.timeline_line(record, origin, wall_clock=wall_clock).plain)
