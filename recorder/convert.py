@@ -333,6 +333,11 @@ def build(
                           source=", ".join(names))
     if properties:
         events = with_config(events, properties)
+    if captured is not None:  # settings the wire shows plainly (recorder.settings); --config wins
+        from recorder.settings import apply_inferred, infer_settings
+
+        events, inferred_notes = apply_inferred(events, infer_settings(events))
+        notes = list(notes) + inferred_notes
     members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)
     return Built(events, paths, members, captured, expanded.found, notes)
 

@@ -1,0 +1,185 @@
+"""Cluster settings a capture shows plainly, inferred so that a replay runs with them (issue 12 item 4).
+
+A member's timing is visible on the wire:
+
+* ``aeron.cluster.leader.heartbeat.interval``: a leader sends CommitPosition, and a follower
+  AppendPosition, at least once per interval; with no traffic exactly once, so the gaps between
+  consecutive sends to one peer have a peak at the interval (client traffic adds shorter gaps,
+  never longer ones).  The largest gap value that a clear share of the gaps sits around is taken.
+* ``aeron.cluster.election.status.interval``: a canvassing member sends CanvassPosition to each peer
+  once per interval; the densest cluster of those gaps is taken.
+* ``aeron.cluster.leader.heartbeat.timeout``: a follower whose leader has gone silent starts an
+  election (its first CanvassPosition) one timeout after the last message it had from that leader.
+  Each such silence of at least a second is a sample; the shortest, to the 100 ms below, is taken.
+
+Not inferred: ``aeron.cluster.election.timeout``.  After a leader loss the real members nominated
+0.08–0.16 s after they began to canvass (g, h, j), well inside any election timeout, so the wire gives
+no bound on it; the agent log's state-change times would.
+
+Each value comes with a note saying what it was inferred from.  Values are rounded (intervals to
+10 ms, the timeout to 100 ms below) because what is measured is the setting plus duty-cycle jitter.
+Nothing is inferred from too few samples.  Pure: events in, values out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from formats.events import Event
+
+MS = 1_000_000
+HEARTBEAT_INTERVAL = "aeron.cluster.leader.heartbeat.interval"
+STATUS_INTERVAL = "aeron.cluster.election.status.interval"
+HEARTBEAT_TIMEOUT = "aeron.cluster.leader.heartbeat.timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class Inferred:
+    name: str  # the Aeron property
+    value_ns: int
+    note: str
+
+
+def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -> list[int]:
+    gaps = []
+    for ts in times.values():
+        ts.sort()
+        gaps += [b - a for a, b in zip(ts, ts[1:], strict=False) if low <= b - a <= high]
+    return gaps
+
+
+def _cluster(gaps: list[int], centre: int, spread: float) -> list[int]:
+    return [g for g in gaps if abs(g - centre) <= centre * spread]
+
+
+def _round(value_ns: int, step_ns: int) -> int:
+    return max(step_ns, (value_ns + step_ns // 2) // step_ns * step_ns)
+
+
+def _heartbeat_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
+    gaps = _gaps(sends, 10 * MS, 2_000 * MS)
+    if len(gaps) < 20:
+        return None
+    needed = max(10, len(gaps) * 3 // 100)
+    peaks = [(centre, _cluster(gaps, centre, 0.03)) for centre in sorted({g // MS * MS for g in gaps})]
+    peaks = [(centre, near) for centre, near in peaks if len(near) >= needed]
+    if not peaks:
+        return None
+    # The heartbeat is the longest regular gap; of the peaks near it (jitter spreads one peak over a
+    # few ms) the best supported, measured at its low end (a gap is the interval plus a duty cycle).
+    longest = peaks[-1][0]
+    _, near = max((p for p in peaks if p[0] >= longest * 0.8), key=lambda p: (len(p[1]), p[0]))
+    near.sort()
+    value = _round(near[len(near) // 10], 10 * MS)
+    return Inferred(HEARTBEAT_INTERVAL, value, f"{HEARTBEAT_INTERVAL}={value // MS}ms inferred from "
+                    f"{len(near)} of {len(gaps)} gaps between consecutive AppendPosition/CommitPosition sends")
+    return None
+
+
+def _status_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
+    gaps = _gaps(sends, 10 * MS, 1_000 * MS)
+    if len(gaps) < 8:
+        return None
+    best: list[int] = []
+    for centre in sorted(set(gaps)):
+        near = _cluster(gaps, centre, 0.05)
+        if len(near) > len(best):
+            best = near
+    if len(best) < max(4, len(gaps) // 4):
+        return None
+    best.sort()
+    value = _round(best[len(best) // 10], 10 * MS)  # its low end: a gap is the interval plus a duty cycle
+    return Inferred(STATUS_INTERVAL, value, f"{STATUS_INTERVAL}={value // MS}ms inferred from {len(best)} of "
+                    f"{len(gaps)} gaps between consecutive CanvassPosition sends")
+
+
+def _heartbeat_timeout(events: list[Event]) -> Inferred | None:
+    """A follower's silences: from its last message from its leader to its next canvass."""
+    leader_of: dict[int, int] = {}  # member -> the peer it last had a CommitPosition/NewLeadershipTerm from
+    last_from: dict[tuple[int, int], int] = {}  # (member, peer) -> ts of the last message received
+    canvassing: set[int] = set()
+    samples: list[int] = []
+    for event in events:
+        if event.dir == "in" and event.peer is not None and event.channel in ("consensus", "log"):
+            last_from[(event.node, event.peer)] = event.ts
+            if event.type in ("CommitPosition", "NewLeadershipTerm"):
+                leader_of[event.node] = event.peer
+                canvassing.discard(event.node)
+        elif event.dir == "out" and event.channel == "consensus" and event.type == "CanvassPosition":
+            if event.node in canvassing:
+                continue
+            canvassing.add(event.node)
+            leader = leader_of.pop(event.node, None)
+            last = last_from.get((event.node, leader)) if leader is not None else None
+            if last is not None and event.ts - last >= 1_000 * MS:
+                samples.append(event.ts - last)
+        elif event.dir == "local" and event.type == "MemberStart":
+            leader_of.pop(event.node, None)
+            canvassing.discard(event.node)
+    if not samples:
+        return None
+    shortest = min(samples)
+    value = max(100 * MS, shortest // (100 * MS) * 100 * MS)
+    return Inferred(HEARTBEAT_TIMEOUT, value, f"{HEARTBEAT_TIMEOUT}={value // MS}ms inferred from {len(samples)} "
+                    f"follower(s) canvassing {shortest / 1e9:.3f}s after their leader's last message")
+
+
+def infer_settings(events: Iterable[Event]) -> list[Inferred]:
+    """What the capture's sends show of the members' settings (possibly nothing)."""
+    ordered = sorted(events, key=lambda e: e.ts)
+    heartbeats: dict[tuple[int, int | None], list[int]] = defaultdict(list)
+    canvass: dict[tuple[int, int | None], list[int]] = defaultdict(list)
+    for event in ordered:
+        if event.dir != "out" or event.channel != "consensus":
+            continue
+        if event.type in ("AppendPosition", "CommitPosition"):
+            heartbeats[(event.node, event.peer)].append(event.ts)
+        elif event.type == "CanvassPosition":
+            canvass[(event.node, event.peer)].append(event.ts)
+    found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _heartbeat_timeout(ordered)]
+    return [one for one in found if one is not None]
+
+
+def apply_inferred(events: Iterable[Event], inferred: Iterable[Inferred]) -> tuple[list[Event], list[str]]:
+    """``events`` with each inferred setting in every MemberStart's ``config`` where the member's own
+    config (the inputs', or ``--config``) does not set it and it is not Aeron's default anyway; and the
+    notes: each setting used, and each clash with a value given (the given one is kept)."""
+    import dataclasses
+
+    from engine.config import Config
+
+    inferred = list(inferred)
+    defaults = Config().to_properties()
+    notes: list[str] = []
+    out: list[Event] = []
+    used: set[str] = set()
+    clashes: set[str] = set()
+    for event in events:
+        if event.type != "MemberStart" or event.dir != "local":
+            out.append(event)
+            continue
+        own = dict(event.fields.get("config") or {})
+        added = {}
+        for one in inferred:
+            if one.name in own:
+                given = Config.from_properties({one.name: own[one.name]}).to_properties()[one.name]
+                if given != one.value_ns and one.name not in clashes:
+                    clashes.add(one.name)
+                    notes.append(f"warning: {one.name} is {given // MS}ms as given, but the capture shows "
+                                 f"{one.value_ns // MS}ms ({one.note}); keeping {given // MS}ms")
+            elif one.value_ns != defaults.get(one.name):
+                added[one.name] = one.value_ns
+        if added:
+            try:
+                Config.from_properties({**own, **added})
+            except ValueError as error:
+                notes.append(f"note: the settings the capture shows were not used: {error}")
+                added = {}
+        if added:
+            used.update(added)
+            event = dataclasses.replace(event, fields={**event.fields, "config": dict(sorted({**own, **added}.items()))})
+        out.append(event)
+    notes[:0] = [f"note: {one.note} (--config overrides)" for one in inferred if one.name in used]
+    return out, notes

@@ -1,0 +1,106 @@
+"""Settings a capture shows (recorder.settings): inferred from the real Aeron 1.47.3 captures' wire and
+judged by what each member really ran with (the ConsensusModule.Context dump in its node-stdout.log);
+used by convert unless --config says otherwise."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cli.app import run
+from engine.replay import replay
+from formats.events import Event
+from recorder import convert
+from recorder.settings import (
+    HEARTBEAT_INTERVAL,
+    HEARTBEAT_TIMEOUT,
+    STATUS_INTERVAL,
+    Inferred,
+    apply_inferred,
+    infer_settings,
+)
+
+MS = 1_000_000
+CONTEXT_FIELDS = {
+    HEARTBEAT_INTERVAL: "leaderHeartbeatIntervalNs",
+    STATUS_INTERVAL: "electionStatusIntervalNs",
+    HEARTBEAT_TIMEOUT: "leaderHeartbeatTimeoutNs",
+}
+
+
+def _captures(reference: Path) -> list[Path]:
+    return sorted(p for p in (reference / "aeron-1.47.3-capture").iterdir() if (p / "capture.pcap").exists())
+
+
+def _ran_with(capture: Path) -> dict[str, int]:
+    """What every member's ConsensusModule.Context said, from the CONFIG dump in node-stdout.log."""
+    values: dict[str, set[int]] = {}
+    for log in capture.glob("node*/node-stdout.log"):
+        text = log.read_text(encoding="utf-8", errors="replace")
+        for name, field in CONTEXT_FIELDS.items():
+            values.setdefault(name, set()).update(int(v) for v in re.findall(rf"\b{field}=(\d+)", text))
+    assert all(len(v) == 1 for v in values.values()), values
+    return {name: v.pop() for name, v in values.items()}
+
+
+def test_the_settings_inferred_from_each_real_capture_are_what_its_members_ran_with(reference):
+    checked = 0
+    for capture in _captures(reference):
+        truth = _ran_with(capture)
+        inferred = infer_settings(convert.build([str(capture)]).events)
+        names = {one.name for one in inferred}
+        assert {HEARTBEAT_INTERVAL, STATUS_INTERVAL} <= names, capture.name
+        for one in inferred:
+            assert one.value_ns == truth[one.name], (capture.name, one.note)
+            checked += 1
+    assert checked >= 14  # the timeout shows only where a leader went silent: g, h, j
+
+
+def test_convert_uses_what_the_capture_shows_and_says_so_and_replays_closer(reference, tmp_path, capsys):
+    capture = reference / "aeron-1.47.3-capture" / "j_short_timeouts_leader_kill"
+    out = tmp_path / "j.arrow"
+    assert run(["convert", str(capture), "-o", str(out), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any(n.startswith(f"note: {HEARTBEAT_TIMEOUT}=3000ms inferred from") for n in notes)
+    built = convert.build([str(capture)])
+    starts = [e for e in built.events if e.type == "MemberStart"]
+    assert starts and all(e.fields["config"][HEARTBEAT_TIMEOUT] == 3000 * MS for e in starts)
+    assert all(e.fields["config"][STATUS_INTERVAL] == 50 * MS for e in starts)
+    # The capture's own timeouts make the replay of this incident closer to what Aeron did.
+    plain = [dataclasses.replace(e, fields={k: v for k, v in e.fields.items() if k != "config"})
+             if e.type == "MemberStart" else e for e in built.events]
+    assert list(replay(built.events))[-1]["divergences"] < list(replay(plain))[-1]["divergences"]
+
+
+def test_a_given_setting_wins_over_the_capture_with_a_warning():
+    start = Event(ts=0, node=0, dir="local", peer=None, channel="local", type="MemberStart",
+                  fields={"clusterMembers": "0,h:1,h:2,h:3,h:4,h:5", "config": {HEARTBEAT_TIMEOUT: 5_000 * MS}})
+    shown = [Inferred(HEARTBEAT_TIMEOUT, 3_000 * MS, "seen"), Inferred(STATUS_INTERVAL, 50 * MS, "seen too"),
+             Inferred(HEARTBEAT_INTERVAL, 200 * MS, "Aeron's default")]
+    events, notes = apply_inferred([start], shown)
+    config = events[0].fields["config"]
+    assert config[HEARTBEAT_TIMEOUT] == 5_000 * MS  # as given
+    assert config[STATUS_INTERVAL] == 50 * MS  # not given: the capture's
+    assert HEARTBEAT_INTERVAL not in config  # Aeron's default anyway: the event is left as it was
+    assert any(n.startswith(f"warning: {HEARTBEAT_TIMEOUT} is 5000ms as given, but the capture shows 3000ms")
+               for n in notes)
+
+
+def test_a_setting_aeron_would_refuse_is_not_used():
+    start = Event(ts=0, node=0, dir="local", peer=None, channel="local", type="MemberStart",
+                  fields={"clusterMembers": "0,h:1,h:2,h:3,h:4,h:5"})
+    # Aeron's Context wants the startup canvass timeout (60 s here) at least twice the heartbeat timeout.
+    events, notes = apply_inferred([start], [Inferred(HEARTBEAT_TIMEOUT, 40_000 * MS, "odd")])
+    assert "config" not in events[0].fields
+    assert any("were not used" in n for n in notes)
+
+
+@pytest.mark.parametrize("count", [0, 5])
+def test_too_few_sends_infer_nothing(count):
+    events = [Event(ts=i * 200 * MS, node=0, dir="out", peer=1, channel="consensus", type="CommitPosition",
+                    fields={}) for i in range(count)]
+    assert infer_settings(events) == []
