@@ -17,25 +17,58 @@ Invariants.  No wall clock: time is an input.  No randomness but the injected `R
 depend on set or dict hash order.  The same inputs give the same outputs, byte for byte.
 """
 
-from engine.config import Config
-from engine.election import Election, ElectionState
-from engine.flags import ModelFlags
-from engine.javarandom import JavaRandom, RandomSource
-from engine.members import ClusterMember, parse_cluster_members
-from engine.node import MemberStart, Node
-from engine.outputs import (
-    Divergence,
-    ElectionStarted,
-    Invariant,
-    LogAppend,
-    ModuleStateChange,
-    NodeStateWrite,
-    Output,
-    RecordingLogChange,
-    RoleChange,
-    Send,
-    StateChange,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+#: Where each public name lives.  Imported on first use (PEP 562), so that a command that needs only
+#: `engine.config` does not load the whole model: `recount convert` starts faster.
+_HOMES = {
+    "Config": "engine.config",
+    "Election": "engine.election",
+    "ElectionState": "engine.election",
+    "ModelFlags": "engine.flags",
+    "JavaRandom": "engine.javarandom",
+    "RandomSource": "engine.javarandom",
+    "ClusterMember": "engine.members",
+    "parse_cluster_members": "engine.members",
+    "MemberStart": "engine.node",
+    "Node": "engine.node",
+    **{name: "engine.outputs" for name in (
+        "Divergence", "ElectionStarted", "Invariant", "LogAppend", "ModuleStateChange", "NodeStateWrite", "Output",
+        "RecordingLogChange", "RoleChange", "Send", "StateChange",
+    )},
+}
+
+if TYPE_CHECKING:
+    from engine.config import Config
+    from engine.election import Election, ElectionState
+    from engine.flags import ModelFlags
+    from engine.javarandom import JavaRandom, RandomSource
+    from engine.members import ClusterMember, parse_cluster_members
+    from engine.node import MemberStart, Node
+    from engine.outputs import (
+        Divergence,
+        ElectionStarted,
+        Invariant,
+        LogAppend,
+        ModuleStateChange,
+        NodeStateWrite,
+        Output,
+        RecordingLogChange,
+        RoleChange,
+        Send,
+        StateChange,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ClusterMember",
