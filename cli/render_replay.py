@@ -14,6 +14,7 @@ shown; the summary says how many repeats were hidden.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -47,6 +48,38 @@ def _style(record: Mapping[str, Any]) -> str:
     if kind == "send":
         return "dim" if record.get("type") in PERIODIC else ""
     return STYLES.get(kind, "")
+
+
+#: What each member's own process did, as the inputs say (MemberStart, MemberStop, MemberCrash).
+LIFECYCLE_WORDS = {"MemberStart": "process started", "MemberStop": "process stopped (clean shutdown)",
+                   "MemberCrash": "process killed"}
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """A member's process starting, stopping or being killed, from the replay's input events."""
+
+    ts: int
+    node: int
+    type: str  # MemberStart, MemberStop, MemberCrash
+    restart: bool = False
+
+    def describe(self) -> str:
+        word = "process restarted" if self.restart else LIFECYCLE_WORDS[self.type]
+        return f"{self.node} {word} ({self.type} in the inputs)"
+
+
+def lifecycle_of(events: Iterable[Any], until: int | None = None) -> list[Lifecycle]:
+    """The members' starts, stops and kills among ``events`` (up to ``until``), in time order."""
+    out = []
+    started: set[int] = set()
+    for event in sorted((e for e in events if e.dir == "local" and e.type in LIFECYCLE_WORDS), key=lambda e: e.ts):
+        if until is not None and event.ts > until:
+            break
+        out.append(Lifecycle(event.ts, event.node, event.type, restart=event.type == "MemberStart" and event.node in started))
+        if event.type == "MemberStart":
+            started.add(event.node)
+    return out
 
 
 class HeartbeatFilter:
@@ -100,8 +133,11 @@ def print_timeline(
     source: str,
     heartbeats: bool = False,
     wall_clock: bool = False,
+    lifecycle: Iterable[Lifecycle] = (),
 ) -> None:
-    """The timeline, then the summary table; repeated heartbeats hidden unless ``heartbeats``."""
+    """The timeline, then the summary table; repeated heartbeats hidden unless ``heartbeats``.
+    ``lifecycle`` (`lifecycle_of` the inputs) puts a line in for each process stop, kill and restart,
+    and a ``process`` column in the table."""
     origin = None
     summary = None
     repeats = HeartbeatFilter()
@@ -117,12 +153,19 @@ def print_timeline(
             console.file.write("\n".join(batch) + "\n")
         batch.clear()
 
+    lifecycle = list(lifecycle)
+    pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart]  # first starts show anyway
     for record in records:
         if record.get("kind") == "summary":
             summary = record
             continue
         if origin is None and record.get("ts") is not None:
             origin = record["ts"]
+        ts = record.get("ts")
+        while pending and ts is not None and pending[0].ts <= ts:
+            happened = pending.pop(0)
+            line = _lifecycle_line(happened, origin, wall_clock)
+            batch.append(line if styled else line.plain)
         if not heartbeats and repeats.is_repeat(record):
             continue
         if styled:
@@ -131,23 +174,48 @@ def print_timeline(
             batch.append(timeline_text(record, origin, wall_clock=wall_clock))
         if len(batch) >= BATCH_LINES:
             flush()
+    for happened in pending:
+        line = _lifecycle_line(happened, origin, wall_clock)
+        batch.append(line if styled else line.plain)
     if batch:
         flush()
     if repeats.hidden:
         console.print(Text(f"{repeats.hidden} repeated heartbeat(s) hidden (--heartbeats shows them)", style="dim"))
     if summary is not None:
-        print_summary(console, summary, source=source)
+        print_summary(console, summary, source=source, lifecycle=lifecycle, origin=origin, wall_clock=wall_clock)
 
 
-def print_summary(console: Console, summary: Mapping[str, Any], *, source: str) -> None:
+def _lifecycle_line(happened: Lifecycle, origin: int | None, wall_clock: bool) -> Text:
+    when = wall_time(happened.ts) if wall_clock else relative_time(happened.ts, origin)
+    line = Text(f"{when:>{24 if wall_clock else 10}}  ", style="dim")
+    line.append(happened.describe(), style="bold magenta")
+    return line
+
+
+def _process(member: str, lifecycle: list[Lifecycle], origin: int | None, wall_clock: bool) -> str:
+    last = next((one for one in reversed(lifecycle) if str(one.node) == member), None)
+    if last is None or last.type == "MemberStart":
+        return "running"
+    when = wall_time(last.ts) if wall_clock else relative_time(last.ts, origin)
+    return f"{'killed' if last.type == 'MemberCrash' else 'stopped'} {when}"
+
+
+def print_summary(console: Console, summary: Mapping[str, Any], *, source: str, lifecycle: Iterable[Lifecycle] = (),
+                  origin: int | None = None, wall_clock: bool = False) -> None:
+    """The members at the end.  With ``lifecycle``, a ``process`` column says which were still running
+    (the state of a killed or stopped member is as it left it, not a second leader)."""
+    lifecycle = list(lifecycle)
     table = Table(title=f"{source}: model {summary.get('model')}", title_justify="left")
-    for column in ("member", "election", "role", "term", "leader", "candidate", "log", "append", "commit", "seed", "nomination"):
-        table.add_column(column, justify="left" if column in ("election", "role", "nomination") else "right")
+    columns = ["member", *(["process"] if lifecycle else []), "election", "role", "term", "leader", "candidate", "log",
+               "append", "commit", "seed", "nomination"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("process", "election", "role", "nomination") else "right")
     seeds = summary.get("seeds") or {}
     sources = summary.get("nominationDelay") or {}
     for member, state in (summary.get("nodes") or {}).items():
         table.add_row(
             member,
+            *([_process(member, lifecycle, origin, wall_clock)] if lifecycle else []),
             str(state.get("electionState")),
             str(state.get("role")),
             str(state.get("leadershipTermId")),

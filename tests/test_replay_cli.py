@@ -206,3 +206,15 @@ def test_the_plain_timeline_is_the_styled_one_without_styles(capture):
         for wall_clock in (False, True):
             assert (render_replay.timeline_text(record, origin, wall_clock=wall_clock)
                     == render_replay.timeline_line(record, origin, wall_clock=wall_clock).plain)
+
+
+def test_the_timeline_says_when_a_process_was_killed_and_the_table_which_still_run(capture, capsys):
+    # The capture's member 1 is killed at 1 s; its state at the end is as it left it, not a live leader.
+    assert run(["replay", str(capture)]) == 0
+    out = capsys.readouterr().out
+    assert "   +1.000s  1 process killed (MemberCrash in the inputs)" in out.splitlines()
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:]] for line in out.splitlines()
+            if line.startswith("│")}
+    assert rows["1"][0] == "killed +1.000s" and rows["0"][0] == rows["2"][0] == "running"
+    assert run(["replay", str(capture), "--node", "0"]) == 0
+    assert "process killed" not in capsys.readouterr().out  # member 1 is not replayed

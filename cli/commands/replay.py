@@ -215,7 +215,10 @@ def replay_command(
         else:
             render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
                                                                          progress.record_ts), source=file,
-                                        heartbeats=heartbeats, wall_clock=wall_clock)
+                                        heartbeats=heartbeats, wall_clock=wall_clock,
+                                        lifecycle=[] if mode == "cluster" else [
+                                            one for one in render_replay.lifecycle_of(loaded.events, until_ns)
+                                            if not node or one.node in node])
     except DecodeError as error:
         raise error.with_context(source=error.source or file) from None
 
