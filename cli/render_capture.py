@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from rich.markup import escape
+
 from cli import output
 
 #: Inputs smaller than this are read before a bar would be worth drawing.
@@ -118,7 +120,10 @@ def print_found(summary: dict[str, Any]) -> None:
                 assigned = f"member {', '.join(map(str, members))}"
             err.print(f"  {item['path']:<40} {item['kind']:<12} {assigned}".rstrip(), markup=False)
     for note in summary.get("notes", []):
-        err.print(f"note: {note}", markup=False)
+        if note.startswith("warning: "):  # e.g. a --config value that clashes with what the capture shows
+            output.warn(escape(note[len("warning: "):]))
+        else:
+            err.print(f"note: {note}", markup=False)
 
 
 def print_warnings(warnings: Sequence[str]) -> None:

@@ -175,11 +175,11 @@ def apply_inferred(events: Iterable[Event], inferred: Iterable[Inferred]) -> tup
             try:
                 Config.from_properties({**own, **added})
             except ValueError as error:
-                notes.append(f"note: the settings the capture shows were not used: {error}")
+                notes.append(f"the settings the capture shows were not used: {error}")
                 added = {}
         if added:
             used.update(added)
             event = dataclasses.replace(event, fields={**event.fields, "config": dict(sorted({**own, **added}.items()))})
         out.append(event)
-    notes[:0] = [f"note: {one.note} (--config overrides)" for one in inferred if one.name in used]
+    notes[:0] = [f"{one.note} (--config overrides)" for one in inferred if one.name in used]
     return out, notes

@@ -65,7 +65,7 @@ def test_convert_uses_what_the_capture_shows_and_says_so_and_replays_closer(refe
     out = tmp_path / "j.arrow"
     assert run(["convert", str(capture), "-o", str(out), "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
-    assert any(n.startswith(f"note: {HEARTBEAT_TIMEOUT}=3000ms inferred from") for n in notes)
+    assert any(n.startswith(f"{HEARTBEAT_TIMEOUT}=3000ms inferred from") for n in notes)
     built = convert.build([str(capture)])
     starts = [e for e in built.events if e.type == "MemberStart"]
     assert starts and all(e.fields["config"][HEARTBEAT_TIMEOUT] == 3000 * MS for e in starts)
