@@ -131,17 +131,20 @@ class Prompt(ModalScreen[str | None]):
         self.hint = hint
         self.value = value
         self._early: list[str] = []
+        self._early_submit = False
 
     def type_early(self, key: str, character: str | None) -> None:
         """A key meant for this prompt that reached the main view first (see the class doc)."""
         try:
             field = self.query_one("#prompt-input", Input)
         except NoMatches:
-            if character is not None and key != "enter":
+            if key == "enter":
+                self._early_submit = True
+            elif character is not None and character.isprintable() and not self._early_submit:
                 self._early.append(character)
             return
         if key == "enter":
-            field.action_submit()
+            self.dismiss(field.value)
         elif key == "backspace":
             field.action_delete_left()
         elif character is not None and character.isprintable():
@@ -153,6 +156,8 @@ class Prompt(ModalScreen[str | None]):
             field.insert_text_at_cursor("".join(self._early))
             self._early.clear()
         field.focus()
+        if self._early_submit:  # the whole answer, Enter included, came before the prompt was up
+            self.call_later(self.dismiss, field.value)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt"):

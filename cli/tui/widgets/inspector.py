@@ -263,7 +263,7 @@ class Inspector(VerticalScroll):
                 ("log", "logPosition", state.get("logPosition"), before.get("logPosition")),
             )
             for i, (label, key, value, old) in enumerate(numbers):
-                out.append(("  " if i else "") + label + "\u00a0", style=self.get_component_rich_style("inspector--muted"))
+                out.append(("  " if i else "") + label + "=", style=self.get_component_rich_style("inspector--muted"))
                 out.append_text(self._changed(_value(value), value != old, f"cluster:{member}.{key}"))
             out.append("\n")
         out.rstrip()
