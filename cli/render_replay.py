@@ -103,9 +103,13 @@ class HeartbeatFilter:
         return False
 
 
+def _when(ts: int | None, origin: int | None, wall_clock: bool) -> str:
+    return wall_time(ts) if wall_clock else relative_time(ts, origin)
+
+
 def _parts(record: Mapping[str, Any], origin: int | None, wall_clock: bool) -> tuple[str, str, str]:
     """A line's three parts: time, description, and the recorded event a divergence points at."""
-    when = wall_time(record.get("ts")) if wall_clock else relative_time(record.get("ts"), origin)
+    when = _when(record.get("ts"), origin, wall_clock)
     event = record.get("event") if record.get("kind") == "divergence" else None
     return f"{when:>{24 if wall_clock else 10}}  ", describe_record(record), (
         f"  (recorded event {event})" if event is not None else "")
@@ -186,7 +190,7 @@ def print_timeline(
 
 
 def _lifecycle_line(happened: Lifecycle, origin: int | None, wall_clock: bool) -> Text:
-    when = wall_time(happened.ts) if wall_clock else relative_time(happened.ts, origin)
+    when = _when(happened.ts, origin, wall_clock)
     line = Text(f"{when:>{24 if wall_clock else 10}}  ", style="dim")
     line.append(happened.describe(), style="bold magenta")
     return line
@@ -196,7 +200,7 @@ def _process(member: str, lifecycle: list[Lifecycle], origin: int | None, wall_c
     last = next((one for one in reversed(lifecycle) if str(one.node) == member), None)
     if last is None or last.type == "MemberStart":
         return "running"
-    when = wall_time(last.ts) if wall_clock else relative_time(last.ts, origin)
+    when = _when(last.ts, origin, wall_clock)
     return f"{'killed' if last.type == 'MemberCrash' else 'stopped'} {when}"
 
 

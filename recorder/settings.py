@@ -23,10 +23,12 @@ Nothing is inferred from too few samples.  Pure: events in, values out.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from engine.config import Config
 from formats.events import Event
 
 MS = 1_000_000
@@ -146,10 +148,6 @@ def apply_inferred(events: Iterable[Event], inferred: Iterable[Inferred]) -> tup
     """``events`` with each inferred setting in every MemberStart's ``config`` where the member's own
     config (the inputs', or ``--config``) does not set it and it is not Aeron's default anyway; and the
     notes: each setting used, and each clash with a value given (the given one is kept)."""
-    import dataclasses
-
-    from engine.config import Config
-
     inferred = list(inferred)
     defaults = Config().to_properties()
     notes: list[str] = []

@@ -78,21 +78,24 @@ def _modules() -> list[Module]:
 MODULES = _modules()
 
 
+def _from_module(module: Module, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` names, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = module.name.split(".")
+    base = base[: len(base) - node.level + (1 if module.path.name == "__init__.py" else 0)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imports(module: Module) -> list[tuple[int, str]]:
     """(line, absolute module name) for every import anywhere in the module, relative ones resolved,
     and `importlib.import_module("literal")` calls too."""
-    is_package = module.path.name == "__init__.py"
     found = []
     for node in ast.walk(module.tree):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.name.split(".")
-                base = base[: len(base) - node.level + (1 if is_package else 0)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = _from_module(module, node)
             # `from formats import sbe` imports the module formats.sbe: judge it by its package anyway.
             found.append((node.lineno, prefix))
         elif (isinstance(node, ast.Call) and _call_name(node.func) in ("importlib.import_module", "import_module")
@@ -271,19 +274,13 @@ def import_graph(modules: list[Module] = MODULES) -> dict[str, set[str]]:
             for inner in ast.walk(node)
         }
         edges = graph.setdefault(module.name, set())
-        is_package = module.path.name == "__init__.py"
         for node in ast.walk(module.tree):
             if id(node) in skipped:
                 continue
             if isinstance(node, ast.Import):
                 edges.update(alias.name for alias in node.names if alias.name in names)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = module.name.split(".")
-                    base = base[: len(base) - node.level + (1 if is_package else 0)]
-                    prefix = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    prefix = node.module or ""
+                prefix = _from_module(module, node)
                 for alias in node.names:
                     target = f"{prefix}.{alias.name}"
                     if target in names:
