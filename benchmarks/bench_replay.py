@@ -31,8 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.javarandom import JavaRandom  # noqa: E402
-from engine.node import MemberStart, Node  # noqa: E402
+from engine.model.javarandom import JavaRandom  # noqa: E402
+from engine.model.node import MemberStart, Node  # noqa: E402
 from engine.replay import replay  # noqa: E402
 from formats import cluster_codecs as c  # noqa: E402
 from formats.events import Event  # noqa: E402
@@ -156,11 +156,11 @@ def run(events: list[Event]) -> tuple[int, int, float, float]:
 
 #: Where the time goes, by layer: the own time of every function, grouped by module.
 LAYERS = (
-    ("engine model (engine/node, agent, election, members, sim_parts)", ("engine/node.py", "engine/agent.py", "engine/election.py", "engine/members.py", "engine/sim_parts.py")),
+    ("engine model (engine/model/node, agent, election, members, sim_parts)", ("engine/model/node.py", "engine/model/agent.py", "engine/model/election.py", "engine/model/members.py", "engine/model/sim_parts.py")),
     ("replay driver and comparison (engine/replay.py)", ("engine/replay.py",)),
     ("invariants (engine/invariants.py)", ("engine/invariants.py",)),
     ("trace encoding and hash (engine/trace.py, json, hashlib)", ("engine/trace.py", "json/", "_hashlib", "sha256")),
-    ("outputs' to_json (engine/outputs.py)", ("engine/outputs.py",)),
+    ("outputs' to_json (engine/model/outputs.py)", ("engine/model/outputs.py",)),
     ("messages (formats/sbe.py, events.py, codecs)", ("formats/",)),
 )
 

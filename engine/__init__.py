@@ -1,12 +1,12 @@
 """The engine: a deterministic, single-threaded model of an Aeron 1.47.3 cluster member.
 
-What it holds.  `Node` (engine.node) is the driving API, sans I/O in the manner of etcd's RawNode
+What it holds.  `Node` (engine.model.node) is the driving API, sans I/O in the manner of etcd's RawNode
 and h11: feed it an input with its time (`step`), let time pass (`advance`), take what it produced
 (`take_outputs`: sends, election state and role changes, node-state.dat and recording.log writes,
-log appends — engine.outputs).  Inside, `ConsensusModuleAgent` (engine.agent) runs Aeron's duty
-cycle and owns an `Election` (engine.election: all 18 states of `io.aeron.cluster.Election`) while
-one is running; `engine.members` has `ClusterMember` and Aeron's quorum helpers; the media driver,
-archive and clustered service are simulated in engine.sim_parts.  `engine.replay`, `engine.trace`
+log appends — engine.model.outputs).  Inside, `ConsensusModuleAgent` (engine.model.agent) runs Aeron's duty
+cycle and owns an `Election` (engine.model.election: all 18 states of `io.aeron.cluster.Election`) while
+one is running; `engine.model.members` has `ClusterMember` and Aeron's quorum helpers; the media driver,
+archive and clustered service are simulated in engine.model.sim_parts.  `engine.replay`, `engine.trace`
 and `engine.invariants` re-run recorded members and check them; `engine.scenario` runs the
 datadriven scenario files (tests/testdata) and `recount export-scenario`'s output.
 
@@ -21,32 +21,32 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 #: Where each public name lives.  Imported on first use (PEP 562), so that a command that needs only
-#: `engine.config` does not load the whole model: `recount convert` starts faster.
+#: `engine.model.config` does not load the whole model: `recount convert` starts faster.
 _HOMES = {
-    "Config": "engine.config",
-    "Election": "engine.election",
-    "ElectionState": "engine.election",
-    "ModelFlags": "engine.flags",
-    "JavaRandom": "engine.javarandom",
-    "RandomSource": "engine.javarandom",
-    "ClusterMember": "engine.members",
-    "parse_cluster_members": "engine.members",
-    "MemberStart": "engine.node",
-    "Node": "engine.node",
-    **{name: "engine.outputs" for name in (
+    "Config": "engine.model.config",
+    "Election": "engine.model.election",
+    "ElectionState": "engine.model.election",
+    "ModelFlags": "engine.model.flags",
+    "JavaRandom": "engine.model.javarandom",
+    "RandomSource": "engine.model.javarandom",
+    "ClusterMember": "engine.model.members",
+    "parse_cluster_members": "engine.model.members",
+    "MemberStart": "engine.model.node",
+    "Node": "engine.model.node",
+    **{name: "engine.model.outputs" for name in (
         "Divergence", "ElectionStarted", "Invariant", "LogAppend", "ModuleStateChange", "NodeStateWrite", "Output",
         "RecordingLogChange", "RoleChange", "Send", "StateChange",
     )},
 }
 
 if TYPE_CHECKING:
-    from engine.config import Config
-    from engine.election import Election, ElectionState
-    from engine.flags import ModelFlags
-    from engine.javarandom import JavaRandom, RandomSource
-    from engine.members import ClusterMember, parse_cluster_members
-    from engine.node import MemberStart, Node
-    from engine.outputs import (
+    from engine.model.config import Config
+    from engine.model.election import Election, ElectionState
+    from engine.model.flags import ModelFlags
+    from engine.model.javarandom import JavaRandom, RandomSource
+    from engine.model.members import ClusterMember, parse_cluster_members
+    from engine.model.node import MemberStart, Node
+    from engine.model.outputs import (
         Divergence,
         ElectionStarted,
         Invariant,

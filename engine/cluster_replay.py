@@ -53,8 +53,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.invariants import InvariantChecker
-from engine.node import MemberStart
-from engine.outputs import Send
+from engine.model.node import MemberStart
+from engine.model.outputs import Send
 from engine.replay import NOMINATION_SOURCES, SUMMARY_KEYS, SeededNomination, member_seed
 from engine.trace import TraceHasher, canonical, summary_record
 from engine.versions import Model, model_for

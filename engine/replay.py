@@ -75,10 +75,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.flags import ModelFlags
+from engine.model.flags import ModelFlags
 from engine.invariants import InvariantChecker
-from engine.javarandom import JavaRandom
-from engine.node import MemberStart, Node
+from engine.model.javarandom import JavaRandom
+from engine.model.node import MemberStart, Node
 from engine.trace import TraceHasher, canonical, encode_record, summary_record
 from formats.errors import DecodeError
 from formats.events import MESSAGE_CLASSES, Event

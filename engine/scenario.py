@@ -54,10 +54,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import Config, parse_duration_ns
-from engine.flags import ModelFlags
-from engine.javarandom import JavaRandom, RandomSource
-from engine.node import MemberStart, Node
+from engine.model.config import Config, parse_duration_ns
+from engine.model.flags import ModelFlags
+from engine.model.javarandom import JavaRandom, RandomSource
+from engine.model.node import MemberStart, Node
 from formats.describe import describe_record, format_ts
 from formats.events import MESSAGE_CLASSES, Event
 from formats.sbe import from_fields

@@ -1,7 +1,7 @@
 """Model versions: Aeron releases 1.40.0 … 1.51.0 as sets of behaviour flags, and user models.
 
 A *model* is what a replay runs: a name, the `ModelFlags` it switches on, and how to build a member's
-`Node` (Aeron's own releases all use `engine.node.Node`; a user model may bring its own).
+`Node` (Aeron's own releases all use `engine.model.node.Node`; a user model may bring its own).
 
 Releases.  `VERSIONS` is the ordered list a bisect walks: every minor release from 1.40.0 to 1.51.0,
 plus the patch releases that carry an election change of aeron-election.md §8 (1.46.6's backport,
@@ -17,7 +17,7 @@ What it loads may be:
 
 * a `ModelFlags` (a release's behaviour with some flags changed),
 * a `Model` (flags, a node factory, a description),
-* a subclass of `engine.node.Node` (the 1.47.3 flags, that class's nodes),
+* a subclass of `engine.model.node.Node` (the 1.47.3 flags, that class's nodes),
 * a mapping ``{"flags": ModelFlags | {name: bool}, "base": "1.47.3", "node_factory": callable,
   "description": "..."}`` (every key optional), or
 * a function taking no arguments that returns any of the above.
@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from engine.flags import FLAG_BY_NAME, FLAGS, ModelFlags
+from engine.model.flags import FLAG_BY_NAME, FLAGS, ModelFlags
 
 ENTRY_POINT_GROUP = "recount.models"
 #: The release the engine is written from; the default model.
@@ -202,7 +202,7 @@ class Model:
 
     def new_node(self, member_id: int, start: Any, *, random: Any) -> Any:
         if self.node_factory is None:
-            from engine.node import Node
+            from engine.model.node import Node
 
             return Node(member_id, start, random=random, flags=self.flags)
         return self.node_factory(member_id, start, random=random, flags=self.flags)
@@ -253,7 +253,7 @@ def _flags_from(value: Any, base: ModelFlags, where: str) -> ModelFlags:
 
 def model_from_object(name: str, obj: Any, *, origin: str = "user", depth: int = 0) -> Model:
     """Interpret what a ``recount.models`` entry point loaded (see the module docstring)."""
-    from engine.node import Node
+    from engine.model.node import Node
 
     where = f"model {name!r} ({origin})"
     if isinstance(obj, Model):
@@ -364,7 +364,7 @@ def versions_document() -> dict[str, Any]:
             }
         )
         previous = flags
-    from engine.flags import LEFT_OUT
+    from engine.model.flags import LEFT_OUT
 
     return {
         "baseline": BASELINE,

@@ -14,7 +14,7 @@ the two ends (as for any bisection); every release actually tried is listed with
 non-monotonic history can be seen.
 
 The report says the release found, the flags that changed from the release before it (from the
-catalogue in `engine.flags`), and the first event where the two behave differently (`recorder.diff`
+catalogue in `engine.model.flags`), and the first event where the two behave differently (`recorder.diff`
 between their traces).  Deterministic: the same capture, check and options give the same report.
 """
 

@@ -294,8 +294,8 @@ def _names(values: Sequence[Any]) -> str:
 
 
 def _validate(tree: tuple, members: list[int]) -> None:
-    from engine.agent import Role
-    from engine.election import ElectionState
+    from engine.model.agent import Role
+    from engine.model.election import ElectionState
     from engine.replay import SUMMARY_KEYS
 
     kind = tree[0]

@@ -17,7 +17,7 @@ existing ``OUT`` is refused unless ``force`` (`OutputExistsError`).  Bad input r
 `formats.errors.DecodeError` naming the file and line.
 
 Cluster configuration that captures do not record (timeouts, intervals, ...) comes from the user as
-Aeron properties (``config``); `cluster_config` checks them with `engine.config.Config` and `convert`
+Aeron properties (``config``); `cluster_config` checks them with `engine.model.config.Config` and `convert`
 writes them, as numbers, into every MemberStart's ``config`` (over what an input already said).
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.config import Config
+from engine.model.config import Config
 from formats import replay_file
 from formats.errors import DecodeError
 from formats.events import Event, parse_jsonl

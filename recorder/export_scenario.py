@@ -44,8 +44,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import Config, parse_duration_ns
-from engine.javarandom import JavaRandom
+from engine.model.config import Config, parse_duration_ns
+from engine.model.javarandom import JavaRandom
 from engine.scenario import MS, SourceFactory, Stanza, World, render_file, run_command
 from formats.errors import DecodeError
 from formats.events import MESSAGE_CLASSES, Event

@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.config import Config
+from engine.model.config import Config
 from formats.events import Event
 
 MS = 1_000_000

@@ -33,7 +33,7 @@ MAY_IMPORT = {
 }
 
 #: Modules that mean I/O, threads or hidden randomness/time when `formats` or `engine` imports them
-#: (the engine's clock is an argument and its randomness `engine.javarandom`, seeded by the caller).
+#: (the engine's clock is an argument and its randomness `engine.model.javarandom`, seeded by the caller).
 NO_IO_MODULES = {
     "socket", "subprocess", "threading", "multiprocessing", "concurrent", "asyncio", "random", "time",
     "os", "shutil", "tempfile", "select", "selectors", "urllib", "http",
@@ -180,7 +180,7 @@ def _check(found: dict[tuple[str, str], str], known: set[tuple[str, str]]) -> No
 def test_the_four_packages_are_all_found_with_their_modules():
     assert {m.package for m in MODULES} == set(PACKAGES)
     names = {m.name for m in MODULES}
-    assert {"formats.sbe", "engine.election", "recorder.convert", "cli.app"} <= names
+    assert {"formats.sbe", "engine.model.election", "recorder.convert", "cli.app"} <= names
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -239,7 +239,7 @@ def test_io_clocks_threads_and_stdlib_random_are_caught_in_formats_and_engine():
     assert _found(io_violations, source, "engine.x") == {
         "imports threading", "imports random", "calls open()", "calls .read_bytes()", "calls datetime.now()",
         "imports socket"}
-    assert _found(io_violations, "from engine.javarandom import JavaRandom\nx = JavaRandom(1)\n", "engine.x") == set()
+    assert _found(io_violations, "from engine.model.javarandom import JavaRandom\nx = JavaRandom(1)\n", "engine.x") == set()
 
 
 def test_pickle_eval_and_exec_are_caught_anywhere():
@@ -251,8 +251,8 @@ def test_pickle_eval_and_exec_are_caught_anywhere():
 # -- the import graph ------------------------------------------------------------------------------------
 
 #: The one cycle allowed: Aeron's own ConsensusModuleAgent and Election call each other, and the model
-#: keeps that pair (the surface the election uses is declared in `engine.agent_surface`).
-ALLOWED_CYCLES = [{"engine.agent", "engine.election"}]
+#: keeps that pair (the surface the election uses is declared in `engine.model.agent_surface`).
+ALLOWED_CYCLES = [{"engine.model.agent", "engine.model.election"}]
 
 
 def _is_type_checking_block(node: ast.AST) -> bool:
@@ -353,14 +353,14 @@ def test_no_import_cycle_but_the_agent_and_its_election():
 def test_the_election_uses_only_the_declared_surface_of_its_agent_and_the_agent_provides_it():
     import re
 
-    from engine.agent import ConsensusModuleAgent
-    from engine.agent_surface import ElectionAgent
+    from engine.model.agent import ConsensusModuleAgent
+    from engine.model.agent_surface import ElectionAgent
 
     declared = {name for name in vars(ElectionAgent) if not name.startswith("_")} | set(
         getattr(ElectionAgent, "__annotations__", {})
     )
-    used = set(re.findall(r"\bagent\.([A-Za-z_]\w*)", (ROOT / "engine" / "election.py").read_text(encoding="utf-8")))
-    assert used - declared == set(), "declare these in engine/agent_surface.py"
+    used = set(re.findall(r"\bagent\.([A-Za-z_]\w*)", (ROOT / "engine" / "model" / "election.py").read_text(encoding="utf-8")))
+    assert used - declared == set(), "declare these in engine/model/agent_surface.py"
     assert declared - used == set(), "no longer used by the election: drop them from the Protocol"
     slots = {name for cls in ConsensusModuleAgent.__mro__ for name in getattr(cls, "__slots__", ())}
     missing = {name for name in declared if not hasattr(ConsensusModuleAgent, name) and name not in slots}

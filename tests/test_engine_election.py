@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine import MemberStart, ModelFlags, Node
-from engine.election import ElectionState
+from engine.model.election import ElectionState
 from formats.cluster_codecs import (
     AppendPosition,
     BooleanType,
@@ -408,7 +408,7 @@ def test_a_single_member_cluster_leads_at_once_bumping_the_term_in_the_construct
 
 def test_a_single_member_re_election_after_an_error_reuses_its_term():
     """Aeron 1.47.3 bumps a single node's term only in the Election constructor (fixed in 1.50.1/1.51.0)."""
-    from engine.exceptions import ClusterEvent
+    from engine.model.exceptions import ClusterEvent
 
     one = One(n=1)
     agent = one.node.agent

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine import members as cm
-from engine.config import Config, parse_duration_ns
-from engine.flags import ModelFlags
-from engine.javarandom import JavaRandom
-from engine.members import ClusterMember, parse_cluster_members
+from engine.model import members as cm
+from engine.model.config import Config, parse_duration_ns
+from engine.model.flags import ModelFlags
+from engine.model.javarandom import JavaRandom
+from engine.model.members import ClusterMember, parse_cluster_members
 from engine.versions import flags_for_version
 
 

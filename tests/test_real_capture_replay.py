@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 
 from cli.app import run
-from engine.javarandom import JavaRandom
-from engine.node import MemberStart, Node
+from engine.model.javarandom import JavaRandom
+from engine.model.node import MemberStart, Node
 from engine.replay import replay
 from formats.agent_log import AgentLogRecord, read_agent_log
 from formats.cluster_codecs import SessionMessageHeader, TimerEvent

@@ -1,6 +1,6 @@
 """Model versions (issue 7): releases as flag sets, one scenario per flag, user models, schema v15.
 
-Every behaviour flag of `engine.flags` gets a scenario here in which the model with the flag on and
+Every behaviour flag of `engine.model.flags` gets a scenario here in which the model with the flag on and
 the model with it off (everything else as in 1.47.3) behave differently, in the way aeron-election.md
 §8 says the change did.  Scenarios either drive one member by hand (`One`, messages at chosen
 milliseconds, nomination delay fixed) or run a small cluster through cluster replay (`cluster`).
@@ -21,7 +21,7 @@ import pytest
 from cli.app import run
 from engine import MemberStart, ModelFlags, Node
 from engine.cluster_replay import cluster_replay
-from engine.flags import FLAG_BY_NAME, FLAGS
+from engine.model.flags import FLAG_BY_NAME, FLAGS
 from engine.versions import (
     BASELINE,
     VERSIONS,
@@ -611,8 +611,8 @@ def plugin_path(tmp_path, monkeypatch):
 
 MODULE = textwrap.dedent(
     """
-    from engine.flags import ModelFlags
-    from engine.node import Node
+    from engine.model.flags import ModelFlags
+    from engine.model.node import Node
 
     made = []
 

@@ -12,7 +12,7 @@ from cli import output, progress, render_capture
 from cli.commands.replay import check_input
 from cli.commands.versions import confidence_text
 from cli.errors import UserError
-from engine.config import parse_duration_ns
+from engine.model.config import parse_duration_ns
 from formats.describe import describe_record
 from formats.errors import DecodeError
 from recorder.diff import MODES, diff_traces, load_side

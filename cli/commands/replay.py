@@ -12,7 +12,7 @@ import typer
 from cli import output, progress, render_capture, render_replay
 from cli.errors import UserError
 from engine.cluster_replay import cluster_replay
-from engine.config import parse_duration_ns
+from engine.model.config import parse_duration_ns
 from engine.replay import (
     DEFAULT_TOLERANCE_NS,
     MODELS,

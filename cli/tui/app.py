@@ -33,7 +33,7 @@ from textual.worker import Worker, get_current_worker
 from cli.tui import breakpoints
 from cli.tui.session import DiffRow, EventFilter, Session, SessionError, align, difference_starts, story
 from cli.tui.widgets import DiffView, EventList, Inspector, Timeline
-from engine.config import parse_duration_ns
+from engine.model.config import parse_duration_ns
 from formats.errors import DecodeError
 
 # -- jumps typed by the user (palette and the `g` prompt) ---------------------------------------------------

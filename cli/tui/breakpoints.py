@@ -44,8 +44,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.agent import ModuleState, Role
-from engine.election import ElectionState
+from engine.model.agent import ModuleState, Role
+from engine.model.election import ElectionState
 
 ALIASES = {
     "state": ("electionState",),

@@ -10,5 +10,5 @@ members string the cluster is given; `reader` reads a recording back as `Datagra
 the pcap importer produces, for the shared datagram decoder.
 
 This package does I/O (sockets, files, signals, one writer thread).  It imports `formats` and
-`engine.members`; only `cli` imports it.
+`engine.model.members`; only `cli` imports it.
 """

@@ -1,6 +1,6 @@
 """The cluster members string, seen by a recording proxy: endpoints to tap and strings to hand out.
 
-Parsing is Aeron's own (`engine.members.parse_cluster_members`, `ClusterMember.parse`); this module
+Parsing is Aeron's own (`engine.model.members.parse_cluster_members`, `ClusterMember.parse`); this module
 adds what the proxy needs on top: splitting ``host:port`` endpoints (``[v6]:port`` too) and writing
 members strings back with some endpoints replaced by proxy endpoints.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from engine.members import ClusterMember, parse_cluster_members
+from engine.model.members import ClusterMember, parse_cluster_members
 from formats.errors import DecodeError
 
 #: Channels a proxy can tap, in the order their ports are assigned, with the member attribute

@@ -72,7 +72,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engine.members import ClusterMember
+from engine.model.members import ClusterMember
 from recorder.record import batch_io
 from recorder.record import members as cluster_members
 from recorder.record.storage import (

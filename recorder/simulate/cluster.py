@@ -52,10 +52,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.javarandom import JavaRandom
-from engine.members import parse_cluster_members
-from engine.node import MemberStart, Node
-from engine.outputs import (
+from engine.model.javarandom import JavaRandom
+from engine.model.members import parse_cluster_members
+from engine.model.node import MemberStart, Node
+from engine.model.outputs import (
     ElectionStarted,
     LogAppend,
     ModuleStateChange,

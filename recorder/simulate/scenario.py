@@ -23,7 +23,7 @@ nanoseconds as an integer or a string with a unit: ``"1.5s"``, ``"200ms"``, ``"1
     # clusterMembers = "0,10.0.0.5:20002,...|1,..."   (Aeron's string; replaces members/hosts)
     appointedLeaderId = -1
 
-    [config]                               # Aeron properties for every member (engine.config)
+    [config]                               # Aeron properties for every member (engine.model.config)
     "aeron.cluster.leader.heartbeat.timeout" = "5s"
 
     [[member]]                             # per-member settings (all optional)
@@ -79,8 +79,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import Config
-from engine.members import parse_cluster_members
+from engine.model.config import Config
+from engine.model.members import parse_cluster_members
 
 #: Ports every member listens on, on its own host (the real capture's member 0 layout).
 ARCHIVE_PORT = 20001

@@ -3,7 +3,7 @@
 Theory of operation.  `ConsensusModuleAgent` owns one member's consensus state: its role, its
 `leadershipTermId`, the commit position, the timers of the leader heartbeat and the follower's
 AppendPosition, the current `Election` (or none), recording.log and node-state.dat.  The `Node`
-wrapper (`engine.node`) drives it with `duty_cycle(now_ns, message)`, which is Aeron's `doWork`:
+wrapper (`engine.model.node`) drives it with `duty_cycle(now_ns, message)`, which is Aeron's `doWork`:
 
 1. the slow tick, when due (every 10 ms; the leader's "inactive follower quorum" and the follower's
    "leader heartbeat timeout" checks live there);
@@ -14,8 +14,8 @@ wrapper (`engine.node`) drives it with `duty_cycle(now_ns, message)`, which is A
 4. an exception from 1–3 goes to `election.handle_error` during an election (→ INIT).
 
 What the real agent gets from the media driver, the archive and the clustered service is simulated
-by `engine.sim_parts` (immediate success unless the capture has evidence).  Everything the member
-does that can be seen from outside is appended to `outputs` as `engine.outputs` records, stamped
+by `engine.model.sim_parts` (immediate success unless the capture has evidence).  Everything the member
+does that can be seen from outside is appended to `outputs` as `engine.model.outputs` records, stamped
 with `output_ts` (the time of the input being handled, or of the timer that fired).
 
 Files: recording.log and node-state.dat are `formats` models; every write Aeron makes goes through
@@ -31,19 +31,19 @@ import enum
 from collections.abc import Sequence
 from typing import Any
 
-from engine import members as cm
-from engine.config import PROTOCOL_SEMANTIC_VERSION, Config
-from engine.election import (
+from engine.model import members as cm
+from engine.model.config import PROTOCOL_SEMANTIC_VERSION, Config
+from engine.model.election import (
     APPEND_POSITION_FLAG_CATCHUP,
     APPEND_POSITION_FLAG_NONE,
     NULL_SESSION_ID,
     Election,
     ElectionState,
 )
-from engine.exceptions import AeronError, ClusterEvent, ClusterException, ClusterTermination
-from engine.flags import ModelFlags
-from engine.members import NULL_POSITION, NULL_VALUE, ClusterMember
-from engine.outputs import (
+from engine.model.exceptions import AeronError, ClusterEvent, ClusterException, ClusterTermination
+from engine.model.flags import ModelFlags
+from engine.model.members import NULL_POSITION, NULL_VALUE, ClusterMember
+from engine.model.outputs import (
     ElectionStarted,
     LogAppend,
     MarkFileWrite,
@@ -54,7 +54,7 @@ from engine.outputs import (
     Send,
     StateChange,
 )
-from engine.sim_parts import (
+from engine.model.sim_parts import (
     NEW_LEADERSHIP_TERM_EVENT_FRAME_LENGTH,
     LogStore,
     SimImage,

@@ -1,6 +1,6 @@
 """`io.aeron.cluster.Election` of Aeron 1.47.3: the 18 states, their handlers and the message handlers.
 
-Theory of operation.  An `Election` is created by the consensus module agent (`engine.agent`) when
+Theory of operation.  An `Election` is created by the consensus module agent (`engine.model.agent`) when
 a node starts or loses its leader, and driven by it: `do_work(now_ns)` runs exactly one state's
 handler per duty cycle (a transition made there is not followed by the new state's handler in the
 same call), and the agent hands it the consensus messages it receives (`on_canvass_position`, ...).
@@ -25,9 +25,9 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from engine import members as cm
-from engine.exceptions import ClusterEvent, ClusterException, TimeoutException
-from engine.members import NULL_POSITION, NULL_VALUE, ClusterMember
+from engine.model import members as cm
+from engine.model.exceptions import ClusterEvent, ClusterException, TimeoutException
+from engine.model.members import NULL_POSITION, NULL_VALUE, ClusterMember
 from formats.cluster_codecs import (
     AppendPosition,
     BooleanType,
@@ -40,7 +40,7 @@ from formats.cluster_codecs import (
 from formats.cluster_codecs_ext import with_commit_position
 
 if TYPE_CHECKING:
-    from engine.agent_surface import ElectionAgent
+    from engine.model.agent_surface import ElectionAgent
 
 DAY_NS = 86_400 * 1_000_000_000
 NULL_SESSION_ID = -1

@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from engine.exceptions import ClusterException
+from engine.model.exceptions import ClusterException
 
 FRAME_ALIGNMENT = 32
 DATA_HEADER_LENGTH = 32

@@ -45,11 +45,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.agent import ConsensusModuleAgent, ModuleState
-from engine.config import Config
-from engine.flags import ModelFlags
-from engine.members import ClusterMember, parse_cluster_members
-from engine.sim_parts import LogStore
+from engine.model.agent import ConsensusModuleAgent, ModuleState
+from engine.model.config import Config
+from engine.model.flags import ModelFlags
+from engine.model.members import ClusterMember, parse_cluster_members
+from engine.model.sim_parts import LogStore
 from formats.cluster_codecs_ext import message_of
 from formats.errors import DecodeError
 from formats.node_state import NodeStateFile

@@ -1,7 +1,7 @@
 """Aeron's exceptions as the model raises them: `AeronError` (Java's ``AeronException``, with its
 category) and the kinds the consensus module and election throw or catch.
 
-They live apart from the election and the agent so that the simulated parts (`engine.sim_parts`)
+They live apart from the election and the agent so that the simulated parts (`engine.model.sim_parts`)
 can raise what Aeron's archive and media driver clients raise without importing the election.
 """
 

@@ -1,4 +1,4 @@
-"""What the election uses of its consensus module: the surface `engine.election.Election` calls.
+"""What the election uses of its consensus module: the surface `engine.model.election.Election` calls.
 
 Aeron's `Election` and `ConsensusModuleAgent` call each other, and the model keeps that pair; the
 election is typed against this Protocol, not the agent class, so it never imports the agent, and a
@@ -11,19 +11,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from engine.config import Config
-    from engine.election import ElectionState
-    from engine.flags import ModelFlags
-    from engine.members import ClusterMember
-    from engine.sim_parts import SimImage, SimLogReplay, SimReplication
+    from engine.model.config import Config
+    from engine.model.election import ElectionState
+    from engine.model.flags import ModelFlags
+    from engine.model.members import ClusterMember
+    from engine.model.sim_parts import SimImage, SimLogReplay, SimReplication
     from formats.recording_log import RecordingLog
 
 
 class ElectionAgent(Protocol):
-    """The consensus module as the election sees it (`engine.agent.ConsensusModuleAgent` is one)."""
+    """The consensus module as the election sees it (`engine.model.agent.ConsensusModuleAgent` is one)."""
 
-    ModuleState: Any  # the enum class `engine.agent.ModuleState`
-    Role: Any  # the enum class `engine.agent.Role`
+    ModuleState: Any  # the enum class `engine.model.agent.ModuleState`
+    Role: Any  # the enum class `engine.model.agent.Role`
     catchup_log_destination: str | None
     commit_position: int
     config: Config
