@@ -31,8 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.harness.events import input_of, member_start_of
 from engine.model.javarandom import JavaRandom  # noqa: E402
-from engine.model.node import MemberStart, Node  # noqa: E402
+from engine.model.node import Node  # noqa: E402
 from engine.replay import replay  # noqa: E402
 from formats import cluster_codecs as c  # noqa: E402
 from formats.events import Event  # noqa: E402
@@ -82,7 +83,7 @@ def election(duration_ns: int = 300 * MS) -> tuple[list[Event], int]:
         start = Event(ts=0, node=member_id, dir="local", peer=None, channel="local", type="MemberStart",
                       fields={"clusterMembers": MEMBERS})
         events.append(start)
-        nodes[member_id] = Node(member_id, MemberStart.from_event(start), random=Scripted(delays[member_id]))
+        nodes[member_id] = Node(member_id, member_start_of(start), random=Scripted(delays[member_id]))
         nodes[member_id].advance(0)
         collect(member_id)
     for tick in range(MS, duration_ns + 1, MS):
@@ -92,7 +93,7 @@ def election(duration_ns: int = 300 * MS) -> tuple[list[Event], int]:
         while in_flight and in_flight[0][0] <= tick:
             _, _, event = heapq.heappop(in_flight)
             events.append(event)
-            nodes[event.node].step(event, event.ts)
+            nodes[event.node].step(input_of(event), event.ts)
             collect(event.node)
     states = {n: nodes[n].inspect() for n in nodes}
     assert all(s["electionState"] == "CLOSED" for s in states.values()), states

@@ -31,7 +31,7 @@ _HOMES = {
     "RandomSource": "engine.model.javarandom",
     "ClusterMember": "engine.model.members",
     "parse_cluster_members": "engine.model.members",
-    "MemberStart": "engine.model.node",
+    "MemberStart": "engine.model.inputs",
     "Node": "engine.model.node",
     **{name: "engine.model.outputs" for name in (
         "Divergence", "ElectionStarted", "Invariant", "LogAppend", "ModuleStateChange", "NodeStateWrite", "Output",
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from engine.model.flags import ModelFlags
     from engine.model.javarandom import JavaRandom, RandomSource
     from engine.model.members import ClusterMember, parse_cluster_members
-    from engine.model.node import MemberStart, Node
+    from engine.model.inputs import MemberStart
+    from engine.model.node import Node
     from engine.model.outputs import (
         Divergence,
         ElectionStarted,

@@ -52,8 +52,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.harness.events import input_of, member_start_of
 from engine.invariants import InvariantChecker
-from engine.model.node import MemberStart
 from engine.model.outputs import Send
 from engine.replay import NOMINATION_SOURCES, SUMMARY_KEYS, SeededNomination, member_seed
 from engine.trace import TraceHasher, canonical, summary_record
@@ -318,7 +318,7 @@ class ClusterReplay:
             member.ended = True
             return
         session_id = _log_session_id(member.node)
-        member.node.step(event, event.ts)
+        member.node.step(input_of(event), event.ts)
         self._collect(node_id, out)
         if kind == "MemberStop" and session_id is not None:
             self._end_of_stream(node_id, session_id, event.ts)
@@ -326,14 +326,14 @@ class ClusterReplay:
     def _start(self, event: Event, ref: Any, out: list) -> None:
         node_id = event.node
         try:
-            start = MemberStart.from_event(event)
+            start = member_start_of(event)
         except DecodeError as error:
             raise DecodeError(error.expected, offset=ref, unit=self.ref_kind) from None
         member = self.members.get(node_id)
         restart = member is not None
         if member is not None:
             member.ended = False
-            member.node.step(event, event.ts)  # a restart: the Node keeps its files
+            member.node.step(input_of(event), event.ts)  # a restart: the Node keeps its files
         else:
             seed = member_seed(node_id, event.fields, self.seed)
             recorded = self.nominations.get(node_id, [])
@@ -365,7 +365,7 @@ class ClusterReplay:
             position = event.fields.get("logPosition")
             if isinstance(position, int):
                 self.invariants.observe_committed(position)
-        member.node.step(event, event.ts)
+        member.node.step(input_of(event), event.ts)
         self._collect(event.node, out)
 
     def _end_of_stream(self, leader_id: int, session_id: int, now: int) -> None:

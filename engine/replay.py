@@ -75,10 +75,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.model.flags import ModelFlags
+from engine.harness.events import input_of, member_start_of
 from engine.invariants import InvariantChecker
+from engine.model.flags import ModelFlags
 from engine.model.javarandom import JavaRandom
-from engine.model.node import MemberStart, Node
+from engine.model.node import Node
 from engine.trace import TraceHasher, canonical, encode_record, summary_record
 from formats.errors import DecodeError
 from formats.events import MESSAGE_CLASSES, Event
@@ -509,7 +510,7 @@ class _Driver:
             member = self.members.get(node_id)
             if event.channel == "log" and member is not None and member.node.is_running and not member.ended:
                 # The member's own log append: evidence it appends from (see the module docstring).
-                member.node.step(event, ts)
+                member.node.step(input_of(event), ts)
                 self._collect(node_id, out)
             self._expect_send(event, ref, out)
         elif event.dir == "local" and event.type in OBSERVATIONS:
@@ -527,7 +528,11 @@ class _Driver:
                 if isinstance(position, int):
                     self.invariants.observe_committed(position)
             if member.node.is_running and not member.ended:
-                member.node.step(event, ts)
+                item = input_of(event)
+                if item is None:
+                    member.node.advance(ts)  # not an input to the model; time passes all the same
+                else:
+                    member.node.step(item, ts)
                 self._collect(node_id, out)
                 if event.type == "End" or not member.node.is_running:
                     member.ended = True
@@ -555,7 +560,7 @@ class _Driver:
         """A member starts, or restarts: a restart keeps the files the event does not give (Node's rule)."""
         node_id = event.node
         try:
-            start = MemberStart.from_event(event)
+            start = member_start_of(event)
         except DecodeError as error:
             raise DecodeError(error.expected, offset=ref, unit=ref_kind) from None
         seed = member_seed(node_id, event.fields, self.seed)
@@ -580,7 +585,7 @@ class _Driver:
         else:
             node = previous.node
             node.random = random  # a new process draws from a new generator
-            node.step(event, event.ts)
+            node.step(input_of(event), event.ts)
         clock.node = node
         if "log" in self.compared_channels.get(node_id, ()):
             expect = getattr(node, "expect_log_evidence", None)  # a user model's Node may not take evidence

@@ -54,10 +54,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.harness.events import input_of, member_start_of
 from engine.model.config import Config, parse_duration_ns
 from engine.model.flags import ModelFlags
 from engine.model.javarandom import JavaRandom, RandomSource
-from engine.model.node import MemberStart, Node
+from engine.model.node import Node
 from formats.describe import describe_record, format_ts
 from formats.events import MESSAGE_CLASSES, Event
 from formats.sbe import from_fields
@@ -161,7 +162,7 @@ class World:
         random = self._random(member_id, options, timeout)
         event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type="MemberStart", fields=fields)
         self._record(event)
-        node = Node(member_id, MemberStart.from_event(event), random=random, flags=ModelFlags())
+        node = Node(member_id, member_start_of(event), random=random, flags=ModelFlags())
         self.members[member_id] = Member(node, random)
         node.advance(self.now)
         self._collect(member_id, lines)
@@ -182,7 +183,7 @@ class World:
         member.node.random = member.random
         event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type="MemberStart", fields=fields)
         self._record(event)
-        member.node.step(event, self.now)
+        member.node.step(input_of(event), self.now)
         self._collect(member_id, lines)
 
     def _random(self, member_id: int, options: Mapping[str, str], election_timeout_ns: int) -> ScriptedDelays:
@@ -197,7 +198,7 @@ class World:
     def local(self, member_id: int, kind: str, lines: list[str]) -> None:
         event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type=kind, fields={})
         self._record(event)
-        self.members[member_id].node.step(event, self.now)
+        self.members[member_id].node.step(input_of(event), self.now)
         self._collect(member_id, lines)
 
     def deliver(self, event: Event, lines: list[str]) -> None:
@@ -205,7 +206,7 @@ class World:
         if member is None or not member.node.is_running:
             return
         self._record(event)
-        member.node.step(event, event.ts)
+        member.node.step(input_of(event), event.ts)
         self._collect(event.node, lines)
 
     def advance(self, duration_ns: int, lines: list[str]) -> None:

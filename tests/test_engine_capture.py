@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine import MemberStart, Node, StateChange
+from engine import Node, StateChange
+from engine.harness.events import input_of, member_start_of
 from formats.cluster_codecs import (
     AppendPosition,
     BooleanType,
@@ -216,7 +217,7 @@ def expected(table: str) -> list[tuple]:
 
 def replay_member(member_id: int) -> tuple[Node, list]:
     start_time, draw, inputs = INPUTS[member_id]
-    start = MemberStart.from_event(
+    start = member_start_of(
         Event(ts=ns(start_time), node=member_id, dir="local", peer=None, channel="local", type="MemberStart",
               fields={"clusterMembers": MEMBERS})
     )
@@ -228,7 +229,7 @@ def replay_member(member_id: int) -> tuple[Node, list]:
                              "extra": {"logPosition": 96}})
         else:
             event = message_event(message, ts=ns(when), node=member_id, dir="in", peer=sender, channel="consensus")
-        node.step(event, event.ts)
+        node.step(input_of(event), event.ts)
     node.advance(ns("1187.060000000"))
     return node, node.take_outputs()
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from engine import JavaRandom, MemberStart, Node
+from engine import JavaRandom, Node
+from engine.harness.events import input_of, member_start_of
 from formats.cluster_codecs import CommitPosition, NewLeadershipTerm, RequestVote, SessionMessageHeader
 from formats.events import Event, message_event
 
@@ -31,7 +32,7 @@ class Cluster:
         for i in range(n):
             start = Event(ts=0, node=i, dir="local", peer=None, channel="local", type="MemberStart",
                           fields={"clusterMembers": members(n)})
-            self.nodes[i] = Node(i, MemberStart.from_event(start), random=JavaRandom(seeds[i]))
+            self.nodes[i] = Node(i, member_start_of(start), random=JavaRandom(seeds[i]))
             self._collect(i)
 
     def _collect(self, i: int) -> None:
@@ -64,7 +65,7 @@ class Cluster:
                 _, _, event = heapq.heappop(self.queue)
                 node = self.nodes[event.node]
                 if node.is_running:
-                    node.step(event, now)
+                    node.step(input_of(event), now)
                     self._collect(event.node)
         for i, node in self.nodes.items():
             node.advance(until_ns)
@@ -72,7 +73,7 @@ class Cluster:
 
     def crash(self, i: int, at_ns: int) -> None:
         self.run(at_ns)
-        self.nodes[i].step(Event(ts=at_ns, node=i, dir="local", peer=None, channel="local", type="MemberCrash"), at_ns)
+        self.nodes[i].step(input_of(Event(ts=at_ns, node=i, dir="local", peer=None, channel="local", type="MemberCrash")), at_ns)
 
     def deliver(self, at_ns: int, sender: int, receiver: int, message: Any, channel: str = "consensus") -> None:
         self.run(at_ns)
@@ -129,7 +130,7 @@ def test_ingress_messages_are_appended_to_the_leaders_log_and_committed_on_every
     event = Event(ts=6 * SECOND, node=leader, dir="in", peer=None, channel="ingress", type="SessionMessageHeader",
                   fields={}, payload=payload)
     cluster.run(6 * SECOND)
-    cluster.nodes[leader].step(event, event.ts)
+    cluster.nodes[leader].step(input_of(event), event.ts)
     cluster._collect(leader)
     cluster.run(7 * SECOND)
     (append,) = cluster.of("LogAppend", leader, since_ns=6 * SECOND)
@@ -194,13 +195,13 @@ def test_a_restarted_follower_rejoins_by_catching_up_in_the_same_term():
     for k in range(3):  # the leader's log moves on while the follower is down
         t = 6 * SECOND + (k + 1) * 100 * MS
         cluster.run(t)
-        cluster.nodes[leader].step(Event(ts=t, node=leader, dir="in", peer=None, channel="ingress",
-                                         type="SessionMessageHeader", fields={}, payload=payload), t)
+        cluster.nodes[leader].step(input_of(Event(ts=t, node=leader, dir="in", peer=None, channel="ingress",
+                                         type="SessionMessageHeader", fields={}, payload=payload)), t)
         cluster._collect(leader)
     restart = Event(ts=7 * SECOND, node=follower, dir="local", peer=None, channel="local", type="MemberStart",
                     fields={"clusterMembers": members(3)})
     cluster.run(7 * SECOND)
-    cluster.nodes[follower].step(restart, restart.ts)
+    cluster.nodes[follower].step(input_of(restart), restart.ts)
     cluster._collect(follower)
     cluster.run(9 * SECOND)
     path = [f"{c.from_state}→{c.to_state}" for c in cluster.of("StateChange", follower, since_ns=7 * SECOND)]

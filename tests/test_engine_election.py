@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import MemberStart, ModelFlags, Node
+from engine import ModelFlags, Node
+from engine.harness.events import input_of, member_start_of
 from engine.model.election import ElectionState
 from formats.cluster_codecs import (
     AppendPosition,
@@ -49,19 +50,19 @@ class One:
                       fields={"clusterMembers": members(n), **fields})
         self.me = me
         self.random = FixedDraw(draw)
-        self.node = Node(me, MemberStart.from_event(start), random=self.random, flags=flags)
+        self.node = Node(me, member_start_of(start), random=self.random, flags=flags)
         self.outputs = self.node.take_outputs()
 
     def deliver(self, at_ms: float, sender: int, message: Any) -> list:
         event = message_event(message, ts=int(at_ms * MS), node=self.me, dir="in", peer=sender, channel="consensus")
-        self.node.step(event, event.ts)
+        self.node.step(input_of(event), event.ts)
         return self.take()
 
     def log_frame(self, at_ms: float, sender: int, message: Any, position: int) -> list:
         event = message_event(message, ts=int(at_ms * MS), node=self.me, dir="in", peer=sender, channel="log")
         event = Event(ts=event.ts, node=event.node, dir="in", peer=sender, channel="log", type=event.type,
                       fields=event.fields, extra={"logPosition": position})
-        self.node.step(event, event.ts)
+        self.node.step(input_of(event), event.ts)
         return self.take()
 
     def advance(self, to_ms: float) -> list:
@@ -569,7 +570,7 @@ def test_election_states_have_aerons_codes():
 def signal(one: One, at_ms: float, kind: str, position: int, recording_id: int = 0) -> list:
     event = Event(ts=int(at_ms * MS), node=one.me, dir="local", peer=None, channel="local", type="RecordingSignal",
                   fields={"recordingId": recording_id, "position": position, "signal": kind, "correlationId": 1})
-    one.node.step(event, event.ts)
+    one.node.step(input_of(event), event.ts)
     return one.take()
 
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from engine import JavaRandom, MemberStart, Node
+from engine import JavaRandom, Node
+from engine.harness.events import input_of, member_start_of
 from formats.errors import DecodeError
 from formats.events import Event, parse_jsonl
 from tests.test_engine_cluster import SECOND, Cluster, elected, members
@@ -38,22 +39,22 @@ def local(node: int, ts: int, kind: str, **fields) -> Event:
 )
 def test_a_malformed_member_start_is_a_decode_error_naming_the_field(fields, expected):
     with pytest.raises(DecodeError, match=expected):
-        MemberStart.from_event(start_event(**fields), source="x.jsonl", line=3)
+        member_start_of(start_event(**fields), source="x.jsonl", line=3)
 
 
 def test_a_member_start_error_names_the_file_and_line():
     with pytest.raises(DecodeError) as error:
-        MemberStart.from_event(start_event(), source="x.jsonl", line=3)
+        member_start_of(start_event(), source="x.jsonl", line=3)
     assert str(error.value).startswith("x.jsonl, line 3: MemberStart:")
 
 
 def test_a_member_that_is_not_in_the_cluster_members_is_refused():
     with pytest.raises(DecodeError, match="member 7 is not in clusterMembers"):
-        Node(7, MemberStart.from_event(start_event(clusterMembers=members(3))), random=JavaRandom(0))
+        Node(7, member_start_of(start_event(clusterMembers=members(3))), random=JavaRandom(0))
 
 
 def test_member_start_takes_the_inspect_node_state_shape_and_config_durations():
-    start = MemberStart.from_event(start_event(
+    start = member_start_of(start_event(
         clusterMembers=members(3),
         nodeState={"candidateTerm": {"candidateTermId": 4, "logPosition": 10, "timestamp": 9}},
         config={"aeron.cluster.election.timeout": "500ms"},
@@ -107,11 +108,11 @@ def test_inspect_gives_the_state_the_inspector_and_the_summary_need():
 def test_a_crashed_member_does_nothing_more_and_a_restart_keeps_its_files():
     one = One()
     one.deliver(10, 1, request_vote(1, 3))
-    one.node.step(local(0, 20 * MS, "MemberCrash"), 20 * MS)
+    one.node.step(input_of(local(0, 20 * MS, "MemberCrash")), 20 * MS)
     assert not one.node.is_running
     one.deliver(30, 1, canvass(1))
     assert one.advance(5_000) == []
-    one.node.step(local(0, 6 * SECOND, "MemberStart", clusterMembers=members(3)), 6 * SECOND)
+    one.node.step(input_of(local(0, 6 * SECOND, "MemberStart", clusterMembers=members(3))), 6 * SECOND)
     out = one.take()
     assert one.node.is_running and states(out) == ["INIT→CANVASS"]
     assert one.node.inspect()["nodeState"]["candidateTerm"]["candidateTermId"] == 3
@@ -119,7 +120,7 @@ def test_a_crashed_member_does_nothing_more_and_a_restart_keeps_its_files():
 
 def test_a_clean_stop_closes_the_consensus_module():
     one = One()
-    one.node.step(local(0, 10 * MS, "MemberStop"), 10 * MS)
+    one.node.step(input_of(local(0, 10 * MS, "MemberStop")), 10 * MS)
     assert [o.describe() for o in one.take()] == ["0 module ACTIVE → CLOSED"]
     assert not one.node.is_running
 
@@ -128,10 +129,10 @@ def test_a_follower_whose_log_image_ends_with_end_of_stream_starts_an_election_t
     cluster = elected()
     leader = cluster.leader()
     cluster.run(6 * SECOND)
-    cluster.nodes[leader].step(local(leader, 6 * SECOND, "MemberStop"), 6 * SECOND)
+    cluster.nodes[leader].step(input_of(local(leader, 6 * SECOND, "MemberStop")), 6 * SECOND)
     for follower in range(3):
         if follower != leader:
-            cluster.nodes[follower].step(local(follower, 6 * SECOND, "LogEndOfStream"), 6 * SECOND)
+            cluster.nodes[follower].step(input_of(local(follower, 6 * SECOND, "LogEndOfStream")), 6 * SECOND)
             cluster._collect(follower)
     cluster.run(8 * SECOND)
     reasons = {e.reason for e in cluster.of("ElectionStarted", since_ns=6 * SECOND)}
@@ -147,8 +148,8 @@ def test_a_stop_signal_for_the_log_recording_starts_an_election():
     follower = (cluster.leader() + 1) % 3
     cluster.run(6 * SECOND)
     recording_id = cluster.nodes[follower].inspect()["logRecordingId"]
-    cluster.nodes[follower].step(local(follower, 6 * SECOND, "RecordingSignal", recordingId=recording_id, position=96,
-                                       signal="STOP"), 6 * SECOND)
+    cluster.nodes[follower].step(input_of(local(follower, 6 * SECOND, "RecordingSignal", recordingId=recording_id, position=96,
+                                       signal="STOP")), 6 * SECOND)
     cluster._collect(follower)
     assert [e.reason for e in cluster.of("ElectionStarted", follower, since_ns=6 * SECOND)] == ["log recording stopped: eos=false"]
 
@@ -162,9 +163,9 @@ def test_events_from_json_lines_drive_a_node():
                                "protocolVersion": 65536}}),
     ]
     events = list(parse_jsonl(lines))
-    start = MemberStart.from_event(events[0])
+    start = member_start_of(events[0])
     node = Node(0, start, random=JavaRandom(start.seed))
-    node.step(events[1], events[1].ts)
+    node.step(input_of(events[1]), events[1].ts)
     assert node.inspect()["electionState"] == "FOLLOWER_BALLOT"
 
 
@@ -206,7 +207,7 @@ def test_a_follower_meeting_a_snapshot_action_in_the_log_records_the_snapshots_i
     request = ClusterActionRequest(leadership_term_id=0, log_position=96, timestamp=5_999, action=ClusterAction.SNAPSHOT, flags=0)
     event = Event(ts=6 * SECOND, node=follower, dir="in", peer=leader, channel="log", type="ClusterActionRequest",
                   fields=request.to_fields(), extra={"logPosition": 128})
-    cluster.nodes[follower].step(event, event.ts)
+    cluster.nodes[follower].step(input_of(event), event.ts)
     cluster.deliver(6 * SECOND + MS, leader, follower, CommitPosition(leadership_term_id=0, log_position=128, leader_member_id=leader))
     records = [o.describe() for o in cluster.outputs if o.node == follower and o.ts > 6 * SECOND and type(o).__name__ != "Send"]
     assert records == [

@@ -19,8 +19,9 @@ import pyarrow as pa
 import pytest
 
 from cli.app import run
+from engine.harness.events import input_of, member_start_of
 from engine.model.javarandom import JavaRandom
-from engine.model.node import MemberStart, Node
+from engine.model.node import Node
 from engine.replay import replay
 from formats.agent_log import AgentLogRecord, read_agent_log
 from formats.cluster_codecs import SessionMessageHeader, TimerEvent
@@ -108,7 +109,7 @@ def test_config_given_at_convert_is_in_every_members_start(converted):
 def _leader_of_one(evidence: bool) -> Node:
     start = Event(ts=SECOND, node=0, dir="local", peer=None, channel="local", type="MemberStart",
                   fields={"clusterMembers": "0,h:1,h:2,h:3,h:4,h:5"})
-    node = Node(0, MemberStart.from_event(start), random=JavaRandom(0))
+    node = Node(0, member_start_of(start), random=JavaRandom(0))
     if evidence:
         node.expect_log_evidence()
     node.advance(2 * SECOND)
@@ -121,19 +122,19 @@ def test_a_leader_with_log_evidence_appends_what_it_shows_and_nothing_for_ingres
     ingress = message_event(SessionMessageHeader(leadership_term_id=0, cluster_session_id=1, timestamp=0),
                             ts=2 * SECOND, node=0, dir="in", peer=None, channel="ingress")
     without = _leader_of_one(evidence=False)
-    without.step(ingress, 2 * SECOND)
+    without.step(input_of(ingress), 2 * SECOND)
     assert [o.to_json()["position"] for o in without.take_outputs()] == [160]
 
     node = _leader_of_one(evidence=True)
-    node.step(ingress, 2 * SECOND)
+    node.step(input_of(ingress), 2 * SECOND)
     assert node.take_outputs() == [] and node.inspect()["appendPosition"] == 96
     timer = message_event(TimerEvent(leadership_term_id=0, correlation_id=7, timestamp=2001),
                           ts=2 * SECOND + 1_000_000, node=0, dir="out", peer=None, channel="log")
-    node.step(dataclasses.replace(timer, extra={"logPosition": 160}), timer.ts)
+    node.step(input_of(dataclasses.replace(timer, extra={"logPosition": 160})), timer.ts)
     appends = [o.to_json() for o in node.take_outputs() if o.to_json()["kind"] == "logAppend"]
     assert [(a["type"], a["position"]) for a in appends] == [("TimerEvent", 160)]
     # Evidence of what the log already holds (the election's own NewLeadershipTermEvent) is not appended again.
-    node.step(dataclasses.replace(timer, ts=timer.ts + 1_000_000, extra={"logPosition": 96}), timer.ts + 1_000_000)
+    node.step(input_of(dataclasses.replace(timer, ts=timer.ts + 1_000_000, extra={"logPosition": 96})), timer.ts + 1_000_000)
     assert node.inspect()["appendPosition"] == 160 and node.inspect()["commitPosition"] == 160
 
 
@@ -167,5 +168,5 @@ def test_config_sets_every_member_start_of_a_jsonl_capture_over_its_own(tmp_path
     out = tmp_path / "c.arrow"
     assert run(["convert", str(source), "-o", str(out), "--config", "aeron.cluster.election.timeout=500ms"]) == 0
     converted, _ = read_events(pa.memory_map(str(out)))
-    configs = [MemberStart.from_event(e).config for e in converted if e.type == "MemberStart"]
+    configs = [member_start_of(e).config for e in converted if e.type == "MemberStart"]
     assert [(c.election_timeout_ns, c.service_count) for c in configs] == [(500_000_000, 2)] * 2

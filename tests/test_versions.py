@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from cli.app import run
-from engine import MemberStart, ModelFlags, Node
+from engine import ModelFlags, Node
 from engine.cluster_replay import cluster_replay
+from engine.harness.events import input_of, member_start_of
 from engine.model.flags import FLAG_BY_NAME, FLAGS
 from engine.versions import (
     BASELINE,
@@ -88,7 +89,7 @@ class One:
         start = Event(ts=0, node=me, dir="local", peer=None, channel="local", type="MemberStart",
                       fields={"clusterMembers": members(n), **fields})
         self.me = me
-        self.node = Node(me, MemberStart.from_event(start), random=FixedDraw(draw), flags=flags)
+        self.node = Node(me, member_start_of(start), random=FixedDraw(draw), flags=flags)
         self.records = [o.to_json() for o in self.node.take_outputs()]
 
     def deliver(self, at_ms: float, sender: int, message: Any) -> list[dict[str, Any]]:
@@ -100,7 +101,7 @@ class One:
                                fields=fields))
 
     def step(self, event: Event) -> list[dict[str, Any]]:
-        self.node.step(event, event.ts)
+        self.node.step(input_of(event), event.ts)
         return self.take()
 
     def advance(self, to_ms: float) -> list[dict[str, Any]]:

@@ -1,9 +1,10 @@
-"""`Node`: the sans-I/O driving API around one member's consensus module (engine-api.md).
+"""`Node`: the sans-I/O driving API around one member's consensus module.
 
-    node = Node(member_id, MemberStart.from_event(event), random=JavaRandom(seed))
-    node.step(event, now_ns)     # an inbound message or a local input, at now_ns
+    node = Node(member_id, start, random=JavaRandom(seed))   # start: an engine.model.inputs.MemberStart
+    node.step(item, now_ns)      # one typed input (engine.model.inputs) at now_ns
     node.advance(now_ns)         # let time pass up to and including now_ns
-    node.take_outputs()          # what the member did since the last call, in order
+    node.take_outputs()          # a `Ready`: what the member did since the last call, in order
+    node.view()                  # a frozen `MemberView` of its state now
 
 Time.  Aeron's cluster clock is a millisecond clock: the engine truncates every ``now_ns`` to whole
 milliseconds for the consensus module (`clusterClock.time()` = ms, nowNs = ms × 1 000 000), and
@@ -27,170 +28,46 @@ Choices the model has to make because real timing is unknowable (each documented
 * the log publication's session id is ``memberId × 1000 + n`` (n-th publication of this process);
 * a new log recording gets the next recording id after those in recording.log.
 
-Local inputs: ``MemberStart`` (start, or restart after a stop/crash, keeping recording.log,
-node-state.dat and the log recording unless the event gives them), ``MemberStop`` (clean stop),
-``MemberCrash`` (nothing more is sent or written), ``End``, and the evidence events
-``RecordingSignal`` and ``LogEndOfStream``.  ``in`` events on channel ``consensus`` are consensus
-messages; on ``log``, log frames (with an optional top-level ``logPosition``, the position after the
-frame); on ``ingress``, client messages the leader appends to its log.  ``out`` events on channel
-``log`` are evidence of the member's own appends as leader (`ConsensusModuleAgent.on_log_append`);
-after `expect_log_evidence()` the leader appends only what they show (timers, session closes and
-cluster actions included) and nothing for ingress.  Anything else is ignored.
+Inputs (engine.model.inputs): ``MemberStart`` (start, or restart after a stop/crash, keeping
+recording.log, node-state.dat and the log recording unless it gives them), ``MemberStop`` (clean
+stop), ``MemberCrash`` (nothing more is sent or written), ``End``, the evidence ``RecordingSignal``
+and ``LogEndOfStream``, and the messages: ``ConsensusMessage``, ``LogFrame`` (with the position after
+the frame when known), ``IngressMessage`` (client messages the leader appends to its log), and
+``OwnLogAppend`` (evidence of the member's own appends as leader, `ConsensusModuleAgent.on_log_append`;
+after `expect_log_evidence()` the leader appends only what they show — timers, session closes and
+cluster actions included — and nothing for ingress).  Anything else is a `TypeError`: a caller's bug.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from engine.model.agent import ConsensusModuleAgent, ModuleState
 from engine.model.config import Config
 from engine.model.flags import ModelFlags
-from engine.model.members import ClusterMember, parse_cluster_members
+from engine.model.inputs import (
+    ConsensusMessage,
+    End,
+    IngressMessage,
+    Input,
+    LogEndOfStream,
+    LogFrame,
+    MemberCrash,
+    MemberStart,
+    MemberStop,
+    OwnLogAppend,
+    RecordingSignal,
+)
 from engine.model.sim_parts import LogStore
-from formats.cluster_codecs_ext import message_of
 from formats.errors import DecodeError
 from formats.node_state import NodeStateFile
-from formats.recording_log import RecordingLog, entry_from_json
+from formats.recording_log import RecordingLog
 
 MS = 1_000_000
 MAX_CYCLES_PER_TICK = 64
 _NULL = -1
-
-
-@dataclass(frozen=True, slots=True)
-class MemberStart:
-    """A member's start: its configuration and on-disk state (contract §1, the MemberStart event).
-
-    ``recording_log``, ``node_state`` and ``append_position`` are None when the event does not give
-    them: a first start then uses the defaults (empty, candidateTermId −1, the last term's position)
-    and a restart keeps what the member had.
-    """
-
-    ts: int
-    cluster_members: str
-    appointed_leader_id: int = -1
-    recording_log: tuple[Any, ...] | None = None
-    node_state: tuple[int, int, int] | None = None  # (candidateTermId, logPosition, timestamp)
-    append_position: int | None = None
-    config: Config = Config()
-    seed: int | None = None
-    #: How long the driver took to answer each log publication this start adds (the agent log's
-    #: CMD_IN_ADD_EXCLUSIVE_PUBLICATION of the log channel to its READY): the consensus module waits
-    #: that long, doing nothing else, each time it becomes leader.  Empty: no wait.
-    log_publication_waits_ns: tuple[int, ...] = ()
-    #: How long the driver took from each log subscription this start adds to the leader's image
-    #: (CMD_IN_ADD_SUBSCRIPTION ``alias=log-cm`` to CMD_OUT_AVAILABLE_IMAGE): FOLLOWER_LOG_AWAIT waits for it.
-    log_image_waits_ns: tuple[int, ...] = ()
-    #: How long each snapshot this start takes lasted (the agent log's STATE_CHANGE into SNAPSHOT to the
-    #: next out of it): a follower stays in SNAPSHOT, its log not polled, that long.  Empty: at once.
-    snapshot_durations_ns: tuple[int, ...] = ()
-    #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
-    #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
-    shutdown_snapshot: int | None = None
-
-    @classmethod
-    def from_event(cls, event: Any, *, source: str | None = None, line: int | None = None) -> MemberStart:
-        """From a ``MemberStart`` event; a missing or malformed field is a `DecodeError`."""
-
-        def fail(expected: str) -> DecodeError:
-            return DecodeError(f"MemberStart: {expected}", source=source, offset=line, unit="line")
-
-        fields = event.fields if isinstance(event.fields, Mapping) else {}
-        members_text = fields.get("clusterMembers")
-        if not isinstance(members_text, str) or not members_text:
-            raise fail("'clusterMembers' must be Aeron's members string (id,ingress,consensus,log,catchup,archive|...)")
-        try:
-            members = parse_cluster_members(members_text)
-        except ValueError as error:
-            raise fail(f"'clusterMembers': {error}") from None
-        ids = [m.id for m in members]
-        if len(set(ids)) != len(ids):
-            raise fail(f"'clusterMembers' has a duplicate member id ({members_text})")
-
-        appointed = fields.get("appointedLeaderId", -1)
-        if appointed is None:
-            appointed = -1
-        if not _is_int(appointed):
-            raise fail(f"'appointedLeaderId' must be an integer, got {appointed!r}")
-
-        recording_log = None
-        if "recordingLog" in fields and fields["recordingLog"] is not None:
-            raw = fields["recordingLog"]
-            if not isinstance(raw, list):
-                raise fail("'recordingLog' must be a list of entries")
-            entries = []
-            for index, document in enumerate(raw):
-                try:
-                    entries.append(entry_from_json(document, entry_index=index, source=source))
-                except DecodeError as error:
-                    raise fail(f"'recordingLog'[{index}]: {error.expected}") from None
-            try:
-                RecordingLog.from_entries(entries)
-            except DecodeError as error:
-                raise fail(f"'recordingLog': {error.expected}") from None
-            recording_log = tuple(entries)
-
-        node_state = None
-        if "nodeState" in fields and fields["nodeState"] is not None:
-            raw = fields["nodeState"]
-            if not isinstance(raw, Mapping):
-                raise fail("'nodeState' must be an object {candidateTermId, logPosition, timestamp}")
-            if "candidateTerm" in raw and isinstance(raw["candidateTerm"], Mapping):
-                raw = raw["candidateTerm"]  # the `inspect node-state --json` shape
-            values = []
-            for key in ("candidateTermId", "logPosition", "timestamp"):
-                value = raw.get(key, -1)
-                if not _is_int(value):
-                    raise fail(f"'nodeState.{key}' must be an integer, got {value!r}")
-                values.append(value)
-            node_state = (values[0], values[1], values[2])
-
-        append_position = fields.get("appendPosition")
-        if append_position is not None and (not _is_int(append_position) or append_position < 0):
-            raise fail(f"'appendPosition' must be a non-negative integer, got {append_position!r}")
-
-        properties = fields.get("config")
-        if properties is not None and not isinstance(properties, Mapping):
-            raise fail("'config' must be an object of Aeron properties")
-        try:
-            config = Config.from_properties(properties)
-        except ValueError as error:
-            raise fail(f"'config': {error}") from None
-
-        seed = fields.get("seed")
-        if seed is not None and not _is_int(seed):
-            raise fail(f"'seed' must be an integer, got {seed!r}")
-
-        waits = {}
-        for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs"):
-            values = fields.get(key) or []
-            if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
-                raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
-            waits[key] = tuple(values)
-        shutdown = fields.get("shutdownSnapshot")
-        if shutdown is not None and not (_is_int(shutdown) and shutdown >= 0):
-            raise fail(f"'shutdownSnapshot' must be a non-negative integer, got {shutdown!r}")
-
-        return cls(
-            ts=event.ts,
-            cluster_members=members_text,
-            appointed_leader_id=appointed,
-            recording_log=recording_log,
-            node_state=node_state,
-            append_position=append_position,
-            config=config,
-            seed=seed,
-            log_publication_waits_ns=waits["logPublicationWaitsNs"],
-            log_image_waits_ns=waits["logImageWaitsNs"],
-            snapshot_durations_ns=waits["snapshotDurationsNs"],
-            shutdown_snapshot=shutdown,
-        )
-
-    def members(self) -> list[ClusterMember]:
-        return parse_cluster_members(self.cluster_members)
 
 
 class Node:
@@ -234,72 +111,52 @@ class Node:
 
     # -- the driving API ----------------------------------------------------------------------------------
 
-    def step(self, event: Any, now_ns: int) -> None:
+    def step(self, item: Input, now_ns: int) -> None:
         """Handle one input at ``now_ns`` (after letting time pass up to it)."""
         now_ns = max(now_ns, self._now_ns)
-        kind = event.type
+        kind = type(item)
         if not self.is_running:
             self._now_ns = now_ns
-            if kind == "MemberStart" and event.dir == "local":
-                self._restart(MemberStart.from_event(event), now_ns)
+            if kind is MemberStart:
+                self._restart(item, now_ns)
             return
         self.advance(now_ns)
         agent = self.agent
-        direction = event.dir
-        if direction == "in":
-            channel = event.channel
-            if channel == "consensus":
-                # NewLeadershipTerm of schema v15 (Aeron 1.50.0) keeps its commitPosition.
-                message = message_of(event)
-                self._tick(now_ns, message, event.peer)
-            elif channel == "log":
-                message = event.message()
-                log_position = (event.extra or {}).get("logPosition")
-                length = len(event.payload) if event.payload is not None else None
-                agent.set_time(now_ns, now_ns)
-                agent.on_log_frame(message, log_position if _is_int(log_position) else None, length)
-                self._tick(now_ns)
-            elif channel == "ingress":
-                message = event.message()
-                agent.set_time(now_ns, now_ns)
-                agent.on_ingress(message, len(event.payload) if event.payload is not None else None)
-                self._tick(now_ns)
-        elif direction == "out":
-            if event.channel == "log":
-                log_position = (event.extra or {}).get("logPosition")
-                agent.set_time(now_ns, now_ns)
-                agent.on_log_append(
-                    event.message(),
-                    log_position if _is_int(log_position) else None,
-                    len(event.payload) if event.payload is not None else None,
-                )
-                self._tick(now_ns)
-        elif direction == "local":
-            if kind == "MemberCrash":
-                self.is_running = False
-            elif kind == "MemberStop":
-                agent.set_time(now_ns, now_ns)
-                agent.set_state(ModuleState.CLOSED)
-                self._collect()
-                self.is_running = False
-            elif kind == "MemberStart":
-                # A start without a recorded stop: the previous process is gone.
-                self.is_running = False
-                self._restart(MemberStart.from_event(event), now_ns)
-            elif kind == "RecordingSignal":
-                fields = event.fields
-                agent.set_time(now_ns, now_ns)
-                agent.on_recording_signal(
-                    _int_or(fields.get("correlationId"), _NULL),
-                    _int_or(fields.get("recordingId"), _NULL),
-                    _int_or(fields.get("position"), _NULL),
-                    str(fields.get("signal", "")),
-                )
-                self._tick(now_ns)
-            elif kind == "LogEndOfStream":
-                agent.set_time(now_ns, now_ns)
-                agent.on_log_end_of_stream()
-                self._tick(now_ns)
+        if kind is ConsensusMessage:
+            self._tick(now_ns, item.message, item.peer)
+        elif kind is LogFrame:
+            agent.set_time(now_ns, now_ns)
+            agent.on_log_frame(item.message, item.log_position, item.length)
+            self._tick(now_ns)
+        elif kind is IngressMessage:
+            agent.set_time(now_ns, now_ns)
+            agent.on_ingress(item.message, item.length)
+            self._tick(now_ns)
+        elif kind is OwnLogAppend:
+            agent.set_time(now_ns, now_ns)
+            agent.on_log_append(item.message, item.log_position, item.length)
+            self._tick(now_ns)
+        elif kind is MemberCrash:
+            self.is_running = False
+        elif kind is MemberStop:
+            agent.set_time(now_ns, now_ns)
+            agent.set_state(ModuleState.CLOSED)
+            self._collect()
+            self.is_running = False
+        elif kind is MemberStart:
+            # A start without a recorded stop: the previous process is gone.
+            self.is_running = False
+            self._restart(item, now_ns)
+        elif kind is RecordingSignal:
+            agent.set_time(now_ns, now_ns)
+            agent.on_recording_signal(item.correlation_id, item.recording_id, item.position, item.signal)
+            self._tick(now_ns)
+        elif kind is LogEndOfStream:
+            agent.set_time(now_ns, now_ns)
+            agent.on_log_end_of_stream()
+            self._tick(now_ns)
+        elif kind is not End:
+            raise TypeError(f"Node.step takes an engine.model.inputs value, got {kind.__name__}")
 
     def expect_log_evidence(self) -> None:
         """The inputs will include this member's own log appends (``out`` events on channel ``log``):
@@ -470,17 +327,7 @@ class Node:
             self.is_running = False
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int_or(value: Any, default: int) -> int:
-    return value if _is_int(value) else default
-
-
 def _with_appointed(config: Config, appointed_leader_id: int) -> Config:
-    from dataclasses import replace
-
     return replace(config, appointed_leader_id=appointed_leader_id)
 
 

@@ -52,9 +52,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.harness.events import input_of, member_start_of
 from engine.model.javarandom import JavaRandom
 from engine.model.members import parse_cluster_members
-from engine.model.node import MemberStart, Node
+from engine.model.node import Node
 from engine.model.outputs import (
     ElectionStarted,
     LogAppend,
@@ -271,7 +272,7 @@ class Simulation:
             self._record(Event(ts=self.end_ns, node=member_id, dir="local", peer=None, channel="local", type="End"))
             member = self.members[member_id]
             if member.running and member.node is not None:
-                member.node.step(self.events[-1], self.end_ns)
+                member.node.step(input_of(self.events[-1]), self.end_ns)
                 self._act(member, member.node.take_outputs())
         if self._on_progress is not None:
             self._on_progress(self.end_ns - self.start_ns, self.end_ns - self.start_ns)
@@ -366,10 +367,10 @@ class Simulation:
                                    type="MemberStart", fields=fields))
         member.agent_lines.append(format_log_started(self._nano_time(member, now), now // 1_000_000))
         if member.node is None:
-            member.node = Node(member.member_id, MemberStart.from_event(event), random=JavaRandom(member.seed))
+            member.node = Node(member.member_id, member_start_of(event), random=JavaRandom(member.seed))
         else:
             member.node.random = JavaRandom(member.seed)
-            member.node.step(event, now)
+            member.node.step(input_of(event), now)
         self._act(member, member.node.take_outputs())
 
     def _crash(self, member: _Member) -> None:
@@ -378,7 +379,7 @@ class Simulation:
         now = self.scheduler.now_ns
         event = self._record(Event(ts=now, node=member.member_id, dir="local", peer=None, channel="local",
                                    type="MemberCrash"))
-        member.node.step(event, now)
+        member.node.step(input_of(event), now)
         member.node.take_outputs()  # a killed process does nothing more
         self._down(member)
         self.transport.crash(member.member_id)
@@ -389,7 +390,7 @@ class Simulation:
         now = self.scheduler.now_ns
         event = self._record(Event(ts=now, node=member.member_id, dir="local", peer=None, channel="local",
                                    type="MemberStop"))
-        member.node.step(event, now)
+        member.node.step(input_of(event), now)
         self._act(member, member.node.take_outputs())
         self._down(member)
         self.transport.stop(member.member_id, now)
@@ -451,7 +452,7 @@ class Simulation:
         if channel == "consensus":
             self._agent_message_line(member, now, message)
         node = member.node
-        node.step(event, now)
+        node.step(input_of(event), now)
         outputs = node.take_outputs()
         if channel == "ingress":
             self._remember_ingress_payload(member, message, delivery.payload, outputs)
@@ -467,7 +468,7 @@ class Simulation:
             ts=now, node=member.member_id, dir="local", peer=None, channel="local", type="LogEndOfStream",
             fields={"logSessionId": image.session_id, "logPosition": image.last_message_end},
         ))
-        member.node.step(event, now)
+        member.node.step(input_of(event), now)
         self._act(member, member.node.take_outputs())
 
     def _on_sent(self, now: int, publication: Publication, tag: object) -> None:

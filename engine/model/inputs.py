@@ -1,0 +1,132 @@
+"""What a member is fed: typed inputs, one frozen value per kind (`Node.step(input, now_ns)`).
+
+Messages come as the decoded SBE values of `formats.cluster_codecs`; local events as the values
+below.  A capture row becomes one of these at the harness's edge (`engine.harness.events`), never
+inside the model, so the model never looks at a channel name, a direction or an ``extra`` dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.model.config import Config
+from engine.model.members import ClusterMember, parse_cluster_members
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsensusMessage:
+    """A consensus message from ``peer`` (None: a sender the capture could not name)."""
+
+    message: Any
+    peer: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogFrame:
+    """A log frame received (live log or catch-up replay); ``log_position`` is the position after it
+    when the capture knows it, ``length`` the SBE message's length in bytes."""
+
+    message: Any
+    log_position: int | None = None
+    length: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngressMessage:
+    """A client message that reached this member's ingress."""
+
+    message: Any
+    length: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnLogAppend:
+    """Evidence: the capture shows this member, as leader, sending ``message`` on its log publication
+    (`ConsensusModuleAgent.on_log_append`)."""
+
+    message: Any
+    log_position: int | None = None
+    length: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordingSignal:
+    """Evidence: the archive signalled a recording's progress (Aeron's RecordingSignalEvent)."""
+
+    correlation_id: int = -1
+    recording_id: int = -1
+    position: int = -1
+    signal: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogEndOfStream:
+    """The log image this member follows saw end of stream (its leader closed the publication)."""
+
+    log_session_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberStop:
+    """A clean stop (SIGTERM): the agent closes."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberCrash:
+    """kill -9: nothing more is sent or written."""
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """The evidence ends here: time passes up to it and nothing more is fed."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberStart:
+    """A member's start: its configuration and on-disk state (contract §1, the MemberStart event).
+
+    ``recording_log``, ``node_state`` and ``append_position`` are None when the start does not give
+    them: a first start then uses the defaults (empty, candidateTermId −1, the last term's position)
+    and a restart keeps what the member had.
+    """
+
+    ts: int
+    cluster_members: str
+    appointed_leader_id: int = -1
+    recording_log: tuple[Any, ...] | None = None
+    node_state: tuple[int, int, int] | None = None  # (candidateTermId, logPosition, timestamp)
+    append_position: int | None = None
+    config: Config = Config()
+    seed: int | None = None
+    #: How long the driver took to answer each log publication this start adds (the agent log's
+    #: CMD_IN_ADD_EXCLUSIVE_PUBLICATION of the log channel to its READY): the consensus module waits
+    #: that long, doing nothing else, each time it becomes leader.  Empty: no wait.
+    log_publication_waits_ns: tuple[int, ...] = ()
+    #: How long the driver took from each log subscription this start adds to the leader's image
+    #: (CMD_IN_ADD_SUBSCRIPTION ``alias=log-cm`` to CMD_OUT_AVAILABLE_IMAGE): FOLLOWER_LOG_AWAIT waits for it.
+    log_image_waits_ns: tuple[int, ...] = ()
+    #: How long each snapshot this start takes lasted (the agent log's STATE_CHANGE into SNAPSHOT to the
+    #: next out of it): a follower stays in SNAPSHOT, its log not polled, that long.  Empty: at once.
+    snapshot_durations_ns: tuple[int, ...] = ()
+    #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
+    #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
+    shutdown_snapshot: int | None = None
+
+    def members(self) -> list[ClusterMember]:
+        return parse_cluster_members(self.cluster_members)
+
+
+#: Everything `Node.step` takes.
+Input = (
+    ConsensusMessage
+    | LogFrame
+    | IngressMessage
+    | OwnLogAppend
+    | RecordingSignal
+    | LogEndOfStream
+    | MemberStart
+    | MemberStop
+    | MemberCrash
+    | End
+)
