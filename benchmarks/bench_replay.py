@@ -95,7 +95,7 @@ def election(duration_ns: int = 300 * MS) -> tuple[list[Event], int]:
             events.append(event)
             nodes[event.node].step(input_of(event), event.ts)
             collect(event.node)
-    states = {n: nodes[n].inspect() for n in nodes}
+    states = {n: nodes[n].view().to_json() for n in nodes}
     assert all(s["electionState"] == "CLOSED" for s in states.values()), states
     assert states[1]["role"] == "LEADER" and states[1]["appendPosition"] == 96, states[1]
     return events, session_id

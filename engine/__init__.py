@@ -1,20 +1,27 @@
-"""The engine: a deterministic, single-threaded model of an Aeron 1.47.3 cluster member.
+"""The engine: a deterministic, single-threaded model of Aeron 1.47.3 cluster members, and the one
+driver that runs them.
 
-What it holds.  `Node` (engine.model.node) is the driving API, sans I/O in the manner of etcd's RawNode
-and h11: feed it an input with its time (`step`), let time pass (`advance`), take what it produced
-(`take_outputs`: sends, election state and role changes, node-state.dat and recording.log writes,
-log appends — engine.model.outputs).  Inside, `ConsensusModuleAgent` (engine.model.agent) runs Aeron's duty
-cycle and owns an `Election` (engine.model.election: all 18 states of `io.aeron.cluster.Election`) while
-one is running; `engine.model.members` has `ClusterMember` and Aeron's quorum helpers; the media driver,
-archive and clustered service are simulated in engine.model.sim_parts.  `engine.replay`, `engine.trace`
-and `engine.invariants` re-run recorded members and check them; `engine.scenario` runs the
-datadriven scenario files (tests/testdata) and `recount export-scenario`'s output.
+Two folders and what stands on them:
+
+* `engine.model` — one member, as a value: `Node` (etcd raft's RawNode, h11's Connection) fed typed
+  inputs (`engine.model.inputs`) with their time, giving a `Ready` of typed outputs
+  (`engine.model.outputs`: sends, state and role changes, node-state.dat and recording.log writes,
+  log appends, nomination draws) and a frozen `MemberView`.  Inside: Aeron's ConsensusModuleAgent
+  and Election, the cluster-member table, config, behaviour flags per release, the simulated driver,
+  archive and service, Aeron's exceptions.
+* `engine.harness` — the one cluster driver: a virtual clock, the members on it, the router between
+  them, checkpoints, the nomination sources, and the edge from capture rows to typed inputs.
+* on top of both: node replay and its comparison with a recording (`engine.replay`), cluster replay
+  (`engine.cluster_replay`), the datadriven scenario runner (`engine.scenario`), the trace format
+  (`engine.trace`), the Raft safety checks (`engine.invariants`), and the models by Aeron version and
+  the user-model plug-in loader (`engine.versions`).
 
 What it may import: only `formats` (message types, recording.log and node-state.dat models).
 
 Invariants.  No wall clock: time is an input.  No randomness but the injected `RandomSource`
-(`JavaRandom`, bit-exact `java.util.Random`, or a replay's oracle).  No threads.  Outputs never
-depend on set or dict hash order.  The same inputs give the same outputs, byte for byte.
+(`JavaRandom`, bit-exact `java.util.Random`, or a replay's oracle), and every draw is an output.  No
+threads.  Outputs never depend on set or dict hash order.  The same inputs give the same outputs,
+byte for byte.
 """
 
 from importlib import import_module
@@ -43,9 +50,9 @@ if TYPE_CHECKING:
     from engine.model.config import Config
     from engine.model.election import Election, ElectionState
     from engine.model.flags import ModelFlags
+    from engine.model.inputs import MemberStart
     from engine.model.javarandom import JavaRandom, RandomSource
     from engine.model.members import ClusterMember, parse_cluster_members
-    from engine.model.inputs import MemberStart
     from engine.model.node import Node
     from engine.model.outputs import (
         Divergence,

@@ -46,27 +46,28 @@ compares two runs).  Pure: no I/O, no clock, no threads; equal inputs give equal
 
 from __future__ import annotations
 
-import heapq
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from engine.harness.clock import Clock
+from engine.harness.driver import ClusterDriver
 from engine.harness.events import input_of, member_start_of
+from engine.harness.nomination import NodeClock, RecordedOrLate, SeededNomination, member_seed
+from engine.harness.router import LinkRouter
 from engine.invariants import InvariantChecker
-from engine.model.outputs import Send
-from engine.replay import NOMINATION_SOURCES, SUMMARY_KEYS, SeededNomination, member_seed
+from engine.model.inputs import ConsensusMessage, Input, LogEndOfStream
+from engine.model.outputs import Ready, Send
+from engine.replay import NOMINATION_SOURCES, SUMMARY_KEYS, state_fields
 from engine.trace import TraceHasher, canonical, summary_record
 from engine.versions import Model, model_for
+from formats.cluster_codecs import CommitPosition
 from formats.errors import DecodeError
 from formats.events import Event
 
 MS = 1_000_000
-DEFAULT_LINK_DELAY_NS = MS
 #: External inputs fed to a member as they were recorded.
 MEMBER_INPUTS = frozenset({"MemberStart", "MemberStop", "MemberCrash", "End"})
-
-_INPUT, _DELIVER = 0, 1
 
 
 # -- link delays ---------------------------------------------------------------------------------------------
@@ -106,70 +107,6 @@ def _lower_median(values: list[int]) -> int:
     return ordered[(len(ordered) - 1) // 2]
 
 
-class Network:
-    """Who can reach whom, and how long it takes: the recorded faults, applied as they happen."""
-
-    def __init__(self, delays: Mapping[tuple[int, int], int]) -> None:
-        self.delays = dict(delays)
-        overall = sorted(self.delays.values())
-        self.default_ns = overall[(len(overall) - 1) // 2] if overall else DEFAULT_LINK_DELAY_NS
-        self.cuts: list[tuple[str, frozenset[tuple[int, int]]]] = []
-
-    def delay(self, source: int, target: int) -> int:
-        return self.delays.get((source, target), self.default_ns)
-
-    def is_cut(self, source: int, target: int) -> bool:
-        return any((source, target) in pairs for _, pairs in self.cuts)
-
-    def apply(self, fields: Mapping[str, Any], members: Sequence[int]) -> None:
-        """One ``NetworkFault`` observation (the simulator's fields)."""
-        kind = fields.get("fault")
-        if kind == "partition":
-            groups = [tuple(int(m) for m in g) for g in fields.get("groups") or []]
-            pairs = {(a, b) for i, g in enumerate(groups) for j, h in enumerate(groups) if i != j for a in g for b in h}
-            name = "partition " + " | ".join(",".join(str(m) for m in g) for g in groups)
-            self._cut(name, pairs)
-        elif kind == "isolate":
-            member = int(fields["member"])
-            pairs = {(member, o) for o in members if o != member} | {(o, member) for o in members if o != member}
-            self._cut(f"isolate {member}", pairs)
-        elif kind == "oneway":
-            source, target = int(fields["from"]), int(fields["to"])
-            self._cut(f"oneway {source}->{target}", {(source, target)})
-        elif kind == "heal":
-            healed = fields.get("healed")
-            if isinstance(healed, list):
-                names = set(healed)
-                self.cuts = [c for c in self.cuts if c[0] not in names]
-            else:
-                self.cuts = []
-        elif kind == "link":
-            latency = fields.get("latency")
-            if isinstance(latency, int) and not isinstance(latency, bool):
-                source, target = fields.get("from"), fields.get("to")
-                if isinstance(source, int) and isinstance(target, int):
-                    self.delays[(source, target)] = latency
-                else:
-                    self.default_ns = latency
-                    for link in self.delays:
-                        self.delays[link] = latency
-
-    def _cut(self, name: str, pairs: set[tuple[int, int]]) -> None:
-        self.cuts.append((name, frozenset(pairs)))
-
-
-# -- the replay ----------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Member:
-    node: Any
-    random: Any
-    source: str
-    draws_seen: int = 0
-    ended: bool = False
-
-
 def _is_fault_duplicate(event: Event, seen: set[tuple[int, str]]) -> bool:
     # The simulator records one NetworkFault per affected member; the fault is one.
     key = (event.ts, json.dumps(dict(event.fields), sort_keys=True, default=str))
@@ -207,16 +144,14 @@ class ClusterReplay:
         last = max((e.ts for e in events), default=0)
         self.end_ns = until if until is not None else last
         self.member_ids = sorted({e.node for e in events if e.type == "MemberStart" and e.dir == "local"})
-        self.network = Network(infer_link_delays(events))
         self.nominations = self._recorded_nominations()
-        self.members: dict[int, _Member] = {}
+        self.driver = ClusterDriver(self.model, on_ready=self._on_ready, clock=Clock(min((e.ts for e in events), default=0)))
+        self.router = LinkRouter(self._arrive, self.member_ids, delays=infer_link_delays(events))
         self.seeds: dict[int, int] = {}
         self.sources: dict[int, str] = {}
         self.invariants = InvariantChecker()
         self.hasher = TraceHasher()
-        self.queue: list[tuple[int, int, int, Any]] = []
-        self.sequence = 0
-        self.now = min((e.ts for e in events), default=0)
+        self._out: list[dict[str, Any]] = []
 
     # -- setup -------------------------------------------------------------------------------------------
 
@@ -231,222 +166,130 @@ class ClusterReplay:
 
     def _schedule_inputs(self) -> None:
         seen_faults: set[tuple[int, str]] = set()
+        clock = self.driver.clock
         for i in self.ordered:
             event = self.events[i]
             if event.ts > self.end_ns:
                 break
             if event.dir == "local" and event.type in MEMBER_INPUTS:
-                self._push(event.ts, _INPUT, (event, self.refs[i]))
+                clock.at(event.ts, self._input, event, self.refs[i])
             elif event.dir == "local" and event.type == "NetworkFault":
                 if not _is_fault_duplicate(event, seen_faults):
-                    self._push(event.ts, _INPUT, (event, self.refs[i]))
+                    clock.at(event.ts, self._input, event, self.refs[i])
             elif event.dir == "in" and event.channel == "ingress":
-                self._push(event.ts, _DELIVER, event)
-
-    def _push(self, ts: int, kind: int, item: Any) -> None:
-        self.sequence += 1
-        heapq.heappush(self.queue, (ts, self.sequence, kind, item))
+                item = input_of(event)
+                if item is not None:
+                    clock.at(event.ts, self._deliver, event.node, item)
 
     # -- the loop -------------------------------------------------------------------------------------------
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every trace record, the summary last."""
         self._schedule_inputs()
+        clock = self.driver.clock
         while True:
-            wake = self._next_wakeup()
-            due = self.queue[0][0] if self.queue else None
-            candidates = [t for t in (wake, due) if t is not None]
-            if not candidates:
+            due = clock.next_time()
+            if due is None or due > self.end_ns:
                 break
-            now = min(candidates)
-            if now > self.end_ns:
-                break
-            self.now = max(self.now, now)
-            out: list[dict[str, Any]] = []
-            self._advance_all(self.now, out)
-            while self.queue and self.queue[0][0] <= self.now:
-                _, _, kind, item = heapq.heappop(self.queue)
-                if kind == _INPUT:
-                    self._input(*item, out=out)
-                else:
-                    self._deliver(item, out)
-            yield from self._emit(out)
-        out = []
-        self.now = max(self.now, self.end_ns)
-        self._advance_all(self.end_ns, out)
-        yield from self._emit(out)
+            clock.run_until(due)
+            yield from self._emit(self._out)
+            self._out = []
+        self.driver.advance_all(max(clock.now_ns, self.end_ns))
+        yield from self._emit(self._out)
+        self._out = []
         yield self._summary()
 
-    def _next_wakeup(self) -> int | None:
-        best = None
-        for member in self.members.values():
-            if member.ended or not member.node.is_running:
-                continue
-            tick = member.node.next_wakeup_ns()
-            if tick is not None and (best is None or tick < best):
-                best = tick
-        return best
-
-    def _advance_all(self, now: int, out: list) -> None:
-        for node_id in sorted(self.members):
-            member = self.members[node_id]
-            if member.ended or not member.node.is_running:
-                continue
-            member.node.advance(now)
-            self._collect(node_id, out)
-
-    def _input(self, event: Event, ref: Any, *, out: list) -> None:
+    def _input(self, event: Event, ref: Any) -> None:
         node_id = event.node
         kind = event.type
+        out = self._out
         if kind == "NetworkFault":
-            self.network.apply(event.fields, self.member_ids)
+            self.router.apply_fault(event.fields)
             out.append({"kind": "input", "ts": event.ts, "node": node_id, "type": kind, "fields": dict(event.fields)})
             return
         if kind != "End":
             out.append({"kind": "input", "ts": event.ts, "node": node_id, "type": kind, "fields": _input_fields(event)})
         if kind == "MemberStart":
-            self._start(event, ref, out)
+            self._start(event, ref)
             return
-        member = self.members.get(node_id)
+        member = self.driver.members.get(node_id)
         if member is None:
             raise DecodeError(f"member {node_id} has a {kind} event before its MemberStart", offset=ref, unit=self.ref_kind)
         if member.ended:
             return
         if kind == "End":
-            member.node.advance(event.ts)
-            self._collect(node_id, out)
-            member.ended = True
+            self.driver.touch(node_id, event.ts)
+            self.driver.end(node_id)
             return
-        session_id = _log_session_id(member.node)
-        member.node.step(input_of(event), event.ts)
-        self._collect(node_id, out)
+        session_id = member.node.view().log_publication_session_id
+        item = input_of(event)
+        assert item is not None
+        self.driver.feed(node_id, item, event.ts)
         if kind == "MemberStop" and session_id is not None:
             self._end_of_stream(node_id, session_id, event.ts)
 
-    def _start(self, event: Event, ref: Any, out: list) -> None:
+    def _start(self, event: Event, ref: Any) -> None:
         node_id = event.node
         try:
             start = member_start_of(event)
         except DecodeError as error:
             raise DecodeError(error.expected, offset=ref, unit=self.ref_kind) from None
-        member = self.members.get(node_id)
+        member = self.driver.members.get(node_id)
         restart = member is not None
         if member is not None:
-            member.ended = False
-            member.node.step(input_of(event), event.ts)  # a restart: the Node keeps its files
+            random = member.nomination  # a restart continues the member's generator
         else:
             seed = member_seed(node_id, event.fields, self.seed)
-            recorded = self.nominations.get(node_id, [])
             use_recorded = self.nomination == "recorded" or (
                 self.nomination == "auto" and self.seed is None and "seed" not in event.fields
             )
-            holder: dict[str, Any] = {}
             if use_recorded:
-                random: Any = RecordedOrLate(recorded, start.config.election_timeout_ns, lambda: _clock(holder, event.ts))
+                random = RecordedOrLate(
+                    self.nominations.get(node_id, []), start.config.election_timeout_ns, NodeClock(fallback_ns=event.ts)
+                )
                 source = "recorded"
             else:
                 random = SeededNomination(seed)
                 source = "seeded"
-            node = self.model.new_node(node_id, start, random=random)
-            holder["node"] = node
-            member = _Member(node, random, source)
-            self.members[node_id] = member
             self.seeds[node_id] = seed
             self.sources[node_id] = source
         self.invariants.member_started(node_id, event.fields, restart=restart)
-        member.node.advance(event.ts)
-        self._collect(node_id, out)
+        self.driver.start(node_id, start, random)
 
-    def _deliver(self, event: Event, out: list) -> None:
-        member = self.members.get(event.node)
-        if member is None or member.ended or not member.node.is_running:
+    def _arrive(self, at_ns: int, member_id: int, item: Input, send: Send) -> None:
+        self.driver.clock.at(at_ns, self._deliver, member_id, item)
+
+    def _deliver(self, member_id: int, item: Input) -> None:
+        member = self.driver.members.get(member_id)
+        if member is None or not member.running:
             return
-        if event.type == "CommitPosition":
-            position = event.fields.get("logPosition")
-            if isinstance(position, int):
-                self.invariants.observe_committed(position)
-        member.node.step(input_of(event), event.ts)
-        self._collect(event.node, out)
+        if type(item) is ConsensusMessage and type(item.message) is CommitPosition:
+            self.invariants.observe_committed(item.message.log_position)
+        self.driver.feed(member_id, item, self.driver.clock.now_ns)
 
     def _end_of_stream(self, leader_id: int, session_id: int, now: int) -> None:
         """A clean stop closes the leader's log publication: its followers' images see end of stream."""
-        for node_id in sorted(self.members):
-            member = self.members[node_id]
-            if node_id == leader_id or member.ended or not member.node.is_running:
+        for node_id in sorted(self.driver.members):
+            member = self.driver.members[node_id]
+            if node_id == leader_id or not member.running:
                 continue
-            image = getattr(getattr(member.node, "agent", None), "log_image", None)
-            if image is None or getattr(image, "session_id", None) != session_id:
+            if member.node.view().log_image_session_id != session_id:
                 continue
-            if self.network.is_cut(leader_id, node_id):
+            if self.router.is_cut(leader_id, node_id):
                 continue
-            at = now + self.network.delay(leader_id, node_id)
-            self._push(
-                at,
-                _DELIVER,
-                Event(
-                    ts=at,
-                    node=node_id,
-                    dir="local",
-                    peer=None,
-                    channel="local",
-                    type="LogEndOfStream",
-                    fields={"logSessionId": session_id},
-                ),
-            )
+            at = now + self.router.delay(leader_id, node_id)
+            self.driver.clock.at(at, self._deliver, node_id, LogEndOfStream(log_session_id=session_id))
 
     # -- outputs ---------------------------------------------------------------------------------------------
 
-    def _collect(self, node_id: int, out: list) -> None:
-        member = self.members[node_id]
-        outputs = member.node.take_outputs()
-        if not outputs:
-            return
+    def _on_ready(self, node_id: int, ready: Ready) -> None:
         records = []
-        for output in outputs:
+        for output in ready:
             if type(output) is Send:
-                self._route(output)
+                self.router.route(output)
             records.append(output.to_json())
-        records = self._with_draws(node_id, member, records)
-        out.extend(records)
-        out.extend(self.invariants.observe(node_id, records, member.node.inspect))
-
-    def _route(self, send: Send) -> None:
-        source, target = send.node, send.peer
-        if target is None or target == source or target not in self.member_ids:
-            return
-        if send.channel not in ("consensus", "log"):
-            return
-        if self.network.is_cut(source, target):
-            return
-        at = send.ts + self.network.delay(source, target)
-        extra = {"logPosition": send.log_position} if send.log_position is not None else None
-        event = Event(
-            ts=at,
-            node=target,
-            dir="in",
-            peer=source,
-            channel=send.channel,
-            type=send.message.BLOCK.name,
-            fields=send.message.to_fields(),
-            extra=extra,
-        )
-        self._push(at, _DELIVER, event)
-
-    def _with_draws(self, node_id: int, member: _Member, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A ``random`` record before each CANVASS → NOMINATE that drew a value (as node replay writes it)."""
-        draws = getattr(member.random, "draws", [])
-        if len(draws) == member.draws_seen:
-            return records
-        fresh = list(draws[member.draws_seen :])
-        member.draws_seen = len(draws)
-        result: list[dict[str, Any]] = []
-        for record in records:
-            if fresh and record["kind"] == "state" and record.get("to") == "NOMINATE":
-                result.append(_draw_record(record["ts"], node_id, member, fresh.pop(0)))
-            result.append(record)
-        for draw in fresh:
-            result.append(_draw_record(self.now, node_id, member, draw))
-        return result
+        self._out.extend(records)
+        self._out.extend(self.invariants.observe(node_id, records, self.driver.members[node_id].node.view))
 
     def _emit(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         result = []
@@ -457,11 +300,8 @@ class ClusterReplay:
         return result
 
     def _summary(self) -> dict[str, Any]:
-        nodes = {}
-        for node_id in sorted(self.members):
-            state = self.members[node_id].node.inspect()
-            nodes[str(node_id)] = {key: state.get(key) for key in SUMMARY_KEYS}
-        links = {f"{a}->{b}": delay for (a, b), delay in sorted(self.network.delays.items())}
+        nodes = {str(node_id): state_fields(view, SUMMARY_KEYS) for node_id, view in self.driver.views().items()}
+        links = {f"{a}->{b}": delay for (a, b), delay in sorted(self.router.delays.items())}
         return summary_record(
             ts=self.end_ns,
             model=self.model.name,
@@ -473,57 +313,8 @@ class ClusterReplay:
             seeds={str(n): self.seeds[n] for n in sorted(self.seeds)},
             nominationDelay={str(n): self.sources[n] for n in sorted(self.sources)},
             linkDelaysNs=links,
-            defaultLinkDelayNs=self.network.default_ns,
+            defaultLinkDelayNs=self.router.default_ns,
         )
-
-
-class RecordedOrLate:
-    """The nomination delays a recording implies, for a member whose generator is unknown.
-
-    A draw puts the nomination on the millisecond of the member's next recorded RequestVote when that
-    is within reach (node replay's oracle, `engine.replay.RecordedNomination`), or as late as possible
-    but one millisecond early when it is not (a capture's MemberStart times are often earlier than the
-    processes really started).  A member with no recorded RequestVote left did not nominate, most
-    likely because another member's request reached it first: its draw is the longest possible delay
-    (``nextDouble`` just below 1), so that a recorded nominator is not beaten by an invented early one.
-    Each draw is remembered with its source.
-    """
-
-    __slots__ = ("nominations_ns", "half_timeout_ns", "clock", "draws", "_next")
-
-    def __init__(self, nominations_ns: Sequence[int], election_timeout_ns: int, clock: Any) -> None:
-        self.nominations_ns = sorted(nominations_ns)
-        self.half_timeout_ns = election_timeout_ns >> 1
-        self.clock = clock
-        self.draws: list[tuple[float, str]] = []
-        self._next = 0
-
-    def next_double(self) -> float:
-        now = self.clock()
-        now_tick = now - now % MS
-        times = self.nominations_ns
-        while self._next < len(times) and times[self._next] - times[self._next] % MS < now_tick:
-            self._next += 1
-        if self._next < len(times):
-            delay = times[self._next] - times[self._next] % MS - now_tick
-            self._next += 1
-            if delay < self.half_timeout_ns:
-                value = (delay + 0.5) / self.half_timeout_ns
-                self.draws.append((value, "recorded"))
-                return value
-            # Out of reach (a capture's MemberStart times are often earlier than the real starts): as
-            # late as possible, yet a millisecond before the members that never nominated.
-            value = (max(self.half_timeout_ns - MS, 0) + 0.5) / self.half_timeout_ns
-            self.draws.append((value, "recorded-late"))
-            return value
-        value = (self.half_timeout_ns - 0.5) / self.half_timeout_ns
-        self.draws.append((value, "latest"))
-        return value
-
-
-def _draw_record(ts: int | None, node_id: int, member: _Member, draw: Any) -> dict[str, Any]:
-    value, source = draw if isinstance(draw, tuple) else (draw, member.source)
-    return {"kind": "random", "ts": ts, "node": node_id, "draw": "nextDouble", "value": value, "source": source}
 
 
 def _input_fields(event: Event) -> dict[str, Any]:
@@ -531,20 +322,6 @@ def _input_fields(event: Event) -> dict[str, Any]:
     if event.type != "MemberStart":
         return dict(event.fields)
     return {k: v for k, v in event.fields.items() if k in ("appointedLeaderId", "seed", "appendPosition")}
-
-
-def _log_session_id(node: Any) -> int | None:
-    """The session id of the member's log publication while it leads (None: it does not)."""
-    agent = getattr(node, "agent", None)
-    if agent is None or not getattr(agent, "has_log_publication", False):
-        return None
-    return getattr(agent, "log_publication_session_id", None)
-
-
-def _clock(holder: Mapping[str, Any], default: int) -> int:
-    node = holder.get("node")
-    agent = getattr(node, "agent", None)
-    return agent.clock_ns() if agent is not None else default
 
 
 def cluster_replay(

@@ -104,9 +104,9 @@ class InvariantChecker:
         self,
         node: int,
         records: Iterable[Mapping[str, Any]],
-        state: Callable[[], Mapping[str, Any]] | None = None,
+        state: Callable[[], Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """Check the records ``node`` just produced; ``state`` gives its inspect() when needed."""
+        """Check the records ``node`` just produced; ``state`` gives its `MemberView` when needed."""
         out: list[dict[str, Any]] = []
         log_changed_at: int | None = None
         last_role_to_leader: Mapping[str, Any] | None = None
@@ -137,10 +137,11 @@ class InvariantChecker:
         if last_role_to_leader is not None and state is not None:
             try:
                 current = state()
+                leads = current.role.name == "LEADER"
             except Exception:  # the checker must never take the replay down
-                current = {}
-            if current.get("role") == "LEADER":
-                self._claim(out, last_role_to_leader.get("ts"), node, _int(current.get("leadershipTermId")), node)
+                leads = False
+            if leads:
+                self._claim(out, last_role_to_leader.get("ts"), node, _int(current.leadership_term_id), node)
         if log_changed_at is not None:
             self._check_contiguous(out, log_changed_at, node)
         return out

@@ -75,16 +75,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.harness.driver import ClusterDriver, Member
 from engine.harness.events import input_of, member_start_of
+from engine.harness.nomination import NodeClock, RecordedNomination, SeededNomination, member_seed
 from engine.invariants import InvariantChecker
 from engine.model.flags import ModelFlags
-from engine.model.javarandom import JavaRandom
-from engine.model.node import Node
+from engine.model.outputs import Ready
+from engine.model.view import MemberView
 from engine.trace import TraceHasher, canonical, encode_record, summary_record
 from formats.errors import DecodeError
 from formats.events import MESSAGE_CLASSES, Event
 
 MS = 1_000_000
+
 
 class _KnownModels(Mapping[str, ModelFlags]):
     """Model name -> behaviour flags, for every model `engine.versions` knows: the modelled Aeron
@@ -150,7 +153,7 @@ OBSERVATION_KEYS = {
     "election": ("reason", "leadershipTermId"),
 }
 
-#: The keys of node.inspect() that a divergence and the summary show.
+#: The values of a member's view (by Aeron name) that a divergence and the summary show.
 STATE_KEYS = (
     "electionState",
     "role",
@@ -186,73 +189,6 @@ def flags_for(model: str) -> ModelFlags:
         return MODELS[model]
     except ValueError:
         raise UnknownModelError(model) from None
-
-
-# -- randomness --------------------------------------------------------------------------------------
-
-
-class SeededNomination:
-    """`JavaRandom(seed)` that remembers its draws (for the trace)."""
-
-    __slots__ = ("seed", "random", "draws")
-    source = "seeded"
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-        self.random = JavaRandom(seed)
-        self.draws: list[float] = []
-
-    def next_double(self) -> float:
-        value = self.random.next_double()
-        self.draws.append(value)
-        return value
-
-
-class RecordedNomination:
-    """The oracle: the ``nextDouble()`` that puts the nomination where the recording shows it.
-
-    ``nominations_ns`` are the times the member was seen sending its first RequestVote of each
-    candidate term.  At a draw at time ``now`` (read from ``clock``) the oracle takes the first of
-    them at or after ``now`` not yet used, and returns ``(delay + 0.5) / (electionTimeoutNs >> 1)``,
-    so that Aeron's ``(long)(d * (electionTimeoutNs >> 1))`` gives back ``delay`` = that time
-    (truncated to the millisecond tick) minus ``now``.  When no recorded nomination is within reach
-    of this draw, the member did not nominate before something else ended its NOMINATE (a vote, a
-    new leader): any delay that long fits, and the oracle returns the longest one.
-    """
-
-    __slots__ = ("nominations_ns", "half_timeout_ns", "clock", "seed", "draws", "_next")
-
-    def __init__(self, nominations_ns: Sequence[int], election_timeout_ns: int, clock: Callable[[], int], seed: int):
-        self.nominations_ns = sorted(nominations_ns)
-        self.half_timeout_ns = election_timeout_ns >> 1
-        self.clock = clock
-        self.seed = seed  # stated in the trace; the oracle itself draws nothing
-        self.draws: list[tuple[float, str]] = []
-        self._next = 0
-
-    def next_double(self) -> float:
-        now = self.clock()
-        now_tick = now - now % MS
-        times = self.nominations_ns
-        half = self.half_timeout_ns
-        delay = half - 1
-        i = bisect.bisect_left(times, now_tick, lo=self._next)
-        if i < len(times):
-            target = times[i] - times[i] % MS
-            if target - now_tick < half:
-                delay = target - now_tick
-                self._next = i + 1
-        value = (delay + 0.5) / half
-        self.draws.append((value, "recorded"))
-        return value
-
-
-def member_seed(member_id: int, start_fields: Mapping[str, Any], seed: int | None) -> int:
-    """MemberStart.seed when present and no seed is given, else ``(seed or 0) + memberId``."""
-    recorded = start_fields.get("seed")
-    if seed is None and isinstance(recorded, int) and not isinstance(recorded, bool):
-        return recorded
-    return (seed or 0) + member_id
 
 
 # -- the comparison ------------------------------------------------------------------------------------
@@ -433,49 +369,57 @@ class _Check:
     run: _Run
 
 
-# -- the driver --------------------------------------------------------------------------------------------
+# -- node replay on the harness ------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Member:
-    node: Node
-    random: Any
-    source: str
-    started_at: int
-    ended: bool = False
-    last_ms: int = -1
+@dataclass(frozen=True, slots=True)
+class RecordingFacts:
+    """What node replay needs to know of the whole recording before it starts (`scan`)."""
+
+    #: Per member, the channels the recording shows it sending on (only those are compared).
+    compared_channels: Mapping[int, frozenset[str]]
+    #: Per member, the kinds of agent-log observation the recording holds (only those are compared).
+    observed_kinds: Mapping[int, frozenset[str]]
+    #: Per member, when it first sent RequestVote for each candidate term (the nomination oracle's times).
+    nominations: Mapping[int, Sequence[int]]
+    #: Each member's first MemberStart (a peer started later has no subscription before).
+    first_start: Mapping[int, int]
 
 
-class _Driver:
-    """All mutable replay state; `ReplaySession` feeds it events and checkpoints it."""
+class NodeReplay:
+    """Node replay's state: the cluster driver, the comparison with the recording, the trace.
+
+    ``feed`` takes the recording's events in replay order and returns the trace records each one led
+    to; ``finish`` ends the replay.  With ``compare=False`` nothing is compared (what a debugger needs
+    to rebuild member state quickly): no divergence is found and the comparison keeps no memory.
+    `checkpoint` / `restore` copy the whole replay (`ReplaySession.seek` and the TUI use them).
+    """
 
     def __init__(
         self,
+        facts: RecordingFacts,
         *,
-        nodes: frozenset[int] | None,
-        until: int | None,
-        seed: int | None,
-        model: str,
-        nomination: str,
-        tolerance_ns: int,
-        compared_channels: Mapping[int, frozenset[str]],
-        observed_kinds: Mapping[int, frozenset[str]],
-        nominations: Mapping[int, Sequence[int]],
-        first_start: Mapping[int, int] | None = None,
+        nodes: frozenset[int] | None = None,
+        until: int | None = None,
+        seed: int | None = None,
+        model: str = "1.47.3",
+        nomination: str = "auto",
+        tolerance_ns: int = DEFAULT_TOLERANCE_NS,
+        compare: bool = True,
+        hash_trace: bool = True,
     ) -> None:
         self.flags = flags_for(model)
-        self.first_start = dict(first_start or {})  # each member's first MemberStart in the recording
-        self._factory = _model(model)
+        self.facts = facts
         self.model = model
+        self.driver = ClusterDriver(_model(model), on_ready=self._on_ready)
         self.selected = nodes
         self.until = until
         self.seed = seed
         self.nomination = nomination
         self.tolerance_ns = tolerance_ns
-        self.compared_channels = compared_channels
-        self.observed_kinds = observed_kinds
-        self.nominations = nominations
-        self.members: dict[int, _Member] = {}
+        self.compare = compare
+        self.compared_channels = facts.compared_channels if compare else {}
+        self.observed_kinds = facts.observed_kinds if compare else {}
         self.seeds: dict[int, int] = {}
         self.sources: dict[int, str] = {}
         self.horizon: dict[int, int] = {}
@@ -485,78 +429,86 @@ class _Driver:
         self.check_seq = 0
         self.settled = 0  # checks settled since the comparison series were last pruned
         self.invariants = InvariantChecker()
-        self.hasher = TraceHasher()
+        self.hasher: TraceHasher | None = TraceHasher() if hash_trace else None
         self.keep_lines = False  # also keep each record's encoded line (`ReplaySession.lines`)
         self.lines: list[str] = []
         self.divergences = 0
-        self.now = None  # the time line's current time
-        self.draws_seen: dict[int, int] = {}
+        self.now: int | None = None  # the time line's current time
+        self._out: list[dict[str, Any]] = []
+
+    @property
+    def members(self) -> Mapping[int, Member]:
+        return self.driver.members
 
     # -- feeding ------------------------------------------------------------------------------------
 
     def feed(self, event: Event, ref: Any, ref_kind: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+        out = self._out = []
         ts = event.ts
         self.now = ts
-        self._advance_all(ts, out)
+        driver = self.driver
+        driver.run_until(ts)
         node_id = event.node
         if self.selected is not None and node_id not in self.selected:
             self._resolve_due(ts, out)
             return self._emit(out)
         self.horizon[node_id] = ts
-        if event.dir == "local" and event.type == "MemberStart":
-            self._start(event, ref, ref_kind, out)
-        elif event.dir == "out":
-            member = self.members.get(node_id)
-            if event.channel == "log" and member is not None and member.node.is_running and not member.ended:
+        direction = event.dir
+        if direction == "local" and event.type == "MemberStart":
+            self._start(event, ref, ref_kind)
+        elif direction == "out":
+            member = driver.members.get(node_id)
+            if event.channel == "log" and member is not None and member.running:
                 # The member's own log append: evidence it appends from (see the module docstring).
-                member.node.step(input_of(event), ts)
-                self._collect(node_id, out)
-            self._expect_send(event, ref, out)
-        elif event.dir == "local" and event.type in OBSERVATIONS:
-            self._expect_observation(event, ref)
-        elif event.dir == "in" or event.type in LOCAL_INPUTS:
-            member = self.members.get(node_id)
+                driver.feed(node_id, input_of(event), ts)
+            if self.compare:
+                self._expect_send(event, ref)
+        elif direction == "local" and event.type in OBSERVATIONS:
+            if self.compare:
+                self._expect_observation(event, ref)
+        elif direction == "in" or event.type in LOCAL_INPUTS:
+            member = driver.members.get(node_id)
             if member is None:
                 raise DecodeError(
                     f"member {node_id} has a {event.type} event before its MemberStart",
                     offset=ref,
                     unit=ref_kind,
                 )
-            if event.dir == "in" and event.type == "CommitPosition":
+            if direction == "in" and event.type == "CommitPosition":
                 position = event.fields.get("logPosition")
                 if isinstance(position, int):
                     self.invariants.observe_committed(position)
-            if member.node.is_running and not member.ended:
+            if member.running:
                 item = input_of(event)
                 if item is None:
-                    member.node.advance(ts)  # not an input to the model; time passes all the same
+                    driver.touch(node_id, ts)  # not an input to the model; time passes all the same
                 else:
-                    member.node.step(item, ts)
-                self._collect(node_id, out)
-                if event.type == "End" or not member.node.is_running:
-                    member.ended = True
+                    driver.feed(node_id, item, ts)
         self._resolve_due(ts, out)
         return self._emit(out)
 
     def finish(self) -> list[dict[str, Any]]:
         """Advance every live member to the end of the evidence, settle the checks, add the summary."""
-        out: list[dict[str, Any]] = []
+        out = self._out = []
         final = self.until if self.until is not None else self.now
         if final is not None:
             self.now = final
-            self._advance_all(final, out, force=True)
-            for node_id, member in self.members.items():
-                if not member.ended:
+            self.driver.advance_all(final)
+            for node_id, member in self.driver.members.items():
+                if member.running:
                     self.horizon[node_id] = max(self.horizon.get(node_id, final), final)
         self._resolve_due(None, out)
         records = self._emit(out)
         records.append(self._summary(final))
         return records
 
+    def views(self) -> dict[int, MemberView]:
+        """Each started member's `MemberView` now."""
+        return self.driver.views()
+
     # -- members --------------------------------------------------------------------------------------
 
-    def _start(self, event: Event, ref: Any, ref_kind: str, out: list) -> None:
+    def _start(self, event: Event, ref: Any, ref_kind: str) -> None:
         """A member starts, or restarts: a restart keeps the files the event does not give (Node's rule)."""
         node_id = event.node
         try:
@@ -564,95 +516,41 @@ class _Driver:
         except DecodeError as error:
             raise DecodeError(error.expected, offset=ref, unit=ref_kind) from None
         seed = member_seed(node_id, event.fields, self.seed)
-        recorded = self.nominations.get(node_id, ())
+        channels = self.facts.compared_channels.get(node_id, ())
         use_recorded = self.nomination == "recorded" or (
-            self.nomination == "auto"
-            and self.seed is None
-            and "seed" not in event.fields
-            and "consensus" in self.compared_channels.get(node_id, ())
+            self.nomination == "auto" and self.seed is None and "seed" not in event.fields and "consensus" in channels
         )
-        clock = _NodeClock()
         if use_recorded:
             timeout = start.config.election_timeout_ns
-            random: Any = RecordedNomination(recorded, timeout, clock, seed)
+            random: Any = RecordedNomination(self.facts.nominations.get(node_id, ()), timeout, NodeClock(), seed)
             source = "recorded"
         else:
             random = SeededNomination(seed)
             source = "seeded"
-        previous = self.members.get(node_id)
-        if previous is None:
-            node = self._factory.new_node(node_id, start, random=random)
-        else:
-            node = previous.node
-            node.random = random  # a new process draws from a new generator
-            node.step(input_of(event), event.ts)
-        clock.node = node
-        if "log" in self.compared_channels.get(node_id, ()):
-            expect = getattr(node, "expect_log_evidence", None)  # a user model's Node may not take evidence
-            if expect is not None:
-                expect()
-        self.members[node_id] = _Member(node, random, source, event.ts)
+        restart = node_id in self.driver.members
         self.seeds[node_id] = seed
         self.sources[node_id] = source
-        self.draws_seen[node_id] = 0
-        self.invariants.member_started(node_id, event.fields, restart=previous is not None)
-        node.advance(event.ts)
-        self.members[node_id].last_ms = event.ts // MS
-        self._collect(node_id, out)
+        self.invariants.member_started(node_id, event.fields, restart=restart)
+        self.driver.start(node_id, start, random, log_evidence="log" in channels)
 
-    def _advance_all(self, ts: int, out: list, *, force: bool = False) -> None:
-        ms = ts // MS
-        members = self.members
-        for node_id in sorted(members) if len(members) > 1 else members:
-            member = members[node_id]
-            if (member.last_ms < ms or force) and not member.ended and member.node.is_running:
-                member.last_ms = ms
-                member.node.advance(ts)
-                self._collect(node_id, out)
-
-    def _collect(self, node_id: int, out: list) -> None:
-        member = self.members[node_id]
-        outputs = member.node.take_outputs()
-        if not outputs:
-            return
-        records = [o.to_json() for o in outputs]
-        records = self._with_draws(node_id, member, records)
-        compared = self.compared_channels.get(node_id, frozenset())
-        observed = self.observed_kinds.get(node_id, frozenset())
-        for record in records:
-            kind = record["kind"]
-            if kind == "send" and record.get("channel") in compared:
-                self._actual_send(node_id, record, out)
-            elif kind in observed and (kind == "election" or record.get("from") is not None):
-                self._actual_observation(node_id, record)
+    def _on_ready(self, node_id: int, ready: Ready) -> None:
+        out = self._out
+        records = [o.to_json() for o in ready]
+        if self.compare:
+            compared = self.compared_channels.get(node_id, frozenset())
+            observed = self.observed_kinds.get(node_id, frozenset())
+            for record in records:
+                kind = record["kind"]
+                if kind == "send" and record.get("channel") in compared:
+                    self._actual_send(node_id, record)
+                elif kind in observed and (kind == "election" or record.get("from") is not None):
+                    self._actual_observation(node_id, record)
         out.extend(records)
-        out.extend(self.invariants.observe(node_id, records, member.node.inspect))
-
-    def _with_draws(self, node_id: int, member: _Member, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Put a ``random`` record before each CANVASS → NOMINATE that drew a value."""
-        draws = member.random.draws
-        seen = self.draws_seen[node_id]
-        if len(draws) == seen:
-            return records
-        fresh = draws[seen:]
-        self.draws_seen[node_id] = len(draws)
-        result: list[dict[str, Any]] = []
-        for record in records:
-            if fresh and record["kind"] == "state" and record.get("to") == "NOMINATE":
-                result.append(self._draw_record(record["ts"], node_id, member, fresh.pop(0)))
-            result.append(record)
-        for draw in fresh:  # a draw the model did not follow with NOMINATE (should not happen)
-            result.append(self._draw_record(self.now, node_id, member, draw))
-        return result
-
-    @staticmethod
-    def _draw_record(ts: int | None, node_id: int, member: _Member, draw: Any) -> dict[str, Any]:
-        value, source = draw if isinstance(draw, tuple) else (draw, member.source)
-        return {"kind": "random", "ts": ts, "node": node_id, "draw": "nextDouble", "value": value, "source": source}
+        out.extend(self.invariants.observe(node_id, records, self.driver.members[node_id].node.view))
 
     # -- the two sides -------------------------------------------------------------------------------
 
-    def _expect_send(self, event: Event, ref: Any, out: list) -> None:
+    def _expect_send(self, event: Event, ref: Any) -> None:
         if event.channel not in self.compared_channels.get(event.node, frozenset()):
             return
         try:
@@ -669,13 +567,13 @@ class _Driver:
         if run is not None:
             self._schedule("expected", event.node, series, run)
 
-    def _actual_send(self, node_id: int, record: dict[str, Any], out: list) -> None:
+    def _actual_send(self, node_id: int, record: dict[str, Any]) -> None:
         key, position = comparison_key(record["type"], record["fields"])
         series = (node_id, record.get("peer"), record.get("channel"), record["type"])
         run = self.actual.setdefault(series, _Series()).add(record["ts"], key, position, None, lambda: record)
         # A peer that starts later in the recording has no subscription yet: Aeron's publication is
         # not connected and sends nothing, so the model's send can match what was sent but is not checked.
-        if run is not None and record["ts"] >= self.first_start.get(record.get("peer"), record["ts"]):
+        if run is not None and record["ts"] >= self.facts.first_start.get(record.get("peer"), record["ts"]):
             self._schedule("actual", node_id, series, run)
 
     def _expect_observation(self, event: Event, ref: Any) -> None:
@@ -759,77 +657,77 @@ class _Driver:
         )
 
     def _state(self, node_id: int) -> dict[str, Any] | None:
-        member = self.members.get(node_id)
+        member = self.driver.members.get(node_id)
         if member is None:
             return None
-        state = member.node.inspect()
-        return {key: state.get(key) for key in STATE_KEYS}
+        return state_fields(member.node.view(), STATE_KEYS)
 
     # -- output -------------------------------------------------------------------------------------------
 
     def _emit(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         result = []
+        hasher = self.hasher
+        if hasher is None:
+            return [canonical(record) for record in records]
         keep = self.lines if self.keep_lines else None
         for record in records:
             record = canonical(record)
-            line = self.hasher.add(record)
+            line = hasher.add(record)
             if keep is not None:
                 keep.append(line)
             result.append(record)
         return result
 
     def _summary(self, final: int | None) -> dict[str, Any]:
-        nodes = {}
-        for node_id in sorted(self.members):
-            state = self.members[node_id].node.inspect()
-            nodes[str(node_id)] = {key: state.get(key) for key in SUMMARY_KEYS}
+        nodes = {str(node_id): state_fields(view, SUMMARY_KEYS) for node_id, view in self.driver.views().items()}
         return summary_record(
             ts=final,
             model=self.model,
             seed=self.seed if self.seed is not None else 0,
             nodes=nodes,
             divergences=self.divergences,
-            trace_sha256=self.hasher.hexdigest(),
+            trace_sha256=self.hasher.hexdigest() if self.hasher is not None else "",
             seeds={str(n): self.seeds[n] for n in sorted(self.seeds)},
             nominationDelay={str(n): self.sources[n] for n in sorted(self.sources)},
             toleranceNs=self.tolerance_ns,
         )
 
-    def clone(self) -> _Driver:
-        """A deep copy, Nodes cloned with `Node.clone()` (for `ReplaySession` checkpoints)."""
-        members = self.members
-        self.members = {}
+    # -- checkpoints ---------------------------------------------------------------------------------------
+
+    def checkpoint(self, *, compare: bool = True) -> NodeReplay:
+        """A copy of the whole replay now, sharing nothing mutable with it (give it to `restore`).
+
+        ``compare=False``: a copy that compares and hashes nothing from here on, and leaves the
+        comparison state behind (cheap to take and to restore: what a debugger needs to rebuild
+        member state exactly, when the divergences are already known)."""
+        if compare:
+            return self._copy()
+        kept = (self.actual, self.expected, self.checks, self.hasher, self.lines, self._out)
+        self.actual, self.expected, self.checks, self.hasher, self.lines, self._out = {}, {}, [], None, [], []
         try:
-            twin = copy.deepcopy(self)
+            twin = self._copy()
         finally:
-            self.members = members
-        for node_id, member in members.items():
-            node = member.node.clone()
-            random = node_random(node, member.random)
-            twin.members[node_id] = _Member(node, random, member.source, member.started_at, member.ended, member.last_ms)
+            self.actual, self.expected, self.checks, self.hasher, self.lines, self._out = kept
+        twin.compare = False
+        twin.compared_channels = {}
+        twin.observed_kinds = {}
+        return twin
+
+    @staticmethod
+    def restore(checkpoint: NodeReplay) -> NodeReplay:
+        """A replay that continues from ``checkpoint`` (which stays usable)."""
+        return checkpoint._copy()
+
+    def _copy(self) -> NodeReplay:
+        twin = copy.deepcopy(self, self.driver.copy_memo(keep=(self.facts, self.flags)))
+        twin.driver.on_ready = twin._on_ready
         return twin
 
 
-def node_random(node: Node, fallback: Any) -> Any:
-    """The RandomSource a cloned Node draws from (so the draw records follow the clone)."""
-    for name in ("random", "_random"):
-        source = getattr(node, name, None)
-        if source is not None and hasattr(source, "next_double"):
-            return source
-    return fallback
-
-
-class _NodeClock:
-    """The Node's current tick, read during a draw (the nomination oracle's clock).  An object,
-    not a closure, so that `Node.clone()` copies it along with the node it reads."""
-
-    __slots__ = ("node",)
-
-    def __init__(self) -> None:
-        self.node: Node | None = None
-
-    def __call__(self) -> int:
-        return self.node.agent.clock_ns() if self.node is not None else 0
+def state_fields(view: MemberView, keys: Sequence[str]) -> dict[str, Any]:
+    """The named values of a member's view, by their Aeron names (a divergence's ``state``, the summary)."""
+    document = view.to_json()
+    return {key: document.get(key) for key in keys}
 
 
 def _side(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -860,20 +758,16 @@ def _side(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
 # -- the session -------------------------------------------------------------------------------------------
 
 
-def _first_starts(ordered: Sequence[tuple[int, int, Event]]) -> dict[int, int]:
-    starts: dict[int, int] = {}
-    for ts, _, event in ordered:
-        if event.type == "MemberStart" and event.dir == "local":
-            starts.setdefault(event.node, ts)
-    return starts
-
-
-def _prescan(ordered: Sequence[tuple[int, int, Event]]) -> tuple[dict, dict, dict]:
+def scan(events: Iterable[Event]) -> RecordingFacts:
+    """The `RecordingFacts` of a recording, from its events in replay order (only ``ts``, ``node``,
+    ``dir``, ``channel``, ``type`` and a RequestVote's ``candidateTermId`` are read)."""
     channels: dict[int, set[str]] = {}
     observed: dict[int, set[str]] = {}
     nominations: dict[int, dict[int, int]] = {}
-    for _, _, event in ordered:
-        if event.dir == "out":
+    starts: dict[int, int] = {}
+    for event in events:
+        direction = event.dir
+        if direction == "out":
             if event.channel in COMPARED_CHANNELS:
                 channels.setdefault(event.node, set()).add(event.channel)
             if event.type == "RequestVote":
@@ -881,12 +775,16 @@ def _prescan(ordered: Sequence[tuple[int, int, Event]]) -> tuple[dict, dict, dic
                 first = nominations.setdefault(event.node, {})
                 if term not in first:
                     first[term] = event.ts
-        elif event.dir == "local" and event.type in OBSERVATIONS:
-            observed.setdefault(event.node, set()).add(OBSERVATIONS[event.type])
-    return (
-        {n: frozenset(c) for n, c in channels.items()},
-        {n: frozenset(k) for n, k in observed.items()},
-        {n: sorted(t.values()) for n, t in nominations.items()},
+        elif direction == "local":
+            if event.type in OBSERVATIONS:
+                observed.setdefault(event.node, set()).add(OBSERVATIONS[event.type])
+            elif event.type == "MemberStart":
+                starts.setdefault(event.node, event.ts)
+    return RecordingFacts(
+        compared_channels={n: frozenset(c) for n, c in channels.items()},
+        observed_kinds={n: frozenset(k) for n, k in observed.items()},
+        nominations={n: sorted(t.values()) for n, t in nominations.items()},
+        first_start=starts,
     )
 
 
@@ -897,7 +795,7 @@ class ReplaySession:
     each input event in divergence records and errors (``ref_kind`` ``"seq"`` or ``"line"``); by
     default the input position.  `records()` runs it all; `step()` feeds one event; `seek(k)`
     returns to the state after the first ``k`` events (restoring the nearest checkpoint, taken every
-    ``checkpoint_every`` events, and replaying the rest); `states()` is every member's inspect().
+    ``checkpoint_every`` events, and replaying the rest); `views()` is every member's `MemberView`.
     """
 
     def __init__(
@@ -928,25 +826,21 @@ class ReplaySession:
         if until is not None:
             ordered = [t for t in ordered if t[0] <= until]
         self.ordered = ordered
-        channels, observed, nominations = _prescan(ordered)
-        self._driver = _Driver(
+        self._driver = NodeReplay(
+            scan(event for _, _, event in ordered),
             nodes=frozenset(nodes) if nodes is not None else None,
             until=until,
             seed=seed,
             model=model,
             nomination=nomination,
             tolerance_ns=tolerance_ns,
-            compared_channels=channels,
-            observed_kinds=observed,
-            nominations=nominations,
-            first_start=_first_starts(ordered),
         )
         self.position = 0
         self.finished = False
         self.checkpoint_every = checkpoint_every
-        self._checkpoints: list[tuple[int, _Driver]] = []
+        self._checkpoints: list[tuple[int, NodeReplay]] = []
         if checkpoint_every:
-            self._checkpoints.append((0, self._driver.clone()))
+            self._checkpoints.append((0, self._driver.checkpoint()))
 
     def __len__(self) -> int:
         return len(self.ordered)
@@ -965,7 +859,7 @@ class ReplaySession:
         self.position += 1
         every = self.checkpoint_every
         if every and self.position % every == 0 and self._checkpoints[-1][0] < self.position:
-            self._checkpoints.append((self.position, self._driver.clone()))
+            self._checkpoints.append((self.position, self._driver.checkpoint()))
         return records
 
     def finish(self) -> list[dict[str, Any]]:
@@ -1009,15 +903,15 @@ class ReplaySession:
                 raise ValueError("this session keeps no checkpoints (checkpoint_every was not set)")
             i = bisect.bisect_right([p for p, _ in self._checkpoints], k) - 1
             position, driver = self._checkpoints[i]
-            self._driver = driver.clone()
+            self._driver = NodeReplay.restore(driver)
             self.position = position
             self.finished = False
         while self.position < k:
             self.step()
 
-    def states(self) -> dict[int, dict[str, Any]]:
-        """Each started member's ``inspect()`` now."""
-        return {n: m.node.inspect() for n, m in sorted(self._driver.members.items())}
+    def views(self) -> dict[int, MemberView]:
+        """Each started member's `MemberView` now."""
+        return self._driver.views()
 
 
 def replay(

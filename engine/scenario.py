@@ -48,19 +48,23 @@ Pure: drives engine `Node`s and builds text; callers read and write the files.  
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from engine.harness.driver import ClusterDriver, Member
 from engine.harness.events import input_of, member_start_of
+from engine.harness.nomination import ScriptedDelays
+from engine.harness.router import LinkRouter
 from engine.model.config import Config, parse_duration_ns
-from engine.model.flags import ModelFlags
-from engine.model.javarandom import JavaRandom, RandomSource
-from engine.model.node import Node
+from engine.model.inputs import Input
+from engine.model.javarandom import RandomSource
+from engine.model.outputs import NominationDraw, Ready, Send
+from engine.versions import release_model
 from formats.describe import describe_record, format_ts
 from formats.events import MESSAGE_CLASSES, Event
+from formats.recording_log import entry_to_json
 from formats.sbe import from_fields
 
 MS = 1_000_000
@@ -72,69 +76,68 @@ SourceFactory = Callable[[Callable[[], int]], RandomSource]
 # -- the world ---------------------------------------------------------------------------------------------
 
 
-class ScriptedDelays:
-    """A RandomSource giving chosen nomination delays, then ``source`` (default java.util.Random(seed)).
-
-    Remembers every delay drawn (``draws``), so that a run with a member's own randomness can be
-    written back as a scripted list."""
-
-    def __init__(self, delays_ns: Sequence[int], election_timeout_ns: int, seed: int, source: RandomSource | None = None) -> None:
-        self.delays_ns = list(delays_ns)
-        self.half_ns = election_timeout_ns >> 1
-        self.random = source if source is not None else JavaRandom(seed)
-        self.draws: list[int] = []
-
-    def next_double(self) -> float:
-        if self.delays_ns:
-            delay = self.delays_ns.pop(0)
-            if not 0 <= delay < self.half_ns:
-                raise ValueError(f"a nomination delay must be in [0, {self.half_ns}) ns, got {delay}")
-            value = (delay + 0.5) / self.half_ns
-        else:
-            value = self.random.next_double()
-        self.draws.append(int(value * self.half_ns))
-        return value
-
-
 def members_string(count: int) -> str:
-    """The runner's cluster: members 0..N-1 on localhost (the endpoints do not change the election)."""
     return "|".join(
         f"{i},localhost:2{i}001,localhost:2{i}002,localhost:2{i}003,localhost:2{i}004,localhost:2{i}005" for i in range(count)
     )
 
 
-@dataclass
-class Member:
-    node: Node
-    random: ScriptedDelays
-    draws_shown: int = 0
-
-
-@dataclass
 class World:
-    now: int = 0
-    member_count: int = 3
-    latency_ns: int = MS
-    members: dict[int, Member] = field(default_factory=dict)
-    start_options: dict[int, dict[str, str]] = field(default_factory=dict)
-    in_flight: list[tuple[int, int, Event]] = field(default_factory=list)
-    sequence: int = 0
-    isolated: set[int] = field(default_factory=set)
-    hidden: set[str] = field(default_factory=set)
-    shown: set[str] = field(default_factory=set)  # message types shown although their kind is hidden
-    #: When a list, every member's events as a capture would show them (contract §1): MemberStart,
-    #: crashes, what each received and what each sent.  tests/test_replay.py replays them.
-    recording: list[Event] | None = None
-    #: Where a member life draws once its scripted delays are used up (else java.util.Random(seed)).
-    sources: Mapping[tuple[int, int], SourceFactory] = field(default_factory=dict)
-    #: Each member's current life: 0 after ``start``, one more at each ``restart``.
-    lives: dict[int, int] = field(default_factory=dict)
-    #: Each member life's randomness, (member, life) -> ScriptedDelays, for the delays it drew.
-    randoms: dict[tuple[int, int], ScriptedDelays] = field(default_factory=dict)
+    """The members of a scenario on the one cluster driver, wired by a `LinkRouter`.
+
+    Sends between started members arrive ``latency_ns`` after they were sent unless an isolation cuts
+    them; at an instant where both are due, the members' timers run first, then what arrives, in the
+    order it was sent (`engine.harness.clock`)."""
+
+    def __init__(
+        self,
+        *,
+        recording: list[Event] | None = None,
+        sources: Mapping[tuple[int, int], SourceFactory] | None = None,
+    ) -> None:
+        self.member_count = 3
+        self.latency_ns = MS
+        self.driver = ClusterDriver(release_model("1.47.3"), on_ready=self._on_ready)
+        self.router: LinkRouter | None = None
+        self.start_options: dict[int, dict[str, str]] = {}
+        self.hidden: set[str] = set()
+        self.shown: set[str] = set()  # message types shown although their kind is hidden
+        #: When a list, every member's events as a capture would show them (contract §1): MemberStart,
+        #: crashes, what each received and what each sent.  tests/test_replay.py replays them.
+        self.recording = recording
+        #: Where a member life draws once its scripted delays are used up (else java.util.Random(seed)).
+        self.sources: Mapping[tuple[int, int], SourceFactory] = dict(sources or {})
+        #: Each member's current life: 0 after ``start``, one more at each ``restart``.
+        self.lives: dict[int, int] = {}
+        #: Each member life's randomness, (member, life) -> ScriptedDelays, for the delays it drew.
+        self.randoms: dict[tuple[int, int], ScriptedDelays] = {}
+        self._lines: list[str] = []
+
+    @property
+    def now(self) -> int:
+        return self.driver.clock.now_ns
+
+    @property
+    def members(self) -> Mapping[int, Member]:
+        return self.driver.members
 
     def _record(self, event: Event) -> None:
         if self.recording is not None:
             self.recording.append(event)
+
+    def _wire(self) -> LinkRouter:
+        if self.router is None or self.router.members != list(range(self.member_count)):
+            cuts = self.router.cuts if self.router is not None else []
+            self.router = LinkRouter(self._arrive, range(self.member_count), default_ns=self.latency_ns)
+            self.router.cuts = cuts
+        self.router.default_ns = self.latency_ns
+        return self.router
+
+    def isolate(self, member_id: int) -> None:
+        self._wire().isolate(member_id)
+
+    def heal(self) -> None:
+        self._wire().heal()
 
     # -- running members ---------------------------------------------------------------------------
 
@@ -162,10 +165,8 @@ class World:
         random = self._random(member_id, options, timeout)
         event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type="MemberStart", fields=fields)
         self._record(event)
-        node = Node(member_id, member_start_of(event), random=random, flags=ModelFlags())
-        self.members[member_id] = Member(node, random)
-        node.advance(self.now)
-        self._collect(member_id, lines)
+        self._wire()
+        self._run(lines, self.driver.start, member_id, member_start_of(event), random)
 
     def restart(self, member_id: int, options: dict[str, str], lines: list[str]) -> None:
         """A new process on the same cluster directory: node-state.dat, recording.log and the log
@@ -176,15 +177,11 @@ class World:
         fields: dict[str, Any] = {"clusterMembers": members_string(self.member_count)}
         if "appointed" in merged:
             fields["appointedLeaderId"] = int(merged["appointed"])
-        member = self.members[member_id]
         self.lives[member_id] = self.lives.get(member_id, 0) + 1
-        member.random = self._random(member_id, merged, Config().election_timeout_ns)
-        member.draws_shown = 0
-        member.node.random = member.random
+        random = self._random(member_id, merged, Config().election_timeout_ns)
         event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type="MemberStart", fields=fields)
         self._record(event)
-        member.node.step(input_of(event), self.now)
-        self._collect(member_id, lines)
+        self._run(lines, self.driver.start, member_id, member_start_of(event), random)
 
     def _random(self, member_id: int, options: Mapping[str, str], election_timeout_ns: int) -> ScriptedDelays:
         seed = int(options.get("seed", member_id))
@@ -198,113 +195,91 @@ class World:
     def local(self, member_id: int, kind: str, lines: list[str]) -> None:
         event = Event(ts=self.now, node=member_id, dir="local", peer=None, channel="local", type=kind, fields={})
         self._record(event)
-        self.members[member_id].node.step(input_of(event), self.now)
-        self._collect(member_id, lines)
+        item = input_of(event)
+        assert item is not None
+        self._run(lines, self.driver.feed, member_id, item, self.now)
 
     def deliver(self, event: Event, lines: list[str]) -> None:
         member = self.members.get(event.node)
-        if member is None or not member.node.is_running:
+        if member is None or not member.running:
             return
         self._record(event)
-        member.node.step(input_of(event), event.ts)
-        self._collect(event.node, lines)
+        item = input_of(event)
+        assert item is not None
+        self._run(lines, self.driver.feed, event.node, item, event.ts)
 
     def advance(self, duration_ns: int, lines: list[str]) -> None:
-        """Time passes to now + duration; at a millisecond where both are due, timers run first
-        (every member advanced to it), then the messages arriving then, in the order they were sent."""
-        target = self.now + duration_ns
-        while True:
-            due = self.in_flight[0][0] if self.in_flight else None
-            if due is not None and due <= target:
-                self._advance_members(due, lines)
-            else:
-                self._advance_members(target, lines)
-            due = self.in_flight[0][0] if self.in_flight else None
-            if due is not None and due <= self.now:
-                while self.in_flight and self.in_flight[0][0] == due:
-                    _, _, event = heapq.heappop(self.in_flight)
-                    self.deliver(event, lines)
-                continue
-            if self.now >= target:
-                break
+        """Time passes to now + duration (see the class docstring)."""
+        self._run(lines, self.driver.run_until, self.now + duration_ns)
 
-    def _advance_members(self, until: int, lines: list[str]) -> None:
-        """Every member to ``until``, a millisecond at a time while messages could be sent and received."""
-        tick = self.now
-        while tick < until:
-            tick = min(until, tick - tick % MS + MS)
-            self.now = tick
-            for member_id in sorted(self.members):
-                member = self.members[member_id]
-                if member.node.is_running:
-                    member.node.advance(tick)
-                    self._collect(member_id, lines)
-            if self.in_flight and self.in_flight[0][0] <= tick:
-                return
-        self.now = max(self.now, until)
+    def _run(self, lines: list[str], action: Callable[..., Any], *args: Any) -> None:
+        self._lines = lines
+        try:
+            action(*args)
+        finally:
+            self._lines = []
+
+    def _arrive(self, at_ns: int, member_id: int, item: Input, send: Send) -> None:
+        if self.recording is None:
+            self.driver.feed_at(at_ns, member_id, item)
+        else:
+            self.driver.clock.at(at_ns, self._arrive_recorded, member_id, item, send)
+
+    def _arrive_recorded(self, member_id: int, item: Input, send: Send) -> None:
+        member = self.members.get(member_id)
+        if member is None or not member.running:
+            return
+        self._record(_captured(send, "in", self.now))
+        self.driver.feed(member_id, item, self.now)
 
     # -- outputs ----------------------------------------------------------------------------------------
 
-    def _collect(self, member_id: int, lines: list[str]) -> None:
-        member = self.members[member_id]
-        for output in member.node.take_outputs():
+    def _on_ready(self, member_id: int, ready: Ready) -> None:
+        lines = self._lines
+        router = self.router
+        for output in ready:
+            kind = type(output)
+            if kind is NominationDraw:
+                self._show(lines, "random", None, output.ts, f"{member_id} nomination delay {format_ts(output.delay_ns)}")
+                continue
+            if kind is Send:
+                if self.recording is not None and output.peer is not None:
+                    self._record(_captured(output, "out", output.ts))
+                if router is not None:
+                    router.route(output)
+                self._show(lines, "send", output.type, output.ts, output.describe())
+                continue
             record = output.to_json()
-            if record["kind"] == "state" and record.get("to") == "NOMINATE" and member.random.draws[member.draws_shown:]:
-                delay = member.random.draws[member.draws_shown]
-                member.draws_shown += 1
-                self._show(lines, {"kind": "random", "ts": record["ts"], "node": member_id}, f"{member_id} nomination delay {format_ts(delay)}")
-            if record["kind"] == "send":
-                self._route(member_id, output, record)
-            self._show(lines, record)
+            self._show(lines, record["kind"], record.get("type"), output.ts, output.describe())
 
-    def _route(self, sender: int, output: Any, record: dict[str, Any]) -> None:
-        receiver = record.get("peer")
-        if receiver is None:
-            return
-        dropped = sender in self.isolated or receiver in self.isolated
-        if dropped and self.recording is None:
-            return  # nothing to record or deliver: spare building the fields (export-scenario runs often)
-        extra = {"logPosition": record["logPosition"]} if record.get("logPosition") is not None else None
-        fields = output.message.to_fields()
-        self._record(
-            Event(ts=record["ts"], node=sender, dir="out", peer=receiver, channel=record["channel"], type=record["type"], fields=fields, extra=extra)
-        )
-        if dropped:
-            return
-        event = Event(
-            ts=record["ts"] + self.latency_ns,
-            node=receiver,
-            dir="in",
-            peer=sender,
-            channel=record["channel"],
-            type=record["type"],
-            fields=fields,
-            extra=extra,
-        )
-        self.sequence += 1
-        heapq.heappush(self.in_flight, (event.ts, self.sequence, event))
-
-    def _show(self, lines: list[str], record: dict[str, Any], text: str | None = None) -> None:
-        kind, type_name = record["kind"], record.get("type")
+    def _show(self, lines: list[str], kind: str, type_name: str | None, ts: int, text: str) -> None:
         if type_name in self.hidden or (kind in self.hidden and type_name not in self.shown):
             return
-        lines.append(f"{format_ts(record['ts'])} {text if text is not None else describe_record(record)}")
+        lines.append(f"{format_ts(ts)} {text}")
 
     def state_line(self, member_id: int) -> str:
-        s = self.members[member_id].node.inspect()
+        v = self.members[member_id].node.view()
         return (
-            f"{member_id} {s['electionState']} {s['role']} term={s['leadershipTermId']} logTerm={s['logLeadershipTermId']}"
-            f" cand={s['candidateTermId']} leader={s['leaderMemberId']} log={s['logPosition']}"
-            f" append={s['appendPosition']} commit={s['commitPosition']}"
+            f"{member_id} {v.election_state.name} {v.role.name} term={v.leadership_term_id} logTerm={v.log_leadership_term_id}"
+            f" cand={v.candidate_term_id} leader={v.leader_member_id} log={v.log_position}"
+            f" append={v.append_position} commit={v.commit_position}"
         )
 
     def files_lines(self, member_id: int) -> list[str]:
-        s = self.members[member_id].node.inspect()
-        node_state = s["nodeState"].get("candidateTerm", s["nodeState"])
-        out = [f"{member_id} node-state candidateTermId={node_state['candidateTermId']} logPosition={node_state['logPosition']}"]
-        for entry in s["recordingLog"]:
-            out.append(describe_record({"kind": "recordingLog", "node": member_id, "op": "entry", "entry": entry}))
+        v = self.members[member_id].node.view()
+        term = v.node_state.candidate_term
+        out = [f"{member_id} node-state candidateTermId={term.candidate_term_id} logPosition={term.log_position}"]
+        for entry in v.recording_log:
+            out.append(describe_record({"kind": "recordingLog", "node": member_id, "op": "entry", "entry": entry_to_json(entry)}))
         return out
+
+
+def _captured(send: Send, direction: str, ts: int) -> Event:
+    """``send`` as a capture on the sender's (``out``) or the receiver's (``in``) host would show it."""
+    extra = {"logPosition": send.log_position} if send.log_position is not None else None
+    node, peer = (send.node, send.peer) if direction == "out" else (send.peer, send.node)
+    return Event(ts=ts, node=node, dir=direction, peer=peer, channel=send.channel, type=send.type,
+                 fields=send.message.to_fields(), extra=extra)
 
 
 def term_entry(text: str) -> dict[str, Any]:
@@ -395,9 +370,9 @@ def run_command(world: World, line: str) -> list[str]:
     elif command == "advance":
         world.advance(parse_duration_ns(positional[0]), lines)
     elif command == "isolate":
-        world.isolated.add(int(positional[0]))
+        world.isolate(int(positional[0]))
     elif command == "heal":
-        world.isolated.clear()
+        world.heal()
     elif command == "state":
         ids = [int(p) for p in positional] or sorted(world.members)
         lines.extend(world.state_line(i) for i in ids)

@@ -107,8 +107,9 @@ class NodeState:
 class NodeStateFile:
     """The whole node-state.dat in memory, with Aeron's `NodeStateFile` writers."""
 
-    def __init__(self, data: bytearray, state: NodeState, candidate_term_offset: int, source: str | None) -> None:
-        self._data = data
+    def __init__(self, data: bytes, state: NodeState, candidate_term_offset: int, source: str | None) -> None:
+        # Immutable bytes, replaced on each write (copy-on-write): a copy of the file shares them.
+        self._data = bytes(data)
         self._state = state
         self._body = candidate_term_offset
         self._source = source
@@ -131,7 +132,7 @@ class NodeStateFile:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, *, source: str | None = None) -> NodeStateFile:
         state, body = _decode(data, source)
-        return cls(bytearray(data), state, body, source)
+        return cls(bytes(data), state, body, source)
 
     @property
     def state(self) -> NodeState:
@@ -144,9 +145,11 @@ class NodeStateFile:
     def update_candidate_term_id(self, candidate_term_id: int, log_position: int, timestamp: int) -> None:
         """Unconditional write, in Aeron's order: logPosition, timestamp, then candidateTermId."""
         body = self._body
-        _INT64.pack_into(self._data, body + 16, log_position)
-        _INT64.pack_into(self._data, body + 8, timestamp)
-        _INT64.pack_into(self._data, body, candidate_term_id)
+        data = bytearray(self._data)
+        _INT64.pack_into(data, body + 16, log_position)
+        _INT64.pack_into(data, body + 8, timestamp)
+        _INT64.pack_into(data, body, candidate_term_id)
+        self._data = bytes(data)
         self._state = NodeState(
             self._state.version,
             self._state.padding,
@@ -165,7 +168,7 @@ class NodeStateFile:
         return existing
 
     def to_bytes(self) -> bytes:
-        return bytes(self._data)
+        return self._data
 
     def to_json(self) -> dict[str, Any]:
         return node_state_to_json(self._state)

@@ -365,12 +365,13 @@ def _state_before(ordered: Sequence[Event], chosen: Sequence[int], low: int) -> 
 
     session = ReplaySession(early)
     session.seek(len(session))
-    states = session.states()
+    views = session.views()
     fields: dict[int, dict[str, Any]] = {}
     for member_id in started:
-        state = states.get(member_id)
-        if state is None or not state.get("isRunning", True):
+        view = views.get(member_id)
+        if view is None or not view.is_running:
             continue
+        state = view.to_json()
         node_state = state.get("nodeState") or {}
         fields[member_id] = {
             "recordingLog": state.get("recordingLog") or [],

@@ -365,3 +365,53 @@ def test_the_election_uses_only_the_declared_surface_of_its_agent_and_the_agent_
     slots = {name for cls in ConsensusModuleAgent.__mro__ for name in getattr(cls, "__slots__", ())}
     missing = {name for name in declared if not hasattr(ConsensusModuleAgent, name) and name not in slots}
     assert missing == set()
+
+
+# -- inside the engine: the model, its harness, what runs on them ------------------------------------------
+
+#: What each layer of the engine may import of the engine: the model is self-contained (one member, no
+#: notion of a cluster, a recording or a trace); the harness drives models; the rest runs on both.
+ENGINE_LAYERS = {
+    "engine.model": {"engine.model"},
+    "engine.harness": {"engine.model", "engine.harness"},
+}
+
+
+def engine_layer_violations(modules: list[Module] = MODULES) -> dict[tuple[str, str], str]:
+    violations = {}
+    for module in (m for m in modules if m.package == "engine"):
+        layer = next((name for name in ENGINE_LAYERS if module.name == name or module.name.startswith(name + ".")), None)
+        if layer is None:
+            continue
+        for line, name in _imports(module):
+            if name.split(".")[0] != "engine":
+                continue
+            target = ".".join(name.split(".")[:2])
+            if target not in ENGINE_LAYERS[layer]:
+                violations[(module.name, f"imports {name}")] = _where(module, line)
+    return violations
+
+
+def test_the_model_imports_nothing_of_the_engine_outside_it_and_the_harness_only_the_model():
+    _check(engine_layer_violations(), set())
+
+
+def test_the_engine_layer_check_catches_a_model_that_reaches_into_the_harness_or_a_replay():
+    model = Module("engine.model.x", "engine", ROOT / "engine" / "model" / "x.py",
+                   ast.parse("from engine.harness.driver import ClusterDriver\nimport engine.replay\nfrom formats import sbe\n"))
+    harness = Module("engine.harness.x", "engine", ROOT / "engine" / "harness" / "x.py",
+                     ast.parse("from engine.model.node import Node\nfrom engine.trace import canonical\n"))
+    found = engine_layer_violations([model, harness])
+    assert set(found) == {
+        ("engine.model.x", "imports engine.harness.driver"),
+        ("engine.model.x", "imports engine.replay"),
+        ("engine.harness.x", "imports engine.trace"),
+    }
+
+
+def test_the_engine_folders_show_the_model_and_the_harness():
+    engine = ROOT / "engine"
+    assert {p.name for p in engine.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == {"model", "harness"}
+    for layer in ("model", "harness"):
+        doc = ast.get_docstring(ast.parse((engine / layer / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "may import" in doc, f"engine/{layer}/__init__.py opens with its theory of operation"

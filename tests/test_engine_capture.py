@@ -304,7 +304,7 @@ def test_followers_acknowledge_the_first_log_entry_and_commit_it():
         node, outputs = replay_member(member_id)
         appended = [o.message.log_position for o in outputs if type(o).__name__ == "Send" and type(o.message).__name__ == "AppendPosition"]
         assert appended == [0, 96], f"member {member_id}"
-        state = node.inspect()
+        state = node.view().to_json()
         assert (state["commitPosition"], state["agentLeadershipTermId"], state["role"]) == (96, 0, "FOLLOWER")
 
 

@@ -81,7 +81,7 @@ class Cluster:
         self.run(at_ns)
 
     def leader(self) -> int:
-        (leader,) = [i for i, n in self.nodes.items() if n.is_running and n.inspect()["role"] == "LEADER"]
+        (leader,) = [i for i, n in self.nodes.items() if n.is_running and n.view().to_json()["role"] == "LEADER"]
         return leader
 
     def of(self, kind: str, node: int | None = None, since_ns: int = 0) -> list:
@@ -96,7 +96,7 @@ def elected(**kwargs: Any) -> Cluster:
 
 def test_three_members_elect_exactly_one_leader_and_all_close_their_elections():
     cluster = elected()
-    views = [n.inspect() for n in cluster.nodes.values()]
+    views = [n.view().to_json() for n in cluster.nodes.values()]
     assert sorted(v["role"] for v in views) == ["FOLLOWER", "FOLLOWER", "LEADER"]
     assert {v["electionState"] for v in views} == {"CLOSED"}
     assert len({v["leadershipTermId"] for v in views}) == 1
@@ -135,7 +135,7 @@ def test_ingress_messages_are_appended_to_the_leaders_log_and_committed_on_every
     cluster.run(7 * SECOND)
     (append,) = cluster.of("LogAppend", leader, since_ns=6 * SECOND)
     assert append.position == 96 + 192  # align(32-byte frame header + 32-byte SessionMessageHeader + 100, 32)
-    assert {n.inspect()["commitPosition"] for n in cluster.nodes.values()} == {288}
+    assert {n.view().to_json()["commitPosition"] for n in cluster.nodes.values()} == {288}
 
 
 def test_followers_start_an_election_at_the_first_slow_tick_after_the_leader_heartbeat_timeout():
@@ -147,9 +147,9 @@ def test_followers_start_an_election_at_the_first_slow_tick_after_the_leader_hea
     last_heard = max(o.ts for o in cluster.of("Send", leader) if o.peer == follower) + cluster.latency_ns
     (started,) = [e for e in cluster.of("ElectionStarted", follower) if e.reason == "leader heartbeat timeout"]
     assert last_heard + 10 * SECOND <= started.ts < last_heard + 10 * SECOND + 10 * MS
-    views = [cluster.nodes[i].inspect() for i in range(3) if i != leader]
+    views = [cluster.nodes[i].view().to_json() for i in range(3) if i != leader]
     assert sorted(v["role"] for v in views) == ["FOLLOWER", "LEADER"]
-    assert {v["leadershipTermId"] for v in views} == {cluster.nodes[follower].inspect()["leadershipTermId"]}
+    assert {v["leadershipTermId"] for v in views} == {cluster.nodes[follower].view().to_json()["leadershipTermId"]}
 
 
 def test_a_leader_that_hears_no_follower_for_the_heartbeat_timeout_steps_down():
@@ -163,8 +163,8 @@ def test_a_leader_that_hears_no_follower_for_the_heartbeat_timeout_steps_down():
     (started,) = cluster.of("ElectionStarted", leader, since_ns=6 * SECOND)
     assert started.reason == "inactive follower quorum"
     assert last_append + 10 * SECOND < started.ts <= last_append + 10 * SECOND + 10 * MS
-    assert cluster.nodes[leader].inspect()["role"] == "FOLLOWER"
-    assert cluster.nodes[leader].inspect()["electionState"] == "CANVASS"
+    assert cluster.nodes[leader].view().to_json()["role"] == "FOLLOWER"
+    assert cluster.nodes[leader].view().to_json()["electionState"] == "CANVASS"
 
 
 def test_messages_from_a_newer_term_start_an_election_on_a_follower_and_are_dropped():
@@ -207,7 +207,7 @@ def test_a_restarted_follower_rejoins_by_catching_up_in_the_same_term():
     path = [f"{c.from_state}→{c.to_state}" for c in cluster.of("StateChange", follower, since_ns=7 * SECOND)]
     assert "FOLLOWER_CATCHUP_AWAIT→FOLLOWER_CATCHUP" in path and path[-1] == "FOLLOWER_READY→CLOSED"
     assert [o.type for o in cluster.of("Send", leader, since_ns=7 * SECOND) if o.peer == follower and o.type == "StopCatchup"]
-    views = {i: n.inspect() for i, n in cluster.nodes.items()}
+    views = {i: n.view().to_json() for i, n in cluster.nodes.items()}
     assert len({v["commitPosition"] for v in views.values()}) == 1 and views[follower]["commitPosition"] == 96 + 3 * 64
 
 
@@ -221,7 +221,7 @@ def test_the_same_inputs_give_the_same_outputs_and_a_clone_runs_on_independently
     a.crash(a.leader(), 6 * SECOND)
     a.run(20 * SECOND)
     assert all(n.is_running for n in clone.values())
-    assert clone[0].inspect() == b.nodes[0].inspect()
+    assert clone[0].view().to_json() == b.nodes[0].view().to_json()
 
 
 def test_outputs_are_byte_identical_across_processes_with_different_hash_seeds():

@@ -51,7 +51,7 @@ class One:
         self.me = me
         self.random = FixedDraw(draw)
         self.node = Node(me, member_start_of(start), random=self.random, flags=flags)
-        self.outputs = self.node.take_outputs()
+        self.outputs = list(self.node.take_outputs())
 
     def deliver(self, at_ms: float, sender: int, message: Any) -> list:
         event = message_event(message, ts=int(at_ms * MS), node=self.me, dir="in", peer=sender, channel="consensus")
@@ -70,13 +70,13 @@ class One:
         return self.take()
 
     def take(self) -> list:
-        outputs = self.node.take_outputs()
+        outputs = list(self.node.take_outputs())
         self.outputs += outputs
         return outputs
 
     @property
     def state(self) -> str:
-        return self.node.inspect()["electionState"]
+        return self.node.view().to_json()["electionState"]
 
     @property
     def election(self):
@@ -316,7 +316,7 @@ def test_a_no_vote_loses_the_ballot_at_the_timeout_and_the_retry_proposes_the_ne
     out = one.advance(1260)
     assert states(out) == ["CANDIDATE_BALLOT→CANVASS"]
     assert kinds(out, "RoleChange")[0].to_role == "FOLLOWER"
-    assert one.node.inspect()["candidateTermId"] == 0  # the raised term stays
+    assert one.node.view().to_json()["candidateTermId"] == 0  # the raised term stays
     one.deliver(1300, 1, canvass(1))
     one.deliver(1300, 2, canvass(2))
     out = one.advance(1550)
@@ -404,7 +404,7 @@ def test_a_single_member_cluster_leads_at_once_bumping_the_term_in_the_construct
         "LEADER_INIT→LEADER_READY",
         "LEADER_READY→CLOSED",
     ]
-    assert one.node.inspect()["leadershipTermId"] == 5
+    assert one.node.view().to_json()["leadershipTermId"] == 5
 
 
 def test_a_single_member_re_election_after_an_error_reuses_its_term():
@@ -422,7 +422,7 @@ def test_a_single_member_re_election_after_an_error_reuses_its_term():
     assert [(c.to_state, c.reason) for c in kinds(out, "StateChange") if c.to_state == "INIT"] == [("INIT", "WARN - boom")]
     assert states(out)[-1] == "LEADER_READY→CLOSED"
     assert [w.candidate_term_id for w in kinds(out, "NodeStateWrite")] == [1]
-    assert one.node.inspect()["leadershipTermId"] == 1  # ... but the INIT pass does not bump it again
+    assert one.node.view().to_json()["leadershipTermId"] == 1  # ... but the INIT pass does not bump it again
 
 
 # -- follower states (§2.10–2.17, §3.4) -----------------------------------------------------------------------

@@ -94,7 +94,7 @@ def test_a_send_renders_with_its_message_fields_by_aeron_name():
 
 def test_inspect_gives_the_state_the_inspector_and_the_summary_need():
     one = One()
-    state = one.node.inspect()
+    state = one.node.view().to_json()
     for key in ("electionState", "role", "moduleState", "leadershipTermId", "logLeadershipTermId", "candidateTermId",
                 "leaderMemberId", "logPosition", "appendPosition", "commitPosition", "catchupJoinPosition", "deadlines",
                 "members", "nodeState", "recordingLog"):
@@ -115,7 +115,7 @@ def test_a_crashed_member_does_nothing_more_and_a_restart_keeps_its_files():
     one.node.step(input_of(local(0, 6 * SECOND, "MemberStart", clusterMembers=members(3))), 6 * SECOND)
     out = one.take()
     assert one.node.is_running and states(out) == ["INIT→CANVASS"]
-    assert one.node.inspect()["nodeState"]["candidateTerm"]["candidateTermId"] == 3
+    assert one.node.view().to_json()["nodeState"]["candidateTerm"]["candidateTermId"] == 3
 
 
 def test_a_clean_stop_closes_the_consensus_module():
@@ -147,7 +147,7 @@ def test_a_stop_signal_for_the_log_recording_starts_an_election():
     cluster = elected()
     follower = (cluster.leader() + 1) % 3
     cluster.run(6 * SECOND)
-    recording_id = cluster.nodes[follower].inspect()["logRecordingId"]
+    recording_id = cluster.nodes[follower].view().to_json()["logRecordingId"]
     cluster.nodes[follower].step(input_of(local(follower, 6 * SECOND, "RecordingSignal", recordingId=recording_id, position=96,
                                        signal="STOP")), 6 * SECOND)
     cluster._collect(follower)
@@ -166,7 +166,7 @@ def test_events_from_json_lines_drive_a_node():
     start = member_start_of(events[0])
     node = Node(0, start, random=JavaRandom(start.seed))
     node.step(input_of(events[1]), events[1].ts)
-    assert node.inspect()["electionState"] == "FOLLOWER_BALLOT"
+    assert node.view().to_json()["electionState"] == "FOLLOWER_BALLOT"
 
 
 def test_a_clone_is_independent_of_its_original():
@@ -174,9 +174,9 @@ def test_a_clone_is_independent_of_its_original():
     cluster.run(300 * MS)
     original = cluster.nodes[0]
     copy = original.clone()
-    before = copy.inspect()
+    before = copy.view().to_json()
     cluster.run(3 * SECOND)
-    assert copy.inspect() == before
+    assert copy.view().to_json() == before
     copy.advance(3 * SECOND)
     assert copy.take_outputs()  # it keeps its own timers
 
@@ -216,5 +216,5 @@ def test_a_follower_meeting_a_snapshot_action_in_the_log_records_the_snapshots_i
         f"{follower} recording.log appendSnapshot SNAPSHOT term=0 base=0 pos=128",
         f"{follower} module SNAPSHOT → ACTIVE",
     ]
-    entries = cluster.nodes[follower].inspect()["recordingLog"]
+    entries = cluster.nodes[follower].view().to_json()["recordingLog"]
     assert [(e["recordingId"], e["serviceId"], e["timestamp"]) for e in entries[1:]] == [(1, 0, 5_999), (2, -1, 5_999)]

@@ -114,7 +114,7 @@ def _leader_of_one(evidence: bool) -> Node:
         node.expect_log_evidence()
     node.advance(2 * SECOND)
     node.take_outputs()
-    assert node.inspect()["role"] == "LEADER" and node.inspect()["appendPosition"] == 96
+    assert node.view().to_json()["role"] == "LEADER" and node.view().to_json()["appendPosition"] == 96
     return node
 
 
@@ -127,7 +127,7 @@ def test_a_leader_with_log_evidence_appends_what_it_shows_and_nothing_for_ingres
 
     node = _leader_of_one(evidence=True)
     node.step(input_of(ingress), 2 * SECOND)
-    assert node.take_outputs() == [] and node.inspect()["appendPosition"] == 96
+    assert not node.take_outputs() and node.view().to_json()["appendPosition"] == 96
     timer = message_event(TimerEvent(leadership_term_id=0, correlation_id=7, timestamp=2001),
                           ts=2 * SECOND + 1_000_000, node=0, dir="out", peer=None, channel="log")
     node.step(input_of(dataclasses.replace(timer, extra={"logPosition": 160})), timer.ts)
@@ -135,7 +135,7 @@ def test_a_leader_with_log_evidence_appends_what_it_shows_and_nothing_for_ingres
     assert [(a["type"], a["position"]) for a in appends] == [("TimerEvent", 160)]
     # Evidence of what the log already holds (the election's own NewLeadershipTermEvent) is not appended again.
     node.step(input_of(dataclasses.replace(timer, ts=timer.ts + 1_000_000, extra={"logPosition": 96})), timer.ts + 1_000_000)
-    assert node.inspect()["appendPosition"] == 160 and node.inspect()["commitPosition"] == 160
+    assert node.view().to_json()["appendPosition"] == 160 and node.view().to_json()["commitPosition"] == 160
 
 
 def test_a_bad_config_property_is_refused_in_one_line_with_exit_2_before_reading_anything(tmp_path):

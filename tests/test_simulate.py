@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 from cli.app import run
+from engine.harness.clock import Clock
 from engine.replay import replay
 from formats.agent_log import AgentLogRecord, read_agent_log
 from formats.cluster_codecs import CanvassPosition, SessionMessageHeader
@@ -33,7 +34,6 @@ from formats.replay_file import read_events
 from formats.sbe import encode
 from formats.udp import DataFrame, PadFrame, SetupFrame, decode_datagram
 from recorder.simulate import load_scenario, parse_scenario, simulate
-from recorder.simulate.clock import Scheduler
 from recorder.simulate.network import Network
 from recorder.simulate.outputs import render_files
 from recorder.simulate.scenario import LinkSpec, NetworkSpec, ScenarioError, parse_duration_ns
@@ -195,7 +195,7 @@ def test_a_partition_cuts_between_groups_both_ways_and_heals_by_rule():
 
 def _pair(link: LinkSpec, seed: int = 3):
     """Two hosts, a consensus-style publication from 0 to 1, and what host 1 receives."""
-    scheduler = Scheduler()
+    scheduler = Clock()
     network = Network(NetworkSpec(default=link), random.Random(seed), [0, 1])
     received = []
     transport = Transport(scheduler, network, on_message=received.append)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from types import SimpleNamespace
 
 import pytest
 
 from engine.invariants import InvariantChecker
+from engine.model.agent import Role
 from engine.trace import TraceHasher, encode_record, summary_record, verify
 
 
@@ -51,17 +53,22 @@ def test_the_same_member_leading_its_term_again_is_not_a_violation():
     checker = InvariantChecker()
     for _ in range(2):
         assert checker.observe(0, [{"kind": "role", "ts": 0, "node": 0, "from": "FOLLOWER", "to": "LEADER"}],
-                               lambda: {"role": "LEADER", "leadershipTermId": 3}) == []
+                               lambda: _view("LEADER", 3)) == []
+
+
+def _view(role: str, leadership_term_id: int) -> SimpleNamespace:
+    """The two values of a member's `MemberView` the checker reads."""
+    return SimpleNamespace(role=Role[role], leadership_term_id=leadership_term_id)
 
 
 def test_a_leader_claim_is_read_from_state_only_when_the_member_still_leads():
     checker = InvariantChecker()
-    checker.observe(0, [{"kind": "role", "ts": 0, "node": 0, "to": "LEADER"}], lambda: {"role": "LEADER", "leadershipTermId": 1})
+    checker.observe(0, [{"kind": "role", "ts": 0, "node": 0, "to": "LEADER"}], lambda: _view("LEADER", 1))
     stepped_down = checker.observe(
-        1, [{"kind": "role", "ts": 0, "node": 1, "to": "LEADER"}], lambda: {"role": "FOLLOWER", "leadershipTermId": 1}
+        1, [{"kind": "role", "ts": 0, "node": 1, "to": "LEADER"}], lambda: _view("FOLLOWER", 1)
     )
     assert stepped_down == []
-    clash = checker.observe(1, [{"kind": "role", "ts": 0, "node": 1, "to": "LEADER"}], lambda: {"role": "LEADER", "leadershipTermId": 1})
+    clash = checker.observe(1, [{"kind": "role", "ts": 0, "node": 1, "to": "LEADER"}], lambda: _view("LEADER", 1))
     assert [r["name"] for r in clash] == ["one-leader-per-term"]
 
 

@@ -115,7 +115,7 @@ class One:
 
     @property
     def state(self) -> dict[str, Any]:
-        return self.node.inspect()
+        return self.node.view().to_json()
 
 
 def states(records: list[dict[str, Any]], node: int | None = None) -> list[tuple[str, str]]:

@@ -10,17 +10,17 @@ An event's fields and payload are decoded only when something asks for that even
 few blocks are cached.  Opening a million-event file therefore costs a sort and no decoding, and
 the first screen needs only the rows it shows.
 
-The index is one pass of the node replay (E2's driver in `engine.replay`, the same code as `recount
+The index is one pass of the node replay (`engine.replay.NodeReplay`, the same code as `recount
 replay`) over every event, run by `build_index` in a background worker while the screen is already
 usable.  It keeps, per event, how many trace records the event produced; the records that tell the
 story (state, role, election, node-state.dat and recording.log writes, significant sends,
 divergences, invariant violations), the member lanes for the timeline, and an engine checkpoint
-every `block_size` events: a light copy of the driver with every `Node` cloned and the comparison
-state (only needed to find divergences, which the index already holds) left out.
+every `block_size` events: `NodeReplay.checkpoint(compare=False)`, a copy with every `Node` cloned
+and the comparison state (only needed to find divergences, which the index already holds) left out.
 
 Going to event ``i`` restores the nearest checkpoint at or before it and re-executes the events in
 between (at most one block): stepping back is re-execution, never an approximation.  The state
-"after event ``i``" is each member's `Node.inspect()` once events ``0..i`` have been fed.  A live
+"after event ``i``" is each member's `MemberView` once events ``0..i`` have been fed.  A live
 stepper stays at the last position asked for, so stepping forward costs one event.  Records of
 periodic sends are not kept by the index; the event list gets them by re-executing the block it
 shows (the same exact re-execution), so memory stays proportional to the story, not the capture.
@@ -33,7 +33,6 @@ Nothing here draws or prints; the widgets render what it returns.
 from __future__ import annotations
 
 import bisect
-import copy
 import difflib
 import threading
 from collections import OrderedDict
@@ -47,8 +46,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cli.times import duration, relative_time, wall_time
-from engine import replay as engine_replay
-from engine.replay import DEFAULT_TOLERANCE_NS, MODELS, SIGNIFICANT, UnknownModelError, flags_for
+from engine.model.view import MemberView
+from engine.replay import (
+    DEFAULT_TOLERANCE_NS,
+    MODELS,
+    OBSERVATIONS,
+    PERIODIC,
+    SIGNIFICANT,
+    NodeReplay,
+    RecordingFacts,
+    UnknownModelError,
+    flags_for,
+    scan,
+)
 from formats import replay_file
 from formats.describe import describe_event, describe_record
 from formats.errors import DecodeError
@@ -271,7 +281,7 @@ class ReplaySource:
         """True for each periodic position message on the consensus channel (CanvassPosition,
         AppendPosition, CommitPosition): the heartbeats the event list hides by default."""
         if self._heartbeats is None:
-            types = [i for i, name in enumerate(self.type_names) if name in engine_replay.PERIODIC]
+            types = [i for i, name in enumerate(self.type_names) if name in PERIODIC]
             consensus = [i for i, name in enumerate(self.channel_names) if name == "consensus"]
             self._heartbeats = np.isin(self.type, types) & np.isin(self.channel, consensus)
         return self._heartbeats
@@ -292,158 +302,60 @@ class ReplaySource:
         return None
 
 
-# -- the stepper: E2's replay driver with light checkpoints --------------------------------------------------
+# -- the stepper: node replay with light checkpoints -------------------------------------------------------
 #
-# An adapter over `engine.replay`'s driver (`_Driver`, `_prescan`, `node_random`): `ReplaySession`
-# takes every event up front as objects and deep-copies the whole driver at each checkpoint
-# (comparison series included), which does not scale to a million events; the TUI needs exact member
-# state, not a second copy of the divergence search.  See the final report of helper T1.
-
-#: Driver attributes that only serve the send/observation comparison; a checkpoint starts them empty.
-_COMPARISON_STATE = {"actual": dict, "expected": dict, "checks": list}
-#: Driver methods that only feed that comparison; a copy's are no-ops.  (Which channels were
-#: recorded stays: it also decides where a member's nomination delay comes from.)
-_COMPARISON_METHODS = ("_expect_send", "_actual_send", "_expect_observation", "_actual_observation")
-
-
-def _copy_node(node: Any, shared: dict[int, Any] | None = None) -> Any:
-    """A deep copy of a Node that copies its big buffers cheaply.
-
-    The log store's lists hold immutable frames: a slice copies them in one go instead of
-    deep-copying each frame.  ``shared`` maps the id of a buffer to a copy to reuse (node-state.dat's
-    1 MiB image is the same at most checkpoints).
-    """
-    memo: dict[int, Any] = dict(shared or {})
-    log = getattr(getattr(node, "agent", None), "log", None)
-    for name in ("ends", "messages"):
-        items = getattr(log, name, None)
-        if isinstance(items, list):
-            memo[id(items)] = items[:]
-    return copy.deepcopy(node, memo)
-
-
-def _node_state_buffer(node: Any) -> bytearray | None:
-    data = getattr(getattr(getattr(node, "agent", None), "node_state", None), "_data", None)
-    return data if isinstance(data, bytearray) else None
-
-
-def _ignore(*args: Any, **kwargs: Any) -> None:
-    return None
-
-
-class _NoHash:
-    """Stands in for `engine.trace.TraceHasher` in copies: they re-execute, the index keeps the hash."""
-
-    lines = 0
-
-    def add(self, record: Mapping[str, Any]) -> str:
-        return ""
-
-    def add_line(self, line: str) -> None:
-        pass
-
-    def hexdigest(self) -> str:
-        return ""
-
-    def copy(self) -> _NoHash:
-        return self
+# The index runs `engine.replay.NodeReplay` (the same code as `recount replay`) with its comparison, once;
+# every checkpoint is `NodeReplay.checkpoint(compare=False)`: a copy that leaves the comparison state
+# behind and compares nothing when re-executed (the index already holds the divergences).
 
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """The replay after ``position`` events: a driver nobody steps (restoring copies it)."""
+    """The replay after ``position`` events: a replay nobody steps (restoring copies it)."""
 
     position: int
-    driver: Any
+    replay: NodeReplay
 
 
 class Stepper:
-    """Feeds events to the replay driver one at a time; `checkpoint()`/`restore()` copy it."""
+    """Feeds events to a node replay one at a time; `checkpoint()`/`restore()` copy it."""
 
-    def __init__(self, source: ReplaySource, driver: Any, position: int = 0) -> None:
+    def __init__(self, source: ReplaySource, replay: NodeReplay, position: int = 0) -> None:
         self.source = source
-        self.driver = driver
+        self.replay = replay
         self.position = position
 
     @classmethod
     def start(cls, source: ReplaySource, *, model: str = "1.47.3", seed: int | None = None) -> Stepper:
         flags_for(model)
-        driver = engine_replay._Driver(
-            nodes=None,
-            until=None,
-            seed=seed,
-            model=model,
-            nomination="auto",
-            tolerance_ns=DEFAULT_TOLERANCE_NS,
-            **_prescan(source),
-        )
-        return cls(source, driver)
+        return cls(source, NodeReplay(_facts(source), seed=seed, model=model, tolerance_ns=DEFAULT_TOLERANCE_NS))
 
     def step(self) -> list[dict[str, Any]]:
         k = self.position
-        records = self.driver.feed(self.source.event(k), self.source.ref(k), self.source.ref_kind)
+        records = self.replay.feed(self.source.event(k), self.source.ref(k), self.source.ref_kind)
         self.position = k + 1
         return records
 
     def finish(self) -> list[dict[str, Any]]:
-        return self.driver.finish()
+        return self.replay.finish()
+
+    def views(self) -> dict[int, MemberView]:
+        return self.replay.views()
 
     def states(self) -> dict[int, dict[str, Any]]:
-        return {n: m.node.inspect() for n, m in sorted(self.driver.members.items())}
+        """Each started member's view, as the screens name its values (Aeron's names)."""
+        return {n: view.to_json() for n, view in self.replay.views().items()}
 
-    def checkpoint(self, previous: Checkpoint | None = None) -> Checkpoint:
-        shared: dict[int, Any] = {}
-        if previous is not None:
-            for node_id, member in self.driver.members.items():
-                mine = _node_state_buffer(member.node)
-                old_member = previous.driver.members.get(node_id)
-                theirs = _node_state_buffer(old_member.node) if old_member is not None else None
-                if mine is not None and theirs is not None and mine == theirs:
-                    shared[id(mine)] = theirs
-        return Checkpoint(self.position, _light_copy(self.driver, shared))
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(self.position, self.replay.checkpoint(compare=False))
 
     @classmethod
     def restore(cls, source: ReplaySource, checkpoint: Checkpoint) -> Stepper:
-        return cls(source, _light_copy(checkpoint.driver, {}), checkpoint.position)
-
-
-def _light_copy(driver: Any, shared: dict[int, Any]) -> Any:
-    twin = copy.copy(driver)
-    for name, value in vars(driver).items():
-        if name == "members" or name in _COMPARISON_METHODS:
-            continue
-        if name in _COMPARISON_STATE:
-            setattr(twin, name, _COMPARISON_STATE[name]())
-        elif name == "hasher":
-            twin.hasher = _NoHash()  # the trace hash is the index's; a copy need not pay for JSON encoding
-        elif name in (
-            "flags",
-            "nominations",
-            "selected",
-            "model",
-            "seed",
-            "until",
-            "nomination",
-            "tolerance_ns",
-        ):
-            continue  # immutable configuration, shared
-        else:
-            setattr(twin, name, copy.deepcopy(value))
-    for name in _COMPARISON_METHODS:  # a copy compares nothing: the index holds the divergences
-        setattr(twin, name, _ignore)
-    twin.members = {}
-    for node_id, member in driver.members.items():
-        node = _copy_node(member.node, shared)
-        # The node's random source (with the clock it reads) was copied along with the node.
-        random = engine_replay.node_random(node, None) or copy.deepcopy(member.random)
-        twin.members[node_id] = type(member)(
-            node, random, member.source, member.started_at, member.ended, member.last_ms
-        )
-    return twin
+        return cls(source, NodeReplay.restore(checkpoint.replay), checkpoint.position)
 
 
 class _Seen:
-    """The little of an event `engine.replay._prescan` looks at, built from columns (no decoding)."""
+    """The little of an event `engine.replay.scan` looks at, built from columns (no decoding)."""
 
     __slots__ = ("ts", "node", "dir", "channel", "type", "fields")
 
@@ -458,12 +370,12 @@ class _Seen:
         self.fields = fields
 
 
-def _prescan(source: ReplaySource) -> dict[str, Any]:
-    """The driver's whole-recording facts, by E2's `_prescan`, fed column-built stand-ins.
+def _facts(source: ReplaySource) -> RecordingFacts:
+    """The replay's whole-recording facts, by `engine.replay.scan`, fed column-built stand-ins.
 
-    `_prescan` asks which channels each member's sends were recorded on, which observation kinds
-    each member has, and when each member first sent RequestVote for each candidate term.  One
-    stand-in per distinct (member, channel) of the ``out`` events, per distinct (member, type) of the
+    `scan` asks which channels each member's sends were recorded on, which observation kinds each
+    member has, and when each member first sent RequestVote for each candidate term.  One stand-in
+    per distinct (member, channel) of the ``out`` events, per distinct (member, type) of the
     observations, and one per recorded RequestVote (in replay order) give it the same answers as
     every event would, without decoding any.
     """
@@ -479,7 +391,7 @@ def _prescan(source: ReplaySource) -> dict[str, Any]:
     for key in np.unique(source.node[outs] * 65536 + source.channel[outs]).tolist():
         node, channel = divmod(int(key), 65536)
         rows.append((0, 0, _Seen(0, node, "out", source.channel_names[channel], "", {})))
-    observation_codes = [i for i, t in enumerate(source.type_names) if t in engine_replay.OBSERVATIONS]
+    observation_codes = [i for i, t in enumerate(source.type_names) if t in OBSERVATIONS]
     observed = np.flatnonzero((source.dir == local_code) & np.isin(source.type, observation_codes))
     for key in np.unique(source.node[observed] * 65536 + source.type[observed]).tolist():
         node, kind = divmod(int(key), 65536)
@@ -505,8 +417,7 @@ def _prescan(source: ReplaySource) -> dict[str, Any]:
                     ),
                 )
             )
-    channels, observations, nominations = engine_replay._prescan(rows)
-    result = {"compared_channels": channels, "observed_kinds": observations, "nominations": nominations}
+    result = scan(seen for _, _, seen in rows)
     with source._lock:
         source._prescanned = result
     return result
@@ -600,15 +511,15 @@ def _is_notable(record: Mapping[str, Any]) -> bool:
     return kind != "summary"
 
 
-def _lane(position: int, ts: int, state: Mapping[str, Any]) -> LaneSegment:
+def _lane(position: int, ts: int, view: MemberView) -> LaneSegment:
     return LaneSegment(
         position,
         ts,
-        str(state.get("electionState")),
-        str(state.get("role")),
-        int(state.get("leadershipTermId", -1)),
-        int(state.get("leaderMemberId", -1)),
-        bool(state.get("isRunning", True)),
+        view.election_state.name,
+        view.role.name,
+        view.leadership_term_id,
+        view.leader_member_id,
+        view.is_running,
     )
 
 
@@ -635,7 +546,7 @@ def build_index(
             records = stepper.step()
             _note(index, source, stepper, k, records, last_lane)
             if (k + 1) % block == 0:
-                index.checkpoints.append(stepper.checkpoint(index.checkpoints[-1]))
+                index.checkpoints.append(stepper.checkpoint())
             index.done = k + 1
         final = stepper.finish()
     except DecodeError as error:
@@ -701,18 +612,18 @@ def _note(
             index.problems.insert(i, problem)
     if not touched:
         return
-    states = stepper.driver.members
+    views = stepper.views()
     ts = int(source.ts[k])
     if not index.changes or index.changes[-1] != k:
         index.changes.append(k)
     for node_id in sorted(touched):
-        member = states.get(node_id)
-        if member is None:
+        view = views.get(node_id)
+        if view is None:
             continue
         changes = index.member_changes.setdefault(node_id, [])
         if not changes or changes[-1] != k:
             changes.append(k)
-        segment = _lane(k, ts, member.node.inspect())
+        segment = _lane(k, ts, view)
         previous = last_lane.get(node_id)
         if previous is None or (
             previous.election_state,

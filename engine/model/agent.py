@@ -49,6 +49,7 @@ from engine.model.outputs import (
     MarkFileWrite,
     ModuleStateChange,
     NodeStateWrite,
+    NominationDraw,
     RecordingLogChange,
     RoleChange,
     Send,
@@ -62,6 +63,7 @@ from engine.model.sim_parts import (
     SimReplication,
     framed_length,
 )
+from engine.model.view import MemberView
 from formats.cluster_codecs import (
     AppendPosition,
     BooleanType,
@@ -81,7 +83,7 @@ from formats.cluster_codecs import (
 )
 from formats.cluster_codecs_ext import NewLeadershipTerm as NewLeadershipTermV15
 from formats.cluster_codecs_ext import commit_position_of, with_commit_position
-from formats.recording_log import EntryType, RecordingLog, RecordingLogError, entry_to_json
+from formats.recording_log import EntryType, RecordingLog, RecordingLogError
 from formats.sbe import encode
 
 SLOW_TICK_INTERVAL_NS = 10_000_000
@@ -307,6 +309,14 @@ class ConsensusModuleAgent:
     def emit(self, output: Any) -> None:
         self.outputs.append(output)
         self.changes += 1
+
+    def draw_nomination_delay_ns(self) -> int:
+        """Aeron's ``(long)(ctx.random().nextDouble() * (electionTimeoutNs >> 1))``; the draw is an output."""
+        value = self.random.next_double()
+        delay_ns = int(value * (self.config.election_timeout_ns >> 1))
+        source = getattr(self.random, "source", "seeded")
+        self.emit(NominationDraw(self.output_ts, self.member_id, value, source, delay_ns))
+        return delay_ns
 
     def send(self, peer_id: int, message: Any) -> bool:
         """The consensus publication to ``peer_id`` accepts ``message`` (the model has no back-pressure)."""
@@ -1383,55 +1393,67 @@ class ConsensusModuleAgent:
 
     # -- inspection -------------------------------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
+    def view(self, member_id: int, is_running: bool, now_ns: int) -> MemberView:
         election = self.election
-        deadlines: dict[str, int] = {}
+        deadlines: list[tuple[str, int]] = []
         if election is not None:
             deadline = election.next_deadline_ns(self.now_ns)
             if deadline is not None:
-                deadlines["election"] = deadline
+                deadlines.append(("election", deadline))
             if election.state is ElectionState.NOMINATE:
-                deadlines["nomination"] = election.nomination_deadline_ns
+                deadlines.append(("nomination", election.nomination_deadline_ns))
             if election.state is ElectionState.CANVASS:
-                deadlines["canvass"] = election.canvass_deadline_ns()
+                deadlines.append(("canvass", election.canvass_deadline_ns()))
         else:
             if self.role is Role.LEADER:
-                deadlines["commitPositionHeartbeat"] = self.time_of_last_log_update_ns + self.config.leader_heartbeat_interval_ns
+                deadlines.append(
+                    ("commitPositionHeartbeat", self.time_of_last_log_update_ns + self.config.leader_heartbeat_interval_ns)
+                )
                 expiry = self._active_quorum_expiry_ns()
                 if expiry is not None:
-                    deadlines["inactiveFollowerQuorum"] = self.slow_tick_at_or_after(expiry)
+                    deadlines.append(("inactiveFollowerQuorum", self.slow_tick_at_or_after(expiry)))
             else:
-                deadlines["appendPositionHeartbeat"] = (
-                    self.time_of_last_append_position_send_ns + self.config.leader_heartbeat_interval_ns
+                deadlines.append(
+                    ("appendPositionHeartbeat", self.time_of_last_append_position_send_ns + self.config.leader_heartbeat_interval_ns)
                 )
-                deadlines["leaderHeartbeatTimeout"] = self.slow_tick_at_or_after(
-                    self.time_of_last_log_update_ns + self.config.leader_heartbeat_timeout_ns
+                deadlines.append(
+                    (
+                        "leaderHeartbeatTimeout",
+                        self.slow_tick_at_or_after(self.time_of_last_log_update_ns + self.config.leader_heartbeat_timeout_ns),
+                    )
                 )
-        deadlines["slowTick"] = self.slow_tick_deadline_ns
+        deadlines.append(("slowTick", self.slow_tick_deadline_ns))
         leader = election.leader() if election is not None else self.leader_member
-        return {
-            "electionState": election.state.name if election is not None else ElectionState.CLOSED.name,
-            "role": self.role.name,
-            "moduleState": self.state.name,
-            "leadershipTermId": election.leadership_term_id if election is not None else self.leadership_term_id,
-            "logLeadershipTermId": election.log_leadership_term_id if election is not None else self.leadership_term_id,
-            "candidateTermId": election.candidate_term_id if election is not None else self.node_state.candidate_term.candidate_term_id,
-            "leaderMemberId": leader.id if leader is not None else NULL_VALUE,
-            "logPosition": election.log_position if election is not None else self.log_adapter_position,
-            "appendPosition": election.append_position if election is not None else self.log.end,
-            "commitPosition": self.commit_position,
-            "catchupJoinPosition": election.catchup_join_position if election is not None else NULL_POSITION,
-            "agentLeadershipTermId": self.leadership_term_id,
-            "notifiedCommitPosition": self.notified_commit_position,
-            "logRecordingId": self.log_recording_id,
-            "logSessionId": election.log_session_id if election is not None else self.log_publication_session_id,
-            "electionCount": self.election_count,
-            "errors": self.errors,
-            "deadlines": deadlines,
-            "members": [m.to_json() for m in self.members],
-            "nodeState": self.node_state.to_json(),
-            "recordingLog": [entry_to_json(e) for e in self.recording_log.entries],
-        }
+        return MemberView(
+            member_id=member_id,
+            is_running=is_running,
+            now_ns=now_ns,
+            election_state=election.state if election is not None else ElectionState.CLOSED,
+            role=self.role,
+            module_state=self.state,
+            leadership_term_id=election.leadership_term_id if election is not None else self.leadership_term_id,
+            log_leadership_term_id=election.log_leadership_term_id if election is not None else self.leadership_term_id,
+            candidate_term_id=(
+                election.candidate_term_id if election is not None else self.node_state.candidate_term.candidate_term_id
+            ),
+            leader_member_id=leader.id if leader is not None else NULL_VALUE,
+            log_position=election.log_position if election is not None else self.log_adapter_position,
+            append_position=election.append_position if election is not None else self.log.end,
+            commit_position=self.commit_position,
+            catchup_join_position=election.catchup_join_position if election is not None else NULL_POSITION,
+            agent_leadership_term_id=self.leadership_term_id,
+            notified_commit_position=self.notified_commit_position,
+            log_recording_id=self.log_recording_id,
+            log_session_id=election.log_session_id if election is not None else self.log_publication_session_id,
+            election_count=self.election_count,
+            errors=self.errors,
+            deadlines=tuple(deadlines),
+            members=tuple(m.view() for m in self.members),
+            node_state=self.node_state.state,
+            recording_log=tuple(self.recording_log.entries),
+            log_publication_session_id=self.log_publication_session_id if self.has_log_publication else None,
+            log_image_session_id=self.log_image.session_id if self.log_image is not None else None,
+        )
 
 
 def _bool(value: Any) -> bool:

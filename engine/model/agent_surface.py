@@ -37,7 +37,6 @@ class ElectionAgent(Protocol):
     members: list[ClusterMember]
     node_state: Any
     protocol_version: int
-    random: Any
     recording_log: RecordingLog
     role: Any
     state: Any
@@ -46,6 +45,8 @@ class ElectionAgent(Protocol):
     time_of_last_append_position_update_ns: int
     time_of_last_leader_update_ns: int
     time_of_last_log_update_ns: int
+
+    def draw_nomination_delay_ns(self) -> int: ...
 
     @staticmethod
     def cluster_time_to_ns(timestamp: int) -> int: ...

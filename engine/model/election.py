@@ -544,7 +544,7 @@ class Election:
             return work_count
 
         if self._is_canvass_candidate(now_ns):
-            delay_ns = int(self.agent.random.next_double() * (self.config.election_timeout_ns >> 1))
+            delay_ns = self.agent.draw_nomination_delay_ns()
             self.nomination_deadline_ns = now_ns + delay_ns
             self._state(S.NOMINATE, now_ns, "")
             work_count += 1

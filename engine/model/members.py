@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.model.view import PeerView
+
 NULL_VALUE = -1
 NULL_POSITION = -1
 
@@ -86,18 +88,18 @@ class ClusterMember:
             setattr(other, name, getattr(self, name))
         return other
 
-    def to_json(self) -> dict:
-        return {
-            "memberId": self.id,
-            "leadershipTermId": self.leadership_term_id,
-            "logPosition": self.log_position,
-            "candidateTermId": self.candidate_term_id,
-            "vote": None if self.vote is None else ("TRUE" if self.vote else "FALSE"),
-            "isBallotSent": self.is_ballot_sent,
-            "isLeader": self.is_leader,
-            "timeOfLastAppendPositionNs": self.time_of_last_append_position_ns,
-            "catchupReplaySessionId": self.catchup_replay_session_id,
-        }
+    def view(self) -> PeerView:
+        return PeerView(
+            member_id=self.id,
+            leadership_term_id=self.leadership_term_id,
+            log_position=self.log_position,
+            candidate_term_id=self.candidate_term_id,
+            vote=self.vote,
+            is_ballot_sent=self.is_ballot_sent,
+            is_leader=self.is_leader,
+            time_of_last_append_position_ns=self.time_of_last_append_position_ns,
+            catchup_replay_session_id=self.catchup_replay_session_id,
+        )
 
     def __repr__(self) -> str:
         return (

@@ -60,13 +60,16 @@ from engine.model.inputs import (
     OwnLogAppend,
     RecordingSignal,
 )
+from engine.model.outputs import Ready
 from engine.model.sim_parts import LogStore
+from engine.model.view import MemberView
 from formats.errors import DecodeError
 from formats.node_state import NodeStateFile
 from formats.recording_log import RecordingLog
 
 MS = 1_000_000
 MAX_CYCLES_PER_TICK = 64
+_NOTHING = Ready()
 _NULL = -1
 
 
@@ -189,21 +192,27 @@ class Node:
         tick = -(-deadline // MS) * MS
         return tick if tick > self._tick_ns else self._tick_ns + MS
 
-    def take_outputs(self) -> list[Any]:
+    def take_outputs(self) -> Ready:
+        """What the member did since the last call, in the order it did it."""
         outputs = self._outputs
+        if not outputs:
+            return _NOTHING
         self._outputs = self.agent.outputs = []
-        return outputs
+        return Ready(tuple(outputs))
 
-    def inspect(self) -> dict[str, Any]:
-        state = self.agent.to_json()
-        state["memberId"] = self.member_id
-        state["isRunning"] = self.is_running
-        state["now"] = self._now_ns
-        return state
+    def view(self) -> MemberView:
+        """A frozen view of the member's state now."""
+        return self.agent.view(self.member_id, self.is_running, self._now_ns)
 
     def clone(self) -> Node:
-        """A deep copy (for checkpoints): the two nodes share nothing mutable."""
-        return copy.deepcopy(self)
+        """A copy that shares nothing mutable with this node."""
+        return copy.deepcopy(self, self.clone_memo())
+
+    def clone_memo(self) -> dict[int, Any]:
+        """For a `copy.deepcopy` that takes this node along: the local log's frame lists, copied in one
+        slice each (their frames are immutable) instead of frame by frame."""
+        log = self.agent.log
+        return {id(log.ends): log.ends[:], id(log.messages): log.messages[:]}
 
     @property
     def now_ns(self) -> int:

@@ -3,8 +3,7 @@
 Every output is a frozen, slotted value with ``ts`` (the engine's time when it happened, ns) and
 ``node`` (the member that produced it), ``to_json()`` giving exactly the trace record of contract §3
 (``kind``, ``ts``, ``node`` first, then the kind's own keys in a fixed order), and ``describe()``
-giving the one canonical line (`formats.describe`).  `Invariant` and `Divergence` are produced by
-the replay layer, not by a Node; they live here so that every trace record has one home.
+giving the one canonical line (`formats.describe`).  `Node.take_outputs()` hands them over as one `Ready`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from formats.describe import describe_message, describe_record
+from formats.describe import describe_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +45,7 @@ class Send:
         return out
 
     def describe(self) -> str:
-        return describe_message(self.message, self.node, self.peer)
+        return describe_record(self.to_json())
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,47 +221,93 @@ class LogAppend:
 
 
 @dataclass(frozen=True, slots=True)
-class Invariant:
-    """A Raft safety property broke (made by the replay layer)."""
-
-    ts: int
-    node: int | None
-    name: str
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": "invariant", "ts": self.ts, "node": self.node, "name": self.name, "detail": self.detail}
-
-    def describe(self) -> str:
-        return describe_record(self.to_json())
-
-
-@dataclass(frozen=True, slots=True)
-class Divergence:
-    """The replay did not do what the recording shows (made by the replay layer)."""
+class NominationDraw:
+    """The election drew its nomination delay: ``value`` is the ``nextDouble()`` the member's
+    `RandomSource` gave, ``source`` where it came from (``seeded``: java.util.Random of a known seed;
+    ``recorded`` and its variants: the delay a recording implies; ``scripted``: a scenario's choice)."""
 
     ts: int
     node: int
-    event: Any
-    expected: Any
-    actual: Any
-    state: Any
+    value: float
+    source: str
+    delay_ns: int
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "divergence",
-            "ts": self.ts,
-            "node": self.node,
-            "event": self.event,
-            "expected": self.expected,
-            "actual": self.actual,
-            "state": self.state,
-        }
+        return {"kind": "random", "ts": self.ts, "node": self.node, "draw": "nextDouble", "value": self.value,
+                "source": self.source}
 
     def describe(self) -> str:
         return describe_record(self.to_json())
 
 
 Output = (
-    Send | StateChange | RoleChange | ModuleStateChange | ElectionStarted | NodeStateWrite | MarkFileWrite | RecordingLogChange | LogAppend
+    Send
+    | StateChange
+    | RoleChange
+    | ModuleStateChange
+    | ElectionStarted
+    | NodeStateWrite
+    | MarkFileWrite
+    | RecordingLogChange
+    | LogAppend
+    | NominationDraw
 )
+
+
+class Ready:
+    """What a member did since its outputs were last taken, in the order it did it (etcd raft's
+    ``Ready``): iterate it for every output, or take one kind by name."""
+
+    __slots__ = ("outputs",)
+
+    def __init__(self, outputs: tuple[Output, ...] = ()) -> None:
+        self.outputs = outputs
+
+    def __iter__(self):
+        return iter(self.outputs)
+
+    def __len__(self) -> int:
+        return len(self.outputs)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.outputs[index]
+
+    def __bool__(self) -> bool:
+        return bool(self.outputs)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ready) and other.outputs == self.outputs
+
+    def __repr__(self) -> str:
+        return f"Ready({self.outputs!r})"
+
+    def _of(self, kind: type) -> tuple[Any, ...]:
+        return tuple(o for o in self.outputs if type(o) is kind)
+
+    @property
+    def sends(self) -> tuple[Send, ...]:
+        return self._of(Send)
+
+    @property
+    def log_appends(self) -> tuple[LogAppend, ...]:
+        return self._of(LogAppend)
+
+    @property
+    def state_changes(self) -> tuple[StateChange, ...]:
+        return self._of(StateChange)
+
+    @property
+    def role_changes(self) -> tuple[RoleChange, ...]:
+        return self._of(RoleChange)
+
+    @property
+    def node_state_writes(self) -> tuple[NodeStateWrite, ...]:
+        return self._of(NodeStateWrite)
+
+    @property
+    def recording_log_changes(self) -> tuple[RecordingLogChange, ...]:
+        return self._of(RecordingLogChange)
+
+    @property
+    def nomination_draws(self) -> tuple[NominationDraw, ...]:
+        return self._of(NominationDraw)

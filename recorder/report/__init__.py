@@ -53,13 +53,17 @@ def build_incident(
         if on_progress is not None and k % PROGRESS_EVERY == 0:
             on_progress(k, total)
         if event.type == "MemberStart" and event.dir == "local" and event.node not in files_start:
-            state = session.states().get(event.node)
-            if state is not None:
+            view = session.views().get(event.node)
+            if view is not None:
+                state = view.to_json()
                 files_start[event.node] = {key: state.get(key) for key in _FILE_KEYS}
     records.extend(r for r in session.finish() if r["kind"] in KEPT_KINDS)
     if on_progress is not None:
         on_progress(total, total)
-    files_end = {member: {key: state.get(key) for key in _FILE_KEYS} for member, state in session.states().items()}
+    files_end = {
+        member: {key: state.get(key) for key in _FILE_KEYS}
+        for member, state in ((member, view.to_json()) for member, view in session.views().items())
+    }
     return build_model(events, records, source=source, refs=session.refs, files_start=files_start, files_end=files_end)
 
 

@@ -48,11 +48,23 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.harness.events import input_of, member_start_of
+from engine.harness.clock import Clock
+from engine.harness.driver import ClusterDriver
+from engine.harness.events import member_start_of
+from engine.model.inputs import (
+    ConsensusMessage,
+    End,
+    IngressMessage,
+    Input,
+    LogEndOfStream,
+    LogFrame,
+    MemberCrash,
+    MemberStop,
+)
 from engine.model.javarandom import JavaRandom
 from engine.model.members import parse_cluster_members
 from engine.model.node import Node
@@ -60,10 +72,12 @@ from engine.model.outputs import (
     ElectionStarted,
     LogAppend,
     ModuleStateChange,
+    Ready,
     RoleChange,
     Send,
     StateChange,
 )
+from engine.versions import release_model
 from formats.agent_log import cluster_event, format_log_started, format_record
 from formats.cluster_codecs import (
     BooleanType,
@@ -76,7 +90,6 @@ from formats.errors import DecodeError
 from formats.events import Event
 from formats.sbe import encode
 from formats.udp import SETUP_GROUP_FLAG
-from recorder.simulate.clock import Scheduler, Timer
 from recorder.simulate.network import Network
 from recorder.simulate.scenario import CLIENT_HOST, CRASHED, EGRESS_PORT, FOLLOWER, LEADER, Fault, Scenario
 from recorder.simulate.wire import (
@@ -158,7 +171,6 @@ class _Member:
     replays: dict[int, Publication] = field(default_factory=dict)
     #: The member's log recording as far as we know its bytes: end position -> (start, frame payload).
     log_frames: dict[int, tuple[int, bytes]] = field(default_factory=dict)
-    wakeup: Timer | None = None
     role: str = "FOLLOWER"
     in_election: bool = True
     leadership_term_id: int = -1
@@ -208,8 +220,11 @@ class Simulation:
         self._on_progress = on_progress
         self.start_ns = scenario.start_epoch_ns
         self.end_ns = scenario.start_epoch_ns + scenario.duration_ns
-        self.scheduler = Scheduler()
-        self.scheduler.now_ns = self.start_ns
+        # The members run on the one cluster driver; the wire, the faults and the clients schedule their
+        # actions on its clock.
+        self.driver = ClusterDriver(release_model("1.47.3"), on_ready=self._on_ready, clock=Clock(self.start_ns))
+        self.scheduler = self.driver.clock
+        self._ingress: tuple[Any, bytes] | None = None  # the client message being fed, for its payload
         hosts: list[Any] = list(scenario.member_ids) + [CLIENT]
         self.network = Network(scenario.network, _rng(self.seed, "network"), hosts)
         self.transport = Transport(
@@ -272,8 +287,7 @@ class Simulation:
             self._record(Event(ts=self.end_ns, node=member_id, dir="local", peer=None, channel="local", type="End"))
             member = self.members[member_id]
             if member.running and member.node is not None:
-                member.node.step(input_of(self.events[-1]), self.end_ns)
-                self._act(member, member.node.take_outputs())
+                self.driver.feed(member_id, End(), self.end_ns)
         if self._on_progress is not None:
             self._on_progress(self.end_ns - self.start_ns, self.end_ns - self.start_ns)
         return self._result()
@@ -289,7 +303,7 @@ class Simulation:
             agent = member.node.agent
             recording_logs[member_id] = agent.recording_log.to_bytes()
             node_states[member_id] = agent.node_state.to_bytes()
-            final_states[member_id] = member.node.inspect()
+            final_states[member_id] = member.node.view().to_json()
         captures = {m: self.transport.hosts[m].capture or [] for m in sorted(self.members)}
         stats = {
             "datagrams": self.transport.datagrams,
@@ -366,21 +380,14 @@ class Simulation:
         event = self._record(Event(ts=now, node=member.member_id, dir="local", peer=None, channel="local",
                                    type="MemberStart", fields=fields))
         member.agent_lines.append(format_log_started(self._nano_time(member, now), now // 1_000_000))
-        if member.node is None:
-            member.node = Node(member.member_id, member_start_of(event), random=JavaRandom(member.seed))
-        else:
-            member.node.random = JavaRandom(member.seed)
-            member.node.step(input_of(event), now)
-        self._act(member, member.node.take_outputs())
+        member.node = self.driver.start(member.member_id, member_start_of(event), JavaRandom(member.seed)).node
 
     def _crash(self, member: _Member) -> None:
         if not member.running:
             return
         now = self.scheduler.now_ns
-        event = self._record(Event(ts=now, node=member.member_id, dir="local", peer=None, channel="local",
-                                   type="MemberCrash"))
-        member.node.step(input_of(event), now)
-        member.node.take_outputs()  # a killed process does nothing more
+        self._record(Event(ts=now, node=member.member_id, dir="local", peer=None, channel="local", type="MemberCrash"))
+        self.driver.feed(member.member_id, MemberCrash(), now)  # a killed process does nothing more
         self._down(member)
         self.transport.crash(member.member_id)
 
@@ -388,42 +395,17 @@ class Simulation:
         if not member.running:
             return
         now = self.scheduler.now_ns
-        event = self._record(Event(ts=now, node=member.member_id, dir="local", peer=None, channel="local",
+        self._record(Event(ts=now, node=member.member_id, dir="local", peer=None, channel="local",
                                    type="MemberStop"))
-        member.node.step(input_of(event), now)
-        self._act(member, member.node.take_outputs())
+        self.driver.feed(member.member_id, MemberStop(), now)
         self._down(member)
         self.transport.stop(member.member_id, now)
 
     def _down(self, member: _Member) -> None:
         member.running = False
-        if member.wakeup is not None:
-            member.wakeup.cancel()
-            member.wakeup = None
         member.log_pub = None
         member.replays = {}
         member.consensus_pubs = {}
-
-    def _wake(self, member: _Member) -> None:
-        member.wakeup = None
-        if not member.running:
-            return
-        member.node.advance(self.scheduler.now_ns)
-        self._act(member, member.node.take_outputs())
-
-    def _schedule_wakeup(self, member: _Member) -> None:
-        if not member.running or member.node is None:
-            return
-        if not member.node.is_running:
-            return
-        tick = member.node.next_wakeup_ns()
-        if member.wakeup is not None:
-            if tick is not None and member.wakeup.time_ns == tick and not member.wakeup.cancelled:
-                return
-            member.wakeup.cancel()
-            member.wakeup = None
-        if tick is not None:
-            member.wakeup = self.scheduler.at(max(tick, self.scheduler.now_ns), lambda m=member: self._wake(m))
 
     # --- inputs ----------------------------------------------------------------------------------------
     def _on_delivery(self, delivery: Delivery) -> None:
@@ -446,17 +428,21 @@ class Simulation:
             member.log_frames[delivery.position] = (start, delivery.payload)
         elif channel == "ingress":
             peer = None
-        event = self._record(Event(ts=now, node=member.member_id, dir="in", peer=peer, channel=channel,
+        self._record(Event(ts=now, node=member.member_id, dir="in", peer=peer, channel=channel,
                                    type=message.BLOCK.name, fields=message.to_fields(), payload=delivery.payload,
                                    extra=extra))
         if channel == "consensus":
             self._agent_message_line(member, now, message)
-        node = member.node
-        node.step(input_of(event), now)
-        outputs = node.take_outputs()
-        if channel == "ingress":
-            self._remember_ingress_payload(member, message, delivery.payload, outputs)
-        self._act(member, outputs)
+            item: Input = ConsensusMessage(message=message, peer=peer)
+        elif channel == "log":
+            item = LogFrame(message=message, log_position=delivery.position, length=len(delivery.payload))
+        else:
+            item = IngressMessage(message=message, length=len(delivery.payload))
+            self._ingress = (message, delivery.payload)
+        try:
+            self.driver.feed(member.member_id, item, now)
+        finally:
+            self._ingress = None
 
     def _on_end_of_stream(self, now: int, image: Image) -> None:
         if image.channel != "log" or not isinstance(image.driver.host, int):
@@ -464,12 +450,11 @@ class Simulation:
         member = self.members[image.driver.host]
         if not member.running:
             return
-        event = self._record(Event(
+        self._record(Event(
             ts=now, node=member.member_id, dir="local", peer=None, channel="local", type="LogEndOfStream",
             fields={"logSessionId": image.session_id, "logPosition": image.last_message_end},
         ))
-        member.node.step(input_of(event), now)
-        self._act(member, member.node.take_outputs())
+        self.driver.feed(member.member_id, LogEndOfStream(log_session_id=image.session_id), now)
 
     def _on_sent(self, now: int, publication: Publication, tag: object) -> None:
         sender, peer, message, payload = tag
@@ -477,7 +462,15 @@ class Simulation:
                            fields=message.to_fields(), payload=payload))
 
     # --- outputs ---------------------------------------------------------------------------------------
-    def _act(self, member: _Member, outputs: list[Any]) -> None:
+    def _on_ready(self, member_id: int, ready: Ready) -> None:
+        member = self.members[member_id]
+        if not member.running:
+            return  # a killed process does nothing more
+        if self._ingress is not None:
+            self._remember_ingress_payload(member, *self._ingress, ready)
+        self._act(member, ready)
+
+    def _act(self, member: _Member, outputs: Iterable[Any]) -> None:
         live_positions: set[int] = set()
         for output in outputs:
             kind = type(output)
@@ -508,7 +501,6 @@ class Simulation:
                     "logPosition": output.log_position, "appendPosition": output.append_position,
                     "reason": output.reason,
                 })
-        self._schedule_wakeup(member)
 
     def _send_consensus(self, member: _Member, send: Send) -> None:
         publication = member.consensus_pubs.get(send.peer)
@@ -540,7 +532,7 @@ class Simulation:
     def _open_log_publication(self, member: _Member, position: int) -> None:
         self._close_log_publication(member)
         driver = self.transport.driver(member.member_id)
-        session_id = member.node.inspect()["logSessionId"]
+        session_id = member.node.view().log_session_id
         member.log_session_id = session_id
         destinations = [(self.members[p].log, p) for p in sorted(self.members) if p != member.member_id]
         # Aeron positions the leader's log publication at its append position with the recording's initial
@@ -580,7 +572,7 @@ class Simulation:
         encoded = encode(append.message)
         member.log_frames[append.position] = (append.position - framed_length(len(encoded)), encoded)
 
-    def _remember_ingress_payload(self, member: _Member, message: Any, payload: bytes, outputs: list[Any]) -> None:
+    def _remember_ingress_payload(self, member: _Member, message: Any, payload: bytes, outputs: Iterable[Any]) -> None:
         """The leader appended a client message: its log frame carries the client's payload too."""
         for output in outputs:
             if type(output) is not LogAppend:

@@ -32,7 +32,7 @@ Deliberate simplifications, each because the engine cannot be told about it:
 * Crossing a term boundary writes the PAD at once (Aeron's appender does too); term rotation is
   exact, but the term cleaning of `cleanBufferTo` is not modelled (no bytes are reused).
 
-Time comes from the caller's `Scheduler`; randomness (session ids, ports, term ids, receiver ids)
+Time comes from the caller's `Clock` (engine.harness.clock, the cluster driver's); randomness (session ids, ports, term ids, receiver ids)
 from the `random.Random` given to each driver.  Datagrams go through the `Network` (loss,
 duplication, jitter, cuts) and are written to the sending host's capture when sent and to the
 receiving host's capture when they arrive, while that host's capture runs.
@@ -45,6 +45,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.harness.clock import Clock, Timer
 from formats.udp import (
     BEGIN_FLAG,
     DATA_HEADER_LENGTH,
@@ -68,7 +69,6 @@ from formats.udp import (
     fragment_message,
     position_bits_to_shift,
 )
-from recorder.simulate.clock import Scheduler, Timer
 from recorder.simulate.network import Host, Network
 
 CONSENSUS_STREAM_ID = 108
@@ -814,7 +814,7 @@ class Transport:
 
     def __init__(
         self,
-        scheduler: Scheduler,
+        scheduler: Clock,
         network: Network,
         *,
         on_message: Callable[[Delivery], None],
