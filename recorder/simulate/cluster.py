@@ -54,7 +54,6 @@ from typing import Any
 
 from engine.harness.events import input_of, member_start_of
 from engine.model.javarandom import JavaRandom
-from engine.model.members import parse_cluster_members
 from engine.model.node import Node
 from engine.model.outputs import (
     ElectionStarted,
@@ -72,6 +71,7 @@ from formats.cluster_codecs import (
     SessionOpenEvent,
 )
 from formats.cluster_codecs_ext import decode_cluster
+from formats.cluster_members import parse_cluster_members, split_endpoint
 from formats.errors import DecodeError
 from formats.events import Event
 from formats.sbe import encode
@@ -116,8 +116,7 @@ _AGENT_MESSAGE_EVENTS: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def _endpoint(text: str) -> Endpoint:
-    host, _, port = text.rpartition(":")
-    return Endpoint(host, int(port))
+    return Endpoint(*split_endpoint(text))
 
 
 def _rng(seed: int, purpose: str) -> random.Random:

@@ -80,7 +80,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.config import Config
-from engine.model.members import parse_cluster_members
+from formats.cluster_members import (
+    MemberEntry,
+    format_cluster_members,
+    format_endpoint,
+    parse_cluster_members,
+    split_endpoint,
+)
 
 #: Ports every member listens on, on its own host (the real capture's member 0 layout).
 ARCHIVE_PORT = 20001
@@ -473,11 +479,10 @@ def _link(reader: _Reader) -> LinkSpec:
 
 def default_cluster_members(hosts: list[str]) -> str:
     """Aeron's members string for members 0..N-1 on ``hosts``, each on the standard ports."""
-    parts = []
-    for member_id, host in enumerate(hosts):
-        endpoints = (INGRESS_PORT, CONSENSUS_PORT, LOG_PORT, CATCHUP_PORT, ARCHIVE_PORT)
-        parts.append(",".join([str(member_id)] + [f"{host}:{port}" for port in endpoints]))
-    return "|".join(parts)
+    ports = (INGRESS_PORT, CONSENSUS_PORT, LOG_PORT, CATCHUP_PORT, ARCHIVE_PORT)
+    return format_cluster_members(
+        MemberEntry(member_id, *(format_endpoint(host, port) for port in ports)) for member_id, host in enumerate(hosts)
+    )
 
 
 def _member_ref(reader: _Reader, name: str, ids: tuple[int, ...]) -> int:
@@ -540,10 +545,9 @@ def _parse_cluster(root: _Reader) -> tuple[str, list[str], int]:
 
 
 def _host_of(endpoint: str) -> str:
-    host, _, port = endpoint.rpartition(":")
     try:
+        host, _ = split_endpoint(endpoint)
         ipaddress.IPv4Address(host)
-        int(port)
     except ValueError:
         raise ValueError(f"endpoint {endpoint!r} is not IPv4:port") from None
     return host
