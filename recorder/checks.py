@@ -13,7 +13,7 @@ bisect --check` does for each version it tries.  The language::
                 | "summary." FIELD              a summary field (divergences, model, seed, ...)
                 | NAME "(" args ")"            a measure (below)
                 | INT | DURATION | "STRING" | true | false | null
-    DURATION   := INT ("ns" | "us" | "ms" | "s" | "m")   (a number of nanoseconds)
+    DURATION   := a number and a unit, "2.5s" "200ms" (`engine.model.config.parse_duration_ns`; ns)
 
 Predicates (true or false):
 
@@ -59,11 +59,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
+from engine.model.config import parse_duration_ns
+
 _TOKEN = re.compile(
     r"""
     (?P<space>\s+)
-  | (?P<duration>\d+(?:ns|us|ms|s|m)\b)
+  | (?P<duration>\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m)\b)
   | (?P<int>-?\d+)
   | (?P<string>"[^"\\]*")
   | (?P<op>==|!=|<=|>=|<|>)
@@ -193,8 +194,7 @@ class _Parser:
     def value_or_predicate(self) -> tuple:
         token = self.take()
         if token.kind == "duration":
-            number, unit = re.fullmatch(r"(\d+)([a-z]+)", token.text).groups()
-            return ("lit", int(number) * _UNITS_NS[unit])
+            return ("lit", parse_duration_ns(token.text))
         if token.kind == "int":
             return ("lit", int(token.text))
         if token.kind == "string":

@@ -9,10 +9,11 @@ from rich.table import Table
 from rich.text import Text
 
 from cli import output, progress
-from cli.commands.diff import parse_time_ns, print_changes
+from cli.commands.diff import print_changes
 from cli.commands.replay import check_until, load_input
 from cli.commands.versions import confidence_text
 from cli.errors import UserError
+from cli.options import DURATION, duration_ns
 from engine.versions import VERSIONS, confidence
 from formats.describe import describe_record
 from formats.errors import DecodeError
@@ -34,7 +35,8 @@ def bisect_command(
                      show_default=False),
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Base seed for the nomination delays.")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Stop each replay at this time (ns or a duration).", show_default=False)] = None,
+    until: Annotated[int | None, typer.Option("--until", help="Stop each replay at this time (ns or a duration).",
+                                              parser=duration_ns, metavar=DURATION, show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Binary search over Aeron releases for the first one where a check on the replay changes."""
@@ -45,9 +47,9 @@ def bisect_command(
     except ValueError as error:
         raise UserError(str(error)) from None
     order = tuple(v.strip() for v in versions.split(",") if v.strip()) if versions else VERSIONS
-    until_ns = parse_time_ns("--until", until)
+    until_ns = until
     loaded = load_input(file)
-    check_until(until_ns, loaded, file, until)
+    check_until(until_ns, loaded, file)
     try:
         parsed.validate(sorted({event.node for event in loaded.events}))
     except ValueError as error:

@@ -73,13 +73,13 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.config import Config
+from engine.model.config import parse_duration_ns as read_duration_ns
 from formats.cluster_members import (
     MemberEntry,
     format_cluster_members,
@@ -124,8 +124,6 @@ LEADER = "leader"
 FOLLOWER = "follower"
 CRASHED = "crashed"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)\s*$", re.IGNORECASE)
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
 
 
 class ScenarioError(ValueError):
@@ -244,26 +242,13 @@ class Scenario:
 
 
 def parse_duration_ns(value: Any, *, key: str, source: str | None = None, allow_zero: bool = True) -> int:
-    """A duration in ns from an int (ns) or a string with a unit (``"1.5s"``, ``"200ms"``)."""
-    if isinstance(value, bool):
-        raise ScenarioError(f"expected a duration such as '200ms', got {value!r}", source=source, key=key)
-    if isinstance(value, int):
-        result = value
-    elif isinstance(value, str):
-        match = _DURATION.match(value)
-        if not match:
-            raise ScenarioError(
-                f"expected a duration such as '1s', '200ms', '100us' or an integer of ns, got {value!r}",
-                source=source,
-                key=key,
-            )
-        number, unit = match.groups()
-        scale = _UNIT_NS[unit.lower() if unit != "µs" else unit]
-        whole, _, fraction = number.partition(".")
-        # Exact decimal arithmetic: "1.1s" must be 1_100_000_000 ns, not a float's neighbour.
-        result = int(whole) * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
-    else:
-        raise ScenarioError(f"expected a duration such as '200ms', got {value!r}", source=source, key=key)
+    """A duration in ns as `engine.model.config.parse_duration_ns` reads it (an int of ns, or ``"1.5s"``,
+    ``"200ms"``), refused as a `ScenarioError` naming the key when it is not one or is negative (or zero,
+    unless ``allow_zero``)."""
+    try:
+        result = read_duration_ns(value)
+    except ValueError as error:
+        raise ScenarioError(str(error), source=source, key=key) from None
     if result < 0 or (result == 0 and not allow_zero):
         raise ScenarioError(f"expected a {'non-negative' if allow_zero else 'positive'} duration, got {value!r}",
                             source=source, key=key)
