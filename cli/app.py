@@ -9,6 +9,7 @@ them against the real commands); a module missing from it is simply imported up 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from typing import Annotated, Any
 
@@ -163,10 +164,22 @@ def _click_exceptions() -> tuple[tuple[type, ...], ...]:
 _ABORT, _CLICK_ERROR, _EXIT, _NO_ARGS_IS_HELP = _click_exceptions()
 
 
+#: Typer's refusal of a value not among an option's choices (an enum), reworded below.
+_NOT_A_CHOICE = re.compile(
+    r"Invalid value for '?(?P<option>[^':]+)'?: (?:Value error, )?(?P<value>'.*') is not one of (?P<choices>'.*')"
+)
+
+
 def _usage_line(error: Exception) -> str:
     """Click's usage error as the contract's one line: the command, what was wrong, where help is
-    (click itself prints the usage synopsis, a hint and the error on three or four lines)."""
+    (click itself prints the usage synopsis, a hint and the error on three or four lines).  A value
+    that is not one of an option's choices is said as the commands have always said it, ``--mode
+    must be one of node, cluster, got 'x'``; any other message is Typer's own."""
     message = " ".join(error.format_message().split()).rstrip(".")
+    refused = _NOT_A_CHOICE.fullmatch(message)
+    if refused is not None:
+        choices = ", ".join(re.findall(r"'([^']*)'", refused["choices"]))
+        message = f"{refused['option']} must be one of {choices}, got {refused['value']}"
     context = getattr(error, "ctx", None)
     if context is None:
         return f"recount: {message}"

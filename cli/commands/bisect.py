@@ -13,14 +13,13 @@ from cli.commands.diff import print_changes
 from cli.commands.replay import check_until, load_input
 from cli.commands.versions import confidence_text
 from cli.errors import UserError
-from cli.options import DURATION, duration_ns
+from cli.options import DURATION, Mode, duration_ns
 from engine.versions import VERSIONS, confidence
 from formats.describe import describe_record
 from formats.errors import DecodeError
 from recorder.bisect import Trial, bisect
 from recorder.checks import HELP as CHECK_HELP
 from recorder.checks import parse_check
-from recorder.diff import MODES
 
 
 def bisect_command(
@@ -28,7 +27,7 @@ def bisect_command(
     good: Annotated[str, typer.Option("--good", help="A release where the check holds.", show_default=False)],
     bad: Annotated[str, typer.Option("--bad", help="A release where the check fails.", show_default=False)],
     check: Annotated[str, typer.Option("--check", help=CHECK_HELP, show_default=False)],
-    mode: Annotated[str, typer.Option("--mode", help=f"How each release replays the capture: {', '.join(MODES)}.")] = "cluster",
+    mode: Annotated[Mode, typer.Option("--mode", help="How each release replays the capture.")] = Mode.cluster,
     versions: Annotated[
         str | None,
         typer.Option("--versions", help="Comma-separated releases to search, oldest first (default: every modelled release).",
@@ -40,8 +39,6 @@ def bisect_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Binary search over Aeron releases for the first one where a check on the replay changes."""
-    if mode not in MODES:
-        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     try:
         parsed = parse_check(check)
     except ValueError as error:
@@ -63,7 +60,7 @@ def bisect_command(
 
     try:
         with progress.phase(f"bisecting between {good} and {bad}") as phase:
-            report = bisect(loaded, good=good, bad=bad, check=parsed, versions=order, mode=mode, seed=seed,
+            report = bisect(loaded, good=good, bad=bad, check=parsed, versions=order, mode=mode.value, seed=seed,
                             until=until_ns, on_trial=on_trial)
     except DecodeError:
         raise

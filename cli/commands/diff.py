@@ -12,10 +12,10 @@ from cli import output, progress, render_capture
 from cli.commands.replay import check_input
 from cli.commands.versions import confidence_text
 from cli.errors import UserError
-from cli.options import DURATION, duration_ns
+from cli.options import DURATION, Mode, duration_ns
 from formats.describe import describe_record
 from formats.errors import DecodeError
-from recorder.diff import MODES, diff_traces, load_side
+from recorder.diff import diff_traces, load_side
 
 
 def _sides(a: str, b: str | None, models: list[str]) -> list[tuple[str, str | None]]:
@@ -39,7 +39,7 @@ def diff(
         list[str] | None,
         typer.Option("--model", help="Model to replay under (an Aeron release or a user model); give it twice for two.", show_default=False),
     ] = None,
-    mode: Annotated[str, typer.Option("--mode", help=f"How captures are replayed: {', '.join(MODES)}.")] = "cluster",
+    mode: Annotated[Mode, typer.Option("--mode", help="How captures are replayed.")] = Mode.cluster,
     seed: Annotated[int | None, typer.Option("--seed", help="Base seed for the nomination delays.")] = None,
     until: Annotated[int | None, typer.Option("--until", help="Stop the replays at this time (ns or a duration).",
                                               parser=duration_ns, metavar=DURATION, show_default=False)] = None,
@@ -49,15 +49,13 @@ def diff(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Align two replays by member, time and log position; show the first divergence and all differences."""
-    if mode not in MODES:
-        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     tolerance_ns, until_ns = tolerance, until
     sides = []
     for path, chosen in _sides(a, b, list(model or [])):
         check_input(path)
         try:
             with progress.phase(f"replaying {path} under {chosen or 'its model'}"):
-                side = load_side(path, model=chosen, mode=mode, seed=seed, until=until_ns)
+                side = load_side(path, model=chosen, mode=mode.value, seed=seed, until=until_ns)
             sides.append(side)
             if side.info.get("found"):
                 render_capture.print_found({"found": side.info["found"]})

@@ -11,13 +11,12 @@ import typer
 
 from cli import output, progress, render_capture, render_replay
 from cli.errors import UserError
-from cli.options import DURATION, duration_ns
+from cli.options import DURATION, Mode, Nomination, duration_ns
 from engine.cluster_replay import cluster_replay
 from engine.model.config import format_duration
 from engine.replay import (
     DEFAULT_TOLERANCE_NS,
     MODELS,
-    NOMINATION_SOURCES,
     UnknownModelError,
     replay,
     replay_lines,
@@ -119,10 +118,10 @@ def replay_command(
                      " (default: the version the capture shows, else 1.47.3).", show_default=False),
     ] = None,
     mode: Annotated[
-        str,
+        Mode,
         typer.Option("--mode", help="node: each member re-run from its own recorded inputs, compared with what it sent;"
                                     " cluster: all members re-run together, messages between them made by the model."),
-    ] = "node",
+    ] = Mode.node,
     seed: Annotated[
         int | None,
         typer.Option("--seed", help="Base seed: member N draws from java.util.Random(seed + N). Default: MemberStart.seed, else 0."),
@@ -133,12 +132,12 @@ def replay_command(
                      metavar=DURATION, show_default=False),
     ] = None,
     nomination: Annotated[
-        str,
+        Nomination,
         typer.Option(
             "--nomination",
             help="Nomination delay source: seeded (java.util.Random), recorded (implied by the recording's RequestVote times), or auto.",
         ),
-    ] = "auto",
+    ] = Nomination.auto,
     tolerance: Annotated[
         int,
         typer.Option("--tolerance", help="How far apart in time a send and its recorded counterpart may be.",
@@ -154,9 +153,7 @@ def replay_command(
     json_output: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout: one trace record per line, summary last.")] = False,
 ) -> None:
     """Re-run each member from its own recorded inbound events and show where it would differ."""
-    if mode not in ("node", "cluster"):
-        raise UserError(f"--mode must be node or cluster, got {mode!r}")
-    if mode == "cluster":
+    if mode == Mode.cluster:
         try:
             model is None or model_for(model)
         except ValueError as error:
@@ -165,8 +162,6 @@ def replay_command(
             raise UserError("--node applies to --mode node only: a cluster replay runs every member")
     elif model is not None and model not in MODELS:
         raise UserError(str(UnknownModelError(model)))
-    if nomination not in NOMINATION_SOURCES:
-        raise UserError(f"--nomination must be one of {', '.join(NOMINATION_SOURCES)}, got {nomination!r}")
     until_ns, tolerance_ns = until, tolerance
     loaded = load_input(file)
     check_until(until_ns, loaded, file)
@@ -175,9 +170,9 @@ def replay_command(
     if missing:
         raise UserError(f"--node {missing[0]}: no member {missing[0]} in {file} (members: {', '.join(map(str, members))})")
     model, chosen = choose_model(model, loaded)
-    if mode == "cluster":
+    if mode == Mode.cluster:
         records = cluster_replay(
-            loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination, refs=loaded.refs,
+            loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination.value, refs=loaded.refs,
             ref_kind=loaded.ref_kind,
         )
         lines = None
@@ -187,7 +182,7 @@ def replay_command(
             until=until_ns,
             seed=seed,
             model=model,
-            nomination=nomination,
+            nomination=nomination.value,
             tolerance_ns=tolerance_ns,
             refs=loaded.refs,
             ref_kind=loaded.ref_kind,
@@ -210,7 +205,7 @@ def replay_command(
             render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
                                                                          progress.record_ts), source=file,
                                         heartbeats=heartbeats, wall_clock=wall_clock,
-                                        lifecycle=[] if mode == "cluster" else [
+                                        lifecycle=[] if mode == Mode.cluster else [
                                             one for one in render_replay.lifecycle_of(loaded.events, until_ns)
                                             if not node or one.node in node])
     except DecodeError as error:
