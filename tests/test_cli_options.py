@@ -57,3 +57,29 @@ def test_help_lists_the_choices(command, option, choices, capsys):
     assert run([command, "--help"]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if option in line.split())
     assert "|".join(choices) in line
+
+
+def test_the_command_line_uses_typers_public_api_only():
+    """No private Typer module, no click reached through Typer, no probing for either: `typer.X` names
+    only what `typer` itself exports, and `typer.main.get_command` (Typer's documented way to the
+    click objects) only where `cli.app` gives tests and tools the command tree."""
+    import ast
+
+    import typer
+
+    public = {name for name in vars(typer) if not name.startswith("_")} - {
+        "core", "main", "models", "params", "utils", "completion", "colors", "rich_utils", "testing", "cli"}
+    public |= {"colors"}  # a documented module of constants
+    found = []
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                found += [f"{path.name}: import {n}" for n in names if n.split(".")[0] == "click" or n.startswith("typer.")]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "typer":
+                if node.attr not in public and not (path.name == "app.py" and node.attr == "main"):
+                    found.append(f"{path.name}: typer.{node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(("typer.", "click")):
+                found.append(f"{path.name}: {node.value!r}")  # a module named in a string, to import
+    assert found == []
