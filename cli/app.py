@@ -1,19 +1,24 @@
 """The `recount` Typer application and the entry point that turns errors into exit statuses.
 
-Startup is kept light (`recount --help` well under 300 ms): a command's module, and the engine,
-pyarrow, DuckDB or Textual it needs, are imported only when that command runs or shows its own
-help.  `COMMANDS` names each command and its one-line help for the top-level listing (a test checks
-them against the real commands); a module missing from it is simply imported up front.
+Startup is kept light (`recount --help` well under 300 ms): `build(argv)` makes the application for one
+command line, with only the command it runs imported and registered; every other command is listed
+by its name and one-line help from `COMMANDS` (a test checks them against the real commands), as a
+stand-in that is never run.  A module missing from `COMMANDS` is simply imported.  Only Typer's
+public API is used: the application is called like any Typer app, and its errors are `typer.Exit`,
+`typer.Abort` and `typer.TyperException` (Typer >= 0.29 bundles click).  `command()` gives the whole
+tree as click objects, every command imported, through `typer.main.get_command`, the way Typer's
+"Using Click" documentation gives it, for tests and tools that walk it.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 
 from cli.errors import UserError
 from formats.errors import DecodeError
@@ -63,69 +68,33 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def load_commands(module_name: str) -> dict[str, Any]:
-    """The click commands that ``module_name``'s `register` adds, by name (imports the module)."""
-    holder = typer.Typer()
-    importlib.import_module(module_name).register(holder)
-    return dict(typer.main.get_group(holder).commands)
+def _settings() -> dict[str, Any]:
+    return dict(
+        name="recount",
+        help="Deterministic record-and-replay debugger for Aeron Cluster elections and consensus.",
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        epilog=(
+            "Examples:\n\n"
+            "  recount replay samples/leader-failover/incident.arrow\n\n"
+            "  recount replay samples/leader-failover      (an incident directory: captures, agent logs, cluster dirs)\n\n"
+            "  recount convert incident/ -o incident.arrow\n\n"
+            "  recount replay incident.arrow --json | jq 'select(.kind==\"divergence\")'\n\n"
+            "Every command has --help with examples.  Exit status: 0 done, 2 bad input or usage, 1 an internal error."
+        ),
+    )
 
 
-class _Listed(TyperCommand):
-    """A command not imported yet: its name and one-line help, for the top-level listing."""
-
-    def __init__(self, name: str, module: str, help: str) -> None:
-        super().__init__(name, help=help, short_help=help)
-        self.module = module
-
-
-class LazyGroup(TyperGroup):
-    """The top-level group: commands in `COMMANDS` are imported when resolved, not when listed."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        for module in COMMAND_MODULES:
-            if module in COMMANDS:
-                name, help = COMMANDS[module]
-                self.commands.setdefault(name, _Listed(name, module, help))
-            else:
-                self.commands.update(load_commands(module))
-
-    def resolve_command(self, ctx, args):
-        listed = self.commands.get(args[0]) if args else None
-        if isinstance(listed, _Listed):
-            self.commands.update(load_commands(listed.module))
-        return super().resolve_command(ctx, args)
-
-    def load_all(self) -> LazyGroup:
-        """Every command imported (for tests and tools that walk the real commands)."""
-        for command in list(self.commands.values()):
-            if isinstance(command, _Listed):
-                self.commands.update(load_commands(command.module))
-        return self
+def help_when_bare(ctx: typer.Context) -> None:
+    """A group's callback: run without a command, it shows its help on stderr and exits 2."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help(), err=True)
+        raise typer.Exit(2)
 
 
-app = typer.Typer(
-    name="recount",
-    cls=LazyGroup,
-    help="Deterministic record-and-replay debugger for Aeron Cluster elections and consensus.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=(
-        "Examples:\n\n"
-        "  recount replay samples/leader-failover/incident.arrow\n\n"
-        "  recount replay samples/leader-failover      (an incident directory: captures, agent logs, cluster dirs)\n\n"
-        "  recount convert incident/ -o incident.arrow\n\n"
-        "  recount replay incident.arrow --json | jq 'select(.kind==\"divergence\")'\n\n"
-        "Every command has --help with examples.  Exit status: 0 done, 2 bad input or usage, 1 an internal error."
-    ),
-)
-
-
-
-@app.callback()
 def _options(
+    ctx: typer.Context,
     show_progress: Annotated[
         bool | None,
         typer.Option("--progress/--no-progress",
@@ -136,37 +105,65 @@ def _options(
     from cli import progress
 
     progress.requested = show_progress
+    help_when_bare(ctx)
 
 
-def command() -> LazyGroup:
+def _not_imported() -> None:
+    """Stands in for a command in the listing; `build` imports the real one before it could run."""
+    raise AssertionError("a listed command ran without being imported")
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs: its first word that is not an option (the top-level options take
+    no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build(argv: Sequence[str] = (), *, every: bool = False) -> typer.Typer:
+    """The application for ``argv``: the command it runs (or, with ``every``, every command) imported
+    and registered, the others listed by name and help."""
+    app = typer.Typer(**_settings())
+    app.callback(invoke_without_command=True)(_options)
+    wanted = None if every else _command_word(argv)
+    for module in COMMAND_MODULES:
+        listed = COMMANDS.get(module)
+        if listed is not None and not every and listed[0] != wanted:
+            name, help = listed
+            app.command(name, help=help, short_help=help, add_help_option=False)(_not_imported)
+        else:
+            importlib.import_module(module).register(app)
+    return app
+
+
+def load_commands(module_name: str) -> dict[str, Any]:
+    """The click commands that ``module_name``'s `register` adds, by name (imports the module)."""
+    holder = typer.Typer()
+    holder.callback()(lambda: None)  # a group, whatever the module registers
+    importlib.import_module(module_name).register(holder)
+    return dict(typer.main.get_command(holder).commands)
+
+
+def command() -> Any:
     """The whole command tree as click sees it, every command imported."""
-    return typer.main.get_command(app).load_all()
+    return typer.main.get_command(build(every=True))
 
 
-def _click_exceptions() -> tuple[tuple[type, ...], ...]:
-    """(Abort, ClickException, Exit, NoArgsIsHelpError) classes.  Typer >= 0.29 bundles its own click
-    (`typer._click`, with Abort and Exit in `typer.exceptions`); older Typer raises the `click`
-    package's.  Catch whichever exist, so a usage error is one line and exit 2 with either."""
-    found: dict[str, list[type]] = {"Abort": [], "ClickException": [], "Exit": [], "NoArgsIsHelpError": []}
-    for module_name in ("typer.exceptions", "typer._click.exceptions", "click.exceptions"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        for name, classes in found.items():
-            cls = getattr(module, name, None)
-            if isinstance(cls, type) and cls not in classes:
-                classes.append(cls)
-    return tuple(found["Abort"]), tuple(found["ClickException"]), tuple(found["Exit"]), tuple(found["NoArgsIsHelpError"])
-
-
-_ABORT, _CLICK_ERROR, _EXIT, _NO_ARGS_IS_HELP = _click_exceptions()
+#: Typer's refusal of a value not among an option's choices (an enum), reworded below.
+_NOT_A_CHOICE = re.compile(
+    r"Invalid value for '?(?P<option>[^':]+)'?: (?:Value error, )?(?P<value>'.*') is not one of (?P<choices>'.*')"
+)
 
 
 def _usage_line(error: Exception) -> str:
     """Click's usage error as the contract's one line: the command, what was wrong, where help is
-    (click itself prints the usage synopsis, a hint and the error on three or four lines)."""
+    (click itself prints the usage synopsis, a hint and the error on three or four lines).  A value
+    that is not one of an option's choices is said as the commands have always said it, ``--mode
+    must be one of node, cluster, got 'x'``; any other message is Typer's own."""
     message = " ".join(error.format_message().split()).rstrip(".")
+    refused = _NOT_A_CHOICE.fullmatch(message)
+    if refused is not None:
+        choices = ", ".join(re.findall(r"'([^']*)'", refused["choices"]))
+        message = f"{refused['option']} must be one of {choices}, got {refused['value']}"
     context = getattr(error, "ctx", None)
     if context is None:
         return f"recount: {message}"
@@ -181,17 +178,15 @@ def _fail(message: str, code: int = 2) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit status (tests call this directly)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        result = typer.main.get_command(app).main(args=argv, standalone_mode=False, prog_name="recount")
-    except _ABORT:
+        result = build(argv)(args=argv, standalone_mode=False, prog_name="recount")
+    except typer.Abort:
         return _fail("aborted", 130)
-    except _NO_ARGS_IS_HELP as error:  # a bare `recount` or `recount inspect`: the help is the answer
-        error.show()
+    except typer.Exit as error:
         return error.exit_code
-    except _CLICK_ERROR as error:
+    except typer.TyperException as error:  # click's errors: a usage error, a file click could not open
         sys.stderr.write(_usage_line(error) + "\n")
-        return error.exit_code
-    except _EXIT as error:
         return error.exit_code
     except DecodeError as error:
         return _fail(str(error))

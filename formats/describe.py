@@ -28,6 +28,8 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from formats.cluster_members import member_count
+
 ARROW = "→"
 YES = "✓"
 NO = "✗"
@@ -228,9 +230,7 @@ def describe_message(message: Any, sender: int | None = None, receiver: int | No
 def describe_local(node: int, type_name: str, fields: Mapping[str, Any]) -> str:
     """A local event (MemberStart, MemberCrash, an agent-log observation...) at ``node``."""
     if type_name == "MemberStart":
-        members = fields.get("clusterMembers")
-        count = len([m for m in str(members).split("|") if m]) if members else "?"
-        parts = [f"members={count}"]
+        parts = [f"members={member_count(fields.get('clusterMembers')) or '?'}"]
         appointed = fields.get("appointedLeaderId", -1)
         if appointed not in (-1, None):
             parts.append(f"appointed={_v(appointed)}")

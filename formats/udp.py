@@ -11,8 +11,11 @@ What travels between media drivers (aeron-formats.md §7; `io.aeron.protocol.*Fl
 * Any other type is a control frame (SETUP, SM, NAK, RTTM, ERR, RSP_SETUP, RES), one per datagram;
   like Aeron's receiver we read the first frame and ignore bytes after it.
 
-Frames are values: frozen, slotted, keyword-only dataclasses with Aeron's field names in
-snake_case.  A type we do not model (ATS, extensions, types added later) is kept raw as an
+Frames are values with Aeron's field names in snake_case: frozen, slotted, keyword-only
+dataclasses, except the one a capture holds by the hundred thousand, `DataFrame`, a NamedTuple (as
+`formats.pcap.Packet` is): a tuple is built several times faster than a frozen dataclass, is just
+as immutable (assigning a field raises `dataclasses.FrozenInstanceError`, as for the others) and
+compares, hashes and prints the same way.  A type we do not model (ATS, extensions, types added later) is kept raw as an
 `UnknownFrame` so nothing is lost.  Corrupt input raises `DecodeError` with the byte offset in the
 datagram; callers add the file name and the datagram's own offset (`DecodeError.with_context`).
 
@@ -29,11 +32,12 @@ This module does no I/O and imports nothing of ours but `formats.errors`.
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from formats.errors import DecodeError
 
@@ -109,11 +113,15 @@ _NAME_LENGTH = struct.Struct("<h")
 
 
 # --- Frames ---------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DataFrame:
+def _refuse_assignment(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+class DataFrame(NamedTuple):
     """A DATA frame: one fragment of a message, or a heartbeat (frame_length 0, no payload).
 
-    ``frame_length`` is the unaligned header-plus-payload length exactly as on the wire.
+    ``frame_length`` is the unaligned header-plus-payload length exactly as on the wire.  A NamedTuple
+    for speed (see the module notes).
     """
 
     frame_length: int
@@ -124,6 +132,8 @@ class DataFrame:
     term_id: int
     reserved_value: int = 0
     payload: bytes = b""
+
+    __setattr__ = _refuse_assignment
 
     @property
     def is_heartbeat(self) -> bool:
@@ -277,31 +287,6 @@ Frame = (
 )
 
 
-def mutable_twin(cls: type) -> type:
-    """A mutable class with exactly the slots of the frozen, slotted dataclass ``cls``.
-
-    A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` once per field, which
-    made it the single largest cost of decoding a capture.  The hot paths build a value in the
-    twin (positional arguments, in field order) and then give it its real class::
-
-        frame = _DataFrameTwin(...)
-        frame.__class__ = DataFrame
-
-    CPython refuses that assignment unless the two layouts are identical (checked here, at import),
-    so the result is an ordinary frozen instance: same fields, same equality, immutable afterwards.
-    """
-    twin = dataclasses.make_dataclass(
-        f"_Mutable{cls.__name__}",
-        [(f.name, f.type) for f in dataclasses.fields(cls)],
-        slots=True,
-        eq=False,
-        repr=False,
-    )
-    probe = twin(*(None for _ in dataclasses.fields(cls)))
-    probe.__class__ = cls  # TypeError now, not mid-capture, if the layouts ever differ
-    return twin
-
-
 # --- Positions ------------------------------------------------------------------------------------
 def align(value: int, alignment: int = FRAME_ALIGNMENT) -> int:
     """Round ``value`` up to a multiple of ``alignment`` (a power of two)."""
@@ -453,10 +438,6 @@ def batch_frames(
     return batches
 
 
-_DataFrameTwin = mutable_twin(DataFrame)
-_StatusMessageTwin = mutable_twin(StatusMessage)
-
-
 # --- Decoding -------------------------------------------------------------------------------------
 def decode_datagram(buf: bytes | bytearray | memoryview) -> list[Frame]:
     """All frames in one UDP payload.  Offsets in errors are relative to the datagram's start."""
@@ -478,8 +459,10 @@ def decode_datagram(buf: bytes | bytearray | memoryview) -> list[Frame]:
             return [UnknownFrame(type=frame_type, flags=flags, frame=bytes(buf[:frame_length]))]
         return [decoder(buf, frame_length, flags)]
 
-    # DATA and PAD: the hot path of every capture import, one precompiled unpack per frame.
+    # DATA and PAD: the hot path of every capture import, one precompiled unpack per frame, and each
+    # DataFrame made from a tuple of all its fields (NamedTuple._make: no argument parsing).
     unpack = _DATA_HEADER.unpack_from
+    make_data_frame = DataFrame._make
     frames: list[Frame] = []
     offset = 0
     while offset < length:
@@ -496,9 +479,7 @@ def decode_datagram(buf: bytes | bytearray | memoryview) -> list[Frame]:
             raise DecodeError(f"a 32-byte aligned term_offset, found {term_offset}", offset=offset + 8)
         if frame_type == HDR_TYPE_DATA:
             if frame_length == 0:  # heartbeat
-                frame = _DataFrameTwin(0, flags, term_offset, session_id, stream_id, term_id, reserved, b"")
-                frame.__class__ = DataFrame
-                frames.append(frame)
+                frames.append(make_data_frame((0, flags, term_offset, session_id, stream_id, term_id, reserved, b"")))
                 offset += DATA_HEADER_LENGTH
                 continue
             end = offset + frame_length
@@ -508,18 +489,10 @@ def decode_datagram(buf: bytes | bytearray | memoryview) -> list[Frame]:
                     f" found {frame_length}",
                     offset=offset,
                 )
-            frame = _DataFrameTwin(
-                frame_length,
-                flags,
-                term_offset,
-                session_id,
-                stream_id,
-                term_id,
-                reserved,
-                bytes(buf[offset + DATA_HEADER_LENGTH : end]),
+            payload = bytes(buf[offset + DATA_HEADER_LENGTH : end])
+            frames.append(
+                make_data_frame((frame_length, flags, term_offset, session_id, stream_id, term_id, reserved, payload))
             )
-            frame.__class__ = DataFrame
-            frames.append(frame)
             offset += (frame_length + FRAME_ALIGNMENT - 1) & -FRAME_ALIGNMENT
         elif frame_type == HDR_TYPE_PAD:
             if frame_length < DATA_HEADER_LENGTH:
@@ -565,19 +538,33 @@ def _decode_nak(buf, frame_length: int, flags: int) -> Nak:
 
 def _decode_sm(buf, frame_length: int, flags: int) -> StatusMessage:
     _need(frame_length, SM_LENGTH, "SM")
-    _, _, _, _, session_id, stream_id, term_id, term_offset, window, receiver_id = _SM.unpack_from(buf, 0)
+    return _status_message(bytes(buf[:frame_length]), flags)
+
+
+@lru_cache(maxsize=4096)
+def _status_message(frame: bytes, flags: int) -> StatusMessage:
+    """An SM from its bytes, remembered: receivers repeat the same SM while nothing is consumed (450
+    SMs, 22 distinct, in the real 1.47.3 capture), and a frozen value is several times dearer to build
+    than to look up."""
+    frame_length = len(frame)
+    _, _, _, _, session_id, stream_id, term_id, term_offset, window, receiver_id = _SM.unpack_from(frame, 0)
     group_tag = None
     feedback = b""
     if frame_length == SM_WITH_GROUP_TAG_LENGTH:
-        (group_tag,) = _GROUP_TAG.unpack_from(buf, SM_LENGTH)
+        (group_tag,) = _GROUP_TAG.unpack_from(frame, SM_LENGTH)
     elif frame_length > SM_LENGTH:
-        feedback = bytes(buf[SM_LENGTH:frame_length])
-    # Status messages are a fifth of a cluster's datagrams: build them the fast way too.
-    frame = _StatusMessageTwin(
-        session_id, stream_id, term_id, term_offset, window, receiver_id, group_tag, feedback, flags
+        feedback = frame[SM_LENGTH:]
+    return StatusMessage(
+        session_id=session_id,
+        stream_id=stream_id,
+        consumption_term_id=term_id,
+        consumption_term_offset=term_offset,
+        receiver_window=window,
+        receiver_id=receiver_id,
+        group_tag=group_tag,
+        feedback=feedback,
+        flags=flags,
     )
-    frame.__class__ = StatusMessage
-    return frame
 
 
 def _decode_setup(buf, frame_length: int, flags: int) -> SetupFrame:

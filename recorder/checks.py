@@ -1,19 +1,13 @@
-"""Checks: small true/false questions about a replay, in a tiny language that is parsed, never eval'd.
+"""Checks: small true/false questions about a replay, in the language of `recorder.expressions`.
 
 A check is asked of one replay's trace records (contract §3; the summary record last), as `recount
-bisect --check` does for each version it tries.  The language::
-
-    check      := term ("or" term)*
-    term       := factor ("and" factor)*
-    factor     := "not" factor | "(" check ")" | comparison | predicate
-    comparison := value ("==" | "!=" | "<" | "<=" | ">" | ">=") value
-    value      := "node[" INT "]." FIELD       a member's field in the summary (electionState, role,
-                                               leadershipTermId, leaderMemberId, candidateTermId,
-                                               logPosition, appendPosition, commitPosition)
-                | "summary." FIELD              a summary field (divergences, model, seed, ...)
-                | NAME "(" args ")"            a measure (below)
-                | INT | DURATION | "STRING" | true | false | null
-    DURATION   := INT ("ns" | "us" | "ms" | "s" | "m")   (a number of nanoseconds)
+bisect --check` does for each version it tries.  The grammar is `recorder.expressions`' (the TUI's
+breakpoints speak it too); a check's fields are the members' state at the end, as the summary gives it
+(electionState, role, leadershipTermId, leaderMemberId, candidateTermId, logPosition, appendPosition,
+commitPosition): ``node[2].electionState == "CLOSED"``, or ``node 2 state == CLOSED``, or ``role ==
+LEADER`` (some member); ``summary.FIELD`` reads the summary itself (divergences, model, seed, ...);
+durations (``5s``, ``2.5s``, ``200ms``) are numbers of nanoseconds.  What this module adds are the
+functions, which read the whole trace.
 
 Predicates (true or false):
 
@@ -48,44 +42,61 @@ Examples: ``leader_elected_within(5s)``, ``no_invariant_violations and node[2].e
 "CLOSED"``, ``longest_leaderless() < 2s or not leader_elected``.
 
 Errors: a check that does not parse is a `CheckError` (a `ValueError`) naming the column and what
-was expected.  Evaluation never fails: a missing member or field is ``null``, and ordering
-comparisons with a non-number are false.  Pure: no I/O.
+was expected; ``changes`` and ``watch`` are refused (there is no "before" at the end of a replay).
+Evaluation never fails: a missing member or field is ``null``, and ordering comparisons with a
+non-number are false.  Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
-_TOKEN = re.compile(
-    r"""
-    (?P<space>\s+)
-  | (?P<duration>\d+(?:ns|us|ms|s|m)\b)
-  | (?P<int>-?\d+)
-  | (?P<string>"[^"\\]*")
-  | (?P<op>==|!=|<=|>=|<|>)
-  | (?P<punct>[()\[\],.])
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-    """,
-    re.VERBOSE,
-)
+from recorder import expressions
+from recorder.expressions import Expression, Function, Language, Parameter, Scene
 
-PREDICATES = ("no_invariant_violations", "no_divergences", "leader_elected", "leader_elected_within", "no_replay_past_commit", "state_reached")
-MEASURES = ("longest_leaderless", "leader_elections", "invariant_violations", "max_term")
-KEYWORDS = ("and", "or", "not", "true", "false", "null", "node", "summary")
+_DURATION = Parameter("a duration", int)
+_MEMBER = Parameter("a member id", int, names="member")
+_STATE = Parameter("an election state", str, names="electionState")
+
+#: What a check may ask of the whole trace (see the module docstring).
+FUNCTIONS = {
+    function.name: function
+    for function in (
+        Function("no_invariant_violations"),
+        Function("no_divergences"),
+        Function("leader_elected"),
+        Function("leader_elected_within", (_DURATION,)),
+        Function("no_replay_past_commit"),
+        Function("state_reached", (_MEMBER, _STATE)),
+        Function("longest_leaderless", predicate=False),
+        Function("leader_elections", predicate=False),
+        Function("invariant_violations", predicate=False),
+        Function("max_term", predicate=False),
+    )
+}
+PREDICATES = tuple(name for name, function in FUNCTIONS.items() if function.predicate)
+MEASURES = tuple(name for name, function in FUNCTIONS.items() if not function.predicate)
+
+LANGUAGE = Language(
+    noun="check",
+    operand="a predicate, a value or '('",
+    value="a predicate, a value or '('",
+    fields=None,  # the summary's keys, checked by `Check.validate` (the engine's list, imported late)
+    functions=FUNCTIONS,
+    globals=frozenset({"summary"}),
+)
 
 HELP = (
     "Checks are small expressions over the replay, e.g. 'leader_elected_within(5s)', "
-    "'no_invariant_violations', 'node[2].electionState == \"CLOSED\"', 'no_replay_past_commit', "
-    "'longest_leaderless() < 2s', combined with and/or/not and parentheses.  Predicates: "
+    "'no_invariant_violations', 'node[2].electionState == \"CLOSED\"' (or 'node 2 state == CLOSED'), "
+    "'no_replay_past_commit', 'longest_leaderless() < 2s', combined with and/or/not and parentheses.  Predicates: "
     + ", ".join(PREDICATES)
     + "; measures: "
     + ", ".join(f"{m}()" for m in MEASURES)
     + "; node[ID].FIELD reads the summary (electionState, role, leadershipTermId, leaderMemberId, "
-    "candidateTermId, logPosition, appendPosition, commitPosition)."
+    "candidateTermId, logPosition, appendPosition, commitPosition); a FIELD without a node holds for some member."
 )
 
 
@@ -93,240 +104,46 @@ class CheckError(ValueError):
     """A check that does not parse: ``str()`` says where and what was expected."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Tok:
-    kind: str
-    text: str
-    column: int  # 1-based
-
-
-def _tokens(text: str) -> list[_Tok]:
-    out = []
-    position = 0
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None:
-            raise CheckError(f"check: column {position + 1}: unexpected {text[position]!r}")
-        kind = match.lastgroup or ""
-        if kind != "space":
-            out.append(_Tok(kind, match.group(), position + 1))
-        position = match.end()
-    out.append(_Tok("end", "", len(text) + 1))
-    return out
-
-
-# -- the syntax tree: nested tuples, evaluated by `_eval` ---------------------------------------------------
-
-
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens = _tokens(text)
-        self.i = 0
-
-    def peek(self) -> _Tok:
-        return self.tokens[self.i]
-
-    def take(self) -> _Tok:
-        token = self.tokens[self.i]
-        self.i += 1
-        return token
-
-    def fail(self, expected: str) -> CheckError:
-        token = self.peek()
-        got = "the end" if token.kind == "end" else repr(token.text)
-        return CheckError(f"check: column {token.column}: expected {expected}, got {got}")
-
-    def expect(self, text: str) -> None:
-        if self.peek().text != text:
-            raise self.fail(repr(text))
-        self.take()
-
-    def parse(self) -> tuple:
-        if self.peek().kind == "end":
-            raise self.fail("a check")
-        tree = self.check()
-        if self.peek().kind != "end":
-            raise self.fail("'and', 'or' or the end")
-        return tree
-
-    def check(self) -> tuple:
-        left = self.term()
-        while self.peek().text == "or":
-            self.take()
-            left = ("or", left, self.term())
-        return left
-
-    def term(self) -> tuple:
-        left = self.factor()
-        while self.peek().text == "and":
-            self.take()
-            left = ("and", left, self.factor())
-        return left
-
-    def factor(self) -> tuple:
-        token = self.peek()
-        if token.text == "not":
-            self.take()
-            return ("not", self.factor())
-        if token.text == "(":
-            self.take()
-            inner = self.check()
-            self.expect(")")
-            return self._maybe_comparison(("group", inner))
-        left = self.value_or_predicate()
-        return self._maybe_comparison(left)
-
-    def _maybe_comparison(self, left: tuple) -> tuple:
-        if self.peek().kind == "op":
-            op = self.take().text
-            right = self.value_or_predicate()
-            if right[0] == "pred":
-                raise CheckError(f"check: the right side of {op} must be a value, not the predicate {right[1]}")
-            if left[0] in ("pred", "group"):
-                raise CheckError(f"check: the left side of {op} must be a value")
-            return ("cmp", op, left, right)
-        if left[0] not in ("pred", "group"):
-            raise self.fail("a comparison operator (== != < <= > >=) after a value")
-        return left[1] if left[0] == "group" else left
-
-    def value_or_predicate(self) -> tuple:
-        token = self.take()
-        if token.kind == "duration":
-            number, unit = re.fullmatch(r"(\d+)([a-z]+)", token.text).groups()
-            return ("lit", int(number) * _UNITS_NS[unit])
-        if token.kind == "int":
-            return ("lit", int(token.text))
-        if token.kind == "string":
-            return ("lit", token.text[1:-1])
-        if token.kind != "name":
-            self.i -= 1
-            raise self.fail("a predicate, a value or '('")
-        name = token.text
-        if name in ("true", "false"):
-            return ("lit", name == "true")
-        if name == "null":
-            return ("lit", None)
-        if name == "node":
-            self.expect("[")
-            index = self.take()
-            if index.kind != "int":
-                self.i -= 1
-                raise self.fail("a member id")
-            self.expect("]")
-            self.expect(".")
-            field = self.take()
-            if field.kind != "name":
-                self.i -= 1
-                raise self.fail("a field name")
-            return ("node", int(index.text), field.text)
-        if name == "summary":
-            self.expect(".")
-            field = self.take()
-            if field.kind != "name":
-                self.i -= 1
-                raise self.fail("a field name")
-            return ("summary", field.text)
-        if name in KEYWORDS:
-            self.i -= 1
-            raise self.fail("a predicate, a value or '('")
-        args: list[tuple] = []
-        if self.peek().text == "(":
-            self.take()
-            if self.peek().text != ")":
-                args.append(self.value_or_predicate())
-                while self.peek().text == ",":
-                    self.take()
-                    args.append(self.value_or_predicate())
-            self.expect(")")
-        if name in PREDICATES:
-            _check_arity(name, args, token.column)
-            return ("pred", name, tuple(args))
-        if name in MEASURES:
-            if args:
-                raise CheckError(f"check: column {token.column}: {name}() takes no arguments")
-            return ("measure", name)
-        raise CheckError(
-            f"check: column {token.column}: unknown name {name!r}"
-            f" (predicates: {', '.join(PREDICATES)}; measures: {', '.join(MEASURES)})"
-        )
-
-
-_ARITY = {
-    "no_invariant_violations": (),
-    "no_divergences": (),
-    "leader_elected": (),
-    "leader_elected_within": ("a duration",),
-    "no_replay_past_commit": (),
-    "state_reached": ("a member id", "a state name"),
-}
-
-
-def _check_arity(name: str, args: list[tuple], column: int) -> None:
-    wanted = _ARITY[name]
-    if len(args) != len(wanted) or any(a[0] != "lit" for a in args):
-        shape = f"{name}({', '.join(wanted)})" if wanted else name
-        raise CheckError(f"check: column {column}: expected {shape}")
-
-
 @dataclass(frozen=True)
 class Check:
     """A parsed check; `evaluate(records)` answers it for one replay."""
 
-    text: str
-    tree: tuple
+    expression: Expression
+
+    @property
+    def text(self) -> str:
+        return self.expression.text
 
     def evaluate(self, records: Sequence[Mapping[str, Any]]) -> bool:
-        return bool(_eval(self.tree, _Facts(records)))
+        facts = _Facts(records)
+        nodes = facts.summary.get("nodes") or {}
+        states = {int(k): v for k, v in nodes.items() if str(k).lstrip("-").isdigit() and isinstance(v, Mapping)}
+        return self.expression.holds(Scene(states, None, {"summary": facts.summary}, facts.call))
 
     def validate(self, members: Sequence[int]) -> None:
         """Refuse, with a `CheckError` saying what exists, a check that names a member the replay does
         not have, a member field the summary does not carry or a state or role Aeron does not have:
         such a check would be quietly false on every version."""
-        _validate(self.tree, sorted(members))
+        from engine.replay import SUMMARY_KEYS
+
+        try:
+            expressions.validate(self.expression, members, fields=SUMMARY_KEYS)
+        except expressions.ExpressionError as error:
+            raise CheckError(f"check: {error}") from None
 
     def __str__(self) -> str:
         return self.text
 
 
-def _names(values: Sequence[Any]) -> str:
-    return ", ".join(str(v) for v in values)
-
-
-def _validate(tree: tuple, members: list[int]) -> None:
-    from engine.model.agent import Role
-    from engine.model.election import ElectionState
-    from engine.replay import SUMMARY_KEYS
-
-    kind = tree[0]
-    if kind in ("or", "and"):
-        _validate(tree[1], members)
-        _validate(tree[2], members)
-    elif kind == "not":
-        _validate(tree[1], members)
-    elif kind == "node":
-        if tree[1] not in members:
-            raise CheckError(f"check: no member {tree[1]} in this replay (members: {_names(members)})")
-        if tree[2] not in SUMMARY_KEYS:
-            raise CheckError(f"check: node[{tree[1]}].{tree[2]}: no such field (fields: {_names(SUMMARY_KEYS)})")
-    elif kind == "cmp":
-        _validate(tree[2], members)
-        _validate(tree[3], members)
-        for side, other in ((tree[2], tree[3]), (tree[3], tree[2])):
-            if side[0] == "node" and other[0] == "lit" and isinstance(other[1], str):
-                allowed = {"electionState": ElectionState, "role": Role}.get(side[2])
-                if allowed is not None and other[1] not in allowed.__members__:
-                    raise CheckError(f"check: {other[1]!r} is not a value of {side[2]} ({_names(allowed.__members__)})")
-    elif kind == "pred" and tree[1] == "state_reached":
-        member, state = (a[1] for a in tree[2])
-        if member not in members:
-            raise CheckError(f"check: no member {member} in this replay (members: {_names(members)})")
-        if state not in ElectionState.__members__:
-            raise CheckError(f"check: {state!r} is not an election state ({_names(ElectionState.__members__)})")
-
-
 def parse_check(text: str) -> Check:
-    return Check(text.strip(), _Parser(text).parse())
+    try:
+        expression = expressions.parse(text, LANGUAGE)
+    except expressions.ExpressionError as error:
+        raise CheckError(f"check: {error}") from None
+    if expression.watches:
+        raise CheckError("check: 'changes' and 'watch' compare a member's state with the state before an event;"
+                         " a check is asked of the end of a replay")
+    return Check(expression)
 
 
 # -- evaluation ----------------------------------------------------------------------------------------------
@@ -386,6 +203,30 @@ class _Facts:
 
     def state_reached(self, node: Any, state: Any) -> bool:
         return any(r.get("kind") == "state" and r.get("node") == node and r.get("to") == state for r in self.records)
+
+    def call(self, name: str, args: tuple[Any, ...]) -> Any:
+        """The answer of predicate or measure ``name`` (`FUNCTIONS`) for this trace."""
+        if name == "no_invariant_violations":
+            return self.count("invariant") == 0
+        if name == "no_divergences":
+            return self.count("divergence") == 0 and not self.summary.get("divergences")
+        if name == "leader_elected":
+            return self.leader_elected()
+        if name == "leader_elected_within":
+            return all(s <= args[0] for s in self.stretches())
+        if name == "no_replay_past_commit":
+            return not self.replay_past_commit()
+        if name == "state_reached":
+            return self.state_reached(args[0], args[1])
+        if name == "longest_leaderless":
+            return max(self.stretches(), default=0)
+        if name == "leader_elections":
+            return self.leader_elections()
+        if name == "invariant_violations":
+            return self.count("invariant")
+        if name == "max_term":
+            return self.max_term()
+        raise AssertionError(f"unknown check function {name!r}")
 
     def max_term(self) -> Any:
         terms = [s.get("leadershipTermId") for s in (self.summary.get("nodes") or {}).values()]
@@ -455,61 +296,3 @@ def leaderless_stretches(records: Sequence[Mapping[str, Any]], summary: Mapping[
             end = max((r.get("ts") for r in records if r.get("ts") is not None), default=start)
         stretches.append(max(0, end - start))
     return stretches
-
-
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _eval(tree: tuple, facts: _Facts) -> Any:
-    kind = tree[0]
-    if kind == "or":
-        return _eval(tree[1], facts) or _eval(tree[2], facts)
-    if kind == "and":
-        return _eval(tree[1], facts) and _eval(tree[2], facts)
-    if kind == "not":
-        return not _eval(tree[1], facts)
-    if kind == "lit":
-        return tree[1]
-    if kind == "node":
-        return facts.node_field(tree[1], tree[2])
-    if kind == "summary":
-        return facts.summary.get(tree[1])
-    if kind == "cmp":
-        op, left, right = tree[1], _eval(tree[2], facts), _eval(tree[3], facts)
-        if op in ("==", "!="):
-            return _COMPARE[op](left, right)
-        return _number(left) and _number(right) and _COMPARE[op](left, right)
-    if kind == "measure":
-        name = tree[1]
-        if name == "longest_leaderless":
-            return max(facts.stretches(), default=0)
-        if name == "leader_elections":
-            return facts.leader_elections()
-        if name == "invariant_violations":
-            return facts.count("invariant")
-        return facts.max_term()
-    if kind == "pred":
-        name, args = tree[1], [a[1] for a in tree[2]]
-        if name == "no_invariant_violations":
-            return facts.count("invariant") == 0
-        if name == "no_divergences":
-            return facts.count("divergence") == 0 and not facts.summary.get("divergences")
-        if name == "leader_elected":
-            return facts.leader_elected()
-        if name == "leader_elected_within":
-            return _number(args[0]) and all(s <= args[0] for s in facts.stretches())
-        if name == "no_replay_past_commit":
-            return not facts.replay_past_commit()
-        return facts.state_reached(args[0], args[1])
-    raise AssertionError(f"unknown check node {kind!r}")

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from formats.cluster_members import parse_cluster_members
+from formats.errors import DecodeError
 from formats.events import Event
 
-#: The roles in an Aeron members string, after the member id (aeron.cluster.members).
-_ROLES = ("ingress", "consensus", "log", "catchup", "archive")
 #: The endpoints a replay needs to tell who sent and who received what (the others are often unused).
 _NEEDED = ("consensus", "log")
 
@@ -73,20 +73,18 @@ class Coverage:
         }
 
 
-def _unknown_endpoints(cluster_members: str | None) -> tuple[list[int], dict[int, tuple[str, ...]]]:
-    ids: list[int] = []
+def _unknown_endpoints(text: str | None) -> tuple[list[int], dict[int, tuple[str, ...]]]:
+    try:
+        entries = parse_cluster_members(text or "")
+    except DecodeError:
+        return [], {}  # not a members string: the events alone say who the members are
     unknown: dict[int, tuple[str, ...]] = {}
-    for entry in (cluster_members or "").split("|"):
-        parts = entry.split(",")
-        if not parts[0].strip().lstrip("-").isdigit():
-            continue
-        member = int(parts[0])
-        ids.append(member)
-        missing = tuple(role for role, endpoint in zip(_ROLES, parts[1:], strict=False)
+    for entry in entries:
+        missing = tuple(role for role, endpoint in entry.endpoints().items()
                         if role in _NEEDED and endpoint.strip().endswith(":0"))
         if missing:
-            unknown[member] = missing
-    return ids, unknown
+            unknown[entry.id] = missing
+    return [entry.id for entry in entries], unknown
 
 
 def coverage(events: Iterable[Event], cluster_members: str | None = None) -> Coverage:

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.model.config import Config, parse_duration_ns
+from engine.model.config import Config, format_duration, parse_duration_ns
 from engine.model.javarandom import JavaRandom
 from engine.scenario import MS, SourceFactory, Stanza, World, render_file, run_command
 from formats.errors import DecodeError
@@ -57,14 +57,6 @@ _EVIDENCE = frozenset({"RecordingSignal", "LogEndOfStream"})
 
 class ExportError(ValueError):
     """The recording cannot be exported as asked (one line, for the CLI)."""
-
-
-def format_duration(ns: int) -> str:
-    """A duration the runner reads back exactly: the largest unit that divides it."""
-    for unit, size in (("s", 1_000_000_000), ("ms", MS), ("us", 1_000)):
-        if ns % size == 0:
-            return f"{ns // size}{unit}"
-    return f"{ns}ns"
 
 
 def parse_window(text: str | None) -> tuple[int | None, int | None]:

@@ -9,17 +9,17 @@ from rich.table import Table
 from rich.text import Text
 
 from cli import output, progress
-from cli.commands.diff import parse_time_ns, print_changes
+from cli.commands.diff import print_changes
 from cli.commands.replay import check_until, load_input
 from cli.commands.versions import confidence_text
 from cli.errors import UserError
+from cli.options import DURATION, Mode, duration_ns
 from engine.versions import VERSIONS, confidence
 from formats.describe import describe_record
 from formats.errors import DecodeError
 from recorder.bisect import Trial, bisect
 from recorder.checks import HELP as CHECK_HELP
 from recorder.checks import parse_check
-from recorder.diff import MODES
 
 
 def bisect_command(
@@ -27,27 +27,26 @@ def bisect_command(
     good: Annotated[str, typer.Option("--good", help="A release where the check holds.", show_default=False)],
     bad: Annotated[str, typer.Option("--bad", help="A release where the check fails.", show_default=False)],
     check: Annotated[str, typer.Option("--check", help=CHECK_HELP, show_default=False)],
-    mode: Annotated[str, typer.Option("--mode", help=f"How each release replays the capture: {', '.join(MODES)}.")] = "cluster",
+    mode: Annotated[Mode, typer.Option("--mode", help="How each release replays the capture.")] = Mode.cluster,
     versions: Annotated[
         str | None,
         typer.Option("--versions", help="Comma-separated releases to search, oldest first (default: every modelled release).",
                      show_default=False),
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Base seed for the nomination delays.")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Stop each replay at this time (ns or a duration).", show_default=False)] = None,
+    until: Annotated[int | None, typer.Option("--until", help="Stop each replay at this time (ns or a duration).",
+                                              parser=duration_ns, metavar=DURATION, show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Binary search over Aeron releases for the first one where a check on the replay changes."""
-    if mode not in MODES:
-        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     try:
         parsed = parse_check(check)
     except ValueError as error:
         raise UserError(str(error)) from None
     order = tuple(v.strip() for v in versions.split(",") if v.strip()) if versions else VERSIONS
-    until_ns = parse_time_ns("--until", until)
+    until_ns = until
     loaded = load_input(file)
-    check_until(until_ns, loaded, file, until)
+    check_until(until_ns, loaded, file)
     try:
         parsed.validate(sorted({event.node for event in loaded.events}))
     except ValueError as error:
@@ -61,7 +60,7 @@ def bisect_command(
 
     try:
         with progress.phase(f"bisecting between {good} and {bad}") as phase:
-            report = bisect(loaded, good=good, bad=bad, check=parsed, versions=order, mode=mode, seed=seed,
+            report = bisect(loaded, good=good, bad=bad, check=parsed, versions=order, mode=mode.value, seed=seed,
                             until=until_ns, on_trial=on_trial)
     except DecodeError:
         raise

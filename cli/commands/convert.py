@@ -9,6 +9,7 @@ import typer
 from cli import output, progress, render_capture
 from cli.commands import convert_spark
 from cli.errors import UserError
+from cli.options import GroupBy
 from recorder import convert as converter
 
 
@@ -41,7 +42,7 @@ def convert(
     master: convert_spark.MasterOption = None,
     conf: convert_spark.ConfOption = None,
     incident_depth: convert_spark.IncidentDepthOption = 1,
-    group_by: convert_spark.GroupByOption = "directory",
+    group_by: convert_spark.GroupByOption = GroupBy.directory,
 ) -> None:
     """Convert captures into one replay file, events in global time order."""
     properties = _config_properties(config or [])

@@ -14,11 +14,10 @@ import typer
 
 from cli import output
 from cli.errors import UserError
-
-ENGINES = ("local", "spark")
+from cli.options import Engine, GroupBy
 
 EngineOption = Annotated[
-    str | None,
+    Engine | None,
     typer.Option("--engine", help="local (this process) or spark (a Spark job, needs the spark extra; the default for --out-dir when pyspark is installed).",
                  show_default=False),
 ]
@@ -44,15 +43,15 @@ IncidentDepthOption = Annotated[
                  help="Bulk mode: incidents are the directories this many levels below each DIR (0: DIR itself)."),
 ]
 GroupByOption = Annotated[
-    str,
+    GroupBy,
     typer.Option("--group-by", help="Bulk mode: directory (inputs grouped by incident directory) or file"
                                     " (every input its own incident)."),
 ]
 
 
-def wants_bulk(engine: str | None, out_dir: str | None) -> bool:
+def wants_bulk(engine: Engine | None, out_dir: str | None) -> bool:
     """Whether `recount convert` runs in bulk mode (``--out-dir``, or ``--engine spark``)."""
-    return out_dir is not None or engine == "spark"
+    return out_dir is not None or engine == Engine.spark
 
 
 #: What to run when ``--engine spark`` finds no pyspark (it is the ``spark`` extra, not a default dependency).
@@ -80,11 +79,11 @@ def run_bulk(
     *,
     out_dir: str | None,
     out: str | None = None,
-    engine: str | None = None,
+    engine: Engine | None = None,
     master: str | None = None,
     conf: list[str] | None = None,
     incident_depth: int = 1,
-    group_by: str = "directory",
+    group_by: GroupBy = GroupBy.directory,
     members: str | None = None,
     force: bool = False,
     json_output: bool = False,
@@ -95,26 +94,22 @@ def run_bulk(
     if engine is None and not _has_pyspark():
         output.stderr.print("note: pyspark is not installed, so --out-dir converts here (--engine local);"
                             f" for Spark: {PYSPARK_INSTALL}", markup=False)
-        engine = "local"
-    engine = engine or "spark"
-    if engine not in ENGINES:
-        raise UserError(f"--engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine == "spark":
+        engine = Engine.local
+    engine = engine or Engine.spark
+    if engine == Engine.spark:
         require_pyspark()
     if out_dir is None:
         raise UserError("--engine spark converts directories of incidents: give --out-dir OUT_DIR")
     if out is not None:
         raise UserError("-o/--out names one replay file; with --out-dir each incident gets its own: drop -o")
-    if group_by not in ("directory", "file"):
-        raise UserError(f"--group-by: expected directory or file, got {group_by!r}")
     try:
         settings = job.parse_conf(conf or [])
     except ValueError as error:
         raise UserError(str(error)) from None
     with _progress_bar(engine) as progress:
         try:
-            result = job.convert_bulk(inputs, out_dir, engine=engine, master=master, conf=settings,
-                                      incident_depth=incident_depth, group_by=group_by, members=members,
+            result = job.convert_bulk(inputs, out_dir, engine=engine.value, master=master, conf=settings,
+                                      incident_depth=incident_depth, group_by=group_by.value, members=members,
                                       force=force, progress=progress)
         except ValueError as error:
             raise UserError(str(error)) from None
@@ -132,10 +127,10 @@ def run_bulk(
 class _progress_bar:
     """A rich bar on stderr following the tasks (incidents) of the conversion."""
 
-    def __init__(self, engine: str) -> None:
+    def __init__(self, engine: Engine) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        label = "Spark tasks" if engine == "spark" else "incidents"
+        label = "Spark tasks" if engine == Engine.spark else "incidents"
         self._progress = Progress(TextColumn(f"converting ({label})"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), console=output.stderr, transient=True)
         self._task = None

@@ -12,21 +12,10 @@ from cli import output, progress, render_capture
 from cli.commands.replay import check_input
 from cli.commands.versions import confidence_text
 from cli.errors import UserError
-from engine.model.config import parse_duration_ns
+from cli.options import DURATION, Mode, duration_ns
 from formats.describe import describe_record
 from formats.errors import DecodeError
-from recorder.diff import MODES, diff_traces, load_side
-
-
-def parse_time_ns(option: str, value: str | None) -> int | None:
-    """Nanoseconds from an integer or an Agrona-style duration (``2500ms``, ``3s``)."""
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        return int(text) if text.lstrip("-").isdigit() else parse_duration_ns(text)
-    except ValueError:
-        raise UserError(f"{option}: expected nanoseconds or a duration such as 1500ms, got {value!r}") from None
+from recorder.diff import diff_traces, load_side
 
 
 def _sides(a: str, b: str | None, models: list[str]) -> list[tuple[str, str | None]]:
@@ -50,24 +39,23 @@ def diff(
         list[str] | None,
         typer.Option("--model", help="Model to replay under (an Aeron release or a user model); give it twice for two.", show_default=False),
     ] = None,
-    mode: Annotated[str, typer.Option("--mode", help=f"How captures are replayed: {', '.join(MODES)}.")] = "cluster",
+    mode: Annotated[Mode, typer.Option("--mode", help="How captures are replayed.")] = Mode.cluster,
     seed: Annotated[int | None, typer.Option("--seed", help="Base seed for the nomination delays.")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Stop the replays at this time (ns or a duration).", show_default=False)] = None,
-    tolerance: Annotated[str, typer.Option("--tolerance", help="Equal records further apart in time than this differ in timing.")] = "0ns",
+    until: Annotated[int | None, typer.Option("--until", help="Stop the replays at this time (ns or a duration).",
+                                              parser=duration_ns, metavar=DURATION, show_default=False)] = None,
+    tolerance: Annotated[int, typer.Option("--tolerance", help="Equal records further apart in time than this differ in timing.",
+                                           parser=duration_ns, metavar=DURATION, show_default="0ns")] = 0,
     limit: Annotated[int, typer.Option("--limit", min=0, help="Show at most this many differences.")] = 20,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Align two replays by member, time and log position; show the first divergence and all differences."""
-    if mode not in MODES:
-        raise UserError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    tolerance_ns = parse_time_ns("--tolerance", tolerance)
-    until_ns = parse_time_ns("--until", until)
+    tolerance_ns, until_ns = tolerance, until
     sides = []
     for path, chosen in _sides(a, b, list(model or [])):
         check_input(path)
         try:
             with progress.phase(f"replaying {path} under {chosen or 'its model'}"):
-                side = load_side(path, model=chosen, mode=mode, seed=seed, until=until_ns)
+                side = load_side(path, model=chosen, mode=mode.value, seed=seed, until=until_ns)
             sides.append(side)
             if side.info.get("found"):
                 render_capture.print_found({"found": side.info["found"]})

@@ -16,9 +16,7 @@ from cli.commands.report import (
     load_incident,
     write_output,
 )
-from cli.errors import UserError
-
-FORMATS = ("perfetto",)
+from cli.options import ExportFormat
 
 
 def export_command(
@@ -26,8 +24,8 @@ def export_command(
                                         show_default=False)],
     out: Annotated[str, typer.Option("--out", "-o", help="The file to write (trace.json).", show_default=False)],
     format_name: Annotated[
-        str, typer.Option("--format", help="perfetto: Chrome trace-event JSON (Perfetto UI, chrome://tracing).")
-    ] = "perfetto",
+        ExportFormat, typer.Option("--format", help="perfetto: Chrome trace-event JSON (Perfetto UI, chrome://tracing).")
+    ] = ExportFormat.perfetto,
     model: ModelOption = "1.47.3",
     seed: SeedOption = None,
     force: ForceOption = False,
@@ -38,8 +36,6 @@ def export_command(
     Chrome trace-event JSON: a process per member with election-state and role slices, an instant for every consensus message sent or received, a flow arrow from each send to its receipt, and the divergences and invariant violations marked."""  # noqa: E501 - one paragraph for the help
     from recorder.report.perfetto import trace_document
 
-    if format_name not in FORMATS:
-        raise UserError(f"--format must be one of {', '.join(FORMATS)}, got {format_name!r}")
     check_output(out, force)
     incident = load_incident(file, model=model, seed=seed)
     document = trace_document(incident)

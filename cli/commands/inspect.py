@@ -10,6 +10,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from cli import output, render_inspect
+from cli.app import help_when_bare
 from cli.errors import UserError
 from formats import recording_log as rl
 from formats.node_state import node_state_to_json
@@ -21,7 +22,6 @@ inspect_app = typer.Typer(
     name="inspect",
     help="Read Aeron Cluster's files: recording.log, node-state.dat, cluster-mark*.dat, archive.catalog, or a whole"
          " cluster dir.",
-    no_args_is_help=True,
     epilog=(
         "Examples:\n\n"
         "  recount inspect cluster-dir samples/leader-failover/node1/cluster\n\n"
@@ -29,6 +29,8 @@ inspect_app = typer.Typer(
         "Each subcommand's --help has more."
     ),
 )
+
+inspect_app.callback(invoke_without_command=True)(help_when_bare)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (see the contract, §3).")]
 

@@ -11,12 +11,12 @@ import typer
 
 from cli import output, progress, render_capture, render_replay
 from cli.errors import UserError
+from cli.options import DURATION, Mode, Nomination, duration_ns
 from engine.cluster_replay import cluster_replay
-from engine.model.config import parse_duration_ns
+from engine.model.config import format_duration
 from engine.replay import (
     DEFAULT_TOLERANCE_NS,
     MODELS,
-    NOMINATION_SOURCES,
     UnknownModelError,
     replay,
     replay_lines,
@@ -70,26 +70,16 @@ def report_evidence(loaded: loader.LoadedEvents) -> None:
     render_capture.print_warnings(coverage(loaded.events, loaded.cluster_members).warnings())
 
 
-def check_until(until_ns: int | None, loaded: loader.LoadedEvents, file: str, text: str | None) -> None:
+def check_until(until_ns: int | None, loaded: loader.LoadedEvents, file: str) -> None:
     """Refuse an ``--until`` before the first event: the replay would be empty and look like success.
     Captures carry epoch timestamps, so ``--until 2500ms`` there means 1970; say what would work."""
     if until_ns is None or not loaded.events:
         return
     first = min(event.ts for event in loaded.events)
     if until_ns < first:
+        text = format_duration(until_ns)
         raise UserError(f"--until {text}: before the first event of {file} (ts {first} ns); times are the "
                         f"recording's own ts in ns, e.g. --until {first + max(until_ns, 0)} for {text} after it")
-
-
-def _time(option: str, value: str | None) -> int | None:
-    """Nanoseconds from an integer or an Agrona-style duration (``2500ms``, ``3s``)."""
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        return int(text) if text.lstrip("-").isdigit() else parse_duration_ns(text)
-    except ValueError:
-        raise UserError(f"{option}: expected nanoseconds or a duration such as 1500ms, got {value!r}") from None
 
 
 def choose_model(explicit: str | None, loaded: loader.LoadedEvents) -> tuple[str, dict]:
@@ -128,27 +118,31 @@ def replay_command(
                      " (default: the version the capture shows, else 1.47.3).", show_default=False),
     ] = None,
     mode: Annotated[
-        str,
+        Mode,
         typer.Option("--mode", help="node: each member re-run from its own recorded inputs, compared with what it sent;"
                                     " cluster: all members re-run together, messages between them made by the model."),
-    ] = "node",
+    ] = Mode.node,
     seed: Annotated[
         int | None,
         typer.Option("--seed", help="Base seed: member N draws from java.util.Random(seed + N). Default: MemberStart.seed, else 0."),
     ] = None,
     until: Annotated[
-        str | None, typer.Option("--until", help="Stop at this time (ns, or a duration such as 2500ms).", show_default=False)
+        int | None,
+        typer.Option("--until", help="Stop at this time (ns, or a duration such as 2500ms).", parser=duration_ns,
+                     metavar=DURATION, show_default=False),
     ] = None,
     nomination: Annotated[
-        str,
+        Nomination,
         typer.Option(
             "--nomination",
             help="Nomination delay source: seeded (java.util.Random), recorded (implied by the recording's RequestVote times), or auto.",
         ),
-    ] = "auto",
+    ] = Nomination.auto,
     tolerance: Annotated[
-        str, typer.Option("--tolerance", help="How far apart in time a send and its recorded counterpart may be.")
-    ] = f"{DEFAULT_TOLERANCE_NS // 1_000_000}ms",
+        int,
+        typer.Option("--tolerance", help="How far apart in time a send and its recorded counterpart may be.",
+                     parser=duration_ns, metavar=DURATION, show_default=format_duration(DEFAULT_TOLERANCE_NS)),
+    ] = DEFAULT_TOLERANCE_NS,
     heartbeats: Annotated[
         bool, typer.Option("--heartbeats", help="Show every periodic position send; by default a repeat of the"
                                                 " last value sent to that peer is hidden (text timeline only).")
@@ -159,9 +153,7 @@ def replay_command(
     json_output: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout: one trace record per line, summary last.")] = False,
 ) -> None:
     """Re-run each member from its own recorded inbound events and show where it would differ."""
-    if mode not in ("node", "cluster"):
-        raise UserError(f"--mode must be node or cluster, got {mode!r}")
-    if mode == "cluster":
+    if mode == Mode.cluster:
         try:
             model is None or model_for(model)
         except ValueError as error:
@@ -170,20 +162,17 @@ def replay_command(
             raise UserError("--node applies to --mode node only: a cluster replay runs every member")
     elif model is not None and model not in MODELS:
         raise UserError(str(UnknownModelError(model)))
-    if nomination not in NOMINATION_SOURCES:
-        raise UserError(f"--nomination must be one of {', '.join(NOMINATION_SOURCES)}, got {nomination!r}")
-    until_ns = _time("--until", until)
-    tolerance_ns = _time("--tolerance", tolerance)
+    until_ns, tolerance_ns = until, tolerance
     loaded = load_input(file)
-    check_until(until_ns, loaded, file, until)
+    check_until(until_ns, loaded, file)
     members = sorted({event.node for event in loaded.events})
     missing = [n for n in node or () if n not in members]
     if missing:
         raise UserError(f"--node {missing[0]}: no member {missing[0]} in {file} (members: {', '.join(map(str, members))})")
     model, chosen = choose_model(model, loaded)
-    if mode == "cluster":
+    if mode == Mode.cluster:
         records = cluster_replay(
-            loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination, refs=loaded.refs,
+            loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination.value, refs=loaded.refs,
             ref_kind=loaded.ref_kind,
         )
         lines = None
@@ -193,7 +182,7 @@ def replay_command(
             until=until_ns,
             seed=seed,
             model=model,
-            nomination=nomination,
+            nomination=nomination.value,
             tolerance_ns=tolerance_ns,
             refs=loaded.refs,
             ref_kind=loaded.ref_kind,
@@ -216,7 +205,7 @@ def replay_command(
             render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
                                                                          progress.record_ts), source=file,
                                         heartbeats=heartbeats, wall_clock=wall_clock,
-                                        lifecycle=[] if mode == "cluster" else [
+                                        lifecycle=[] if mode == Mode.cluster else [
                                             one for one in render_replay.lifecycle_of(loaded.events, until_ns)
                                             if not node or one.node in node])
     except DecodeError as error:

@@ -69,7 +69,7 @@ def parse_jump(text: str) -> Jump:
         return Jump(kind, value)
     if kind == "time":
         try:
-            return Jump(kind, int(value) if value.lstrip("-").isdigit() else parse_duration_ns(value))
+            return Jump(kind, parse_duration_ns(value))
         except ValueError:
             raise ValueError(f"time takes nanoseconds or a duration such as 1500ms, got {value!r}") from None
     if kind in ("seq", "event", "log", "term"):

@@ -109,12 +109,9 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
     if not isinstance(members_text, str) or not members_text:
         raise fail("'clusterMembers' must be Aeron's members string (id,ingress,consensus,log,catchup,archive|...)")
     try:
-        members = parse_cluster_members(members_text)
+        parse_cluster_members(members_text, strict=True)  # refuse now what Node would fail on later
     except ValueError as error:
         raise fail(f"'clusterMembers': {error}") from None
-    ids = [m.id for m in members]
-    if len(set(ids)) != len(ids):
-        raise fail(f"'clusterMembers' has a duplicate member id ({members_text})")
 
     appointed = fields.get("appointedLeaderId", -1)
     if appointed is None:

@@ -3,9 +3,14 @@
 `Config` is a frozen value; build one with `Config()` (Aeron's defaults, aeron-election.md §5 and
 aeron-formats.md §8.2) or `Config.from_properties({...})` from Aeron property names, as a
 `MemberStart` event's ``config`` gives them.  Durations are nanoseconds; a property may be an int
-(ns) or an Agrona duration string (``"1s"``, ``"200ms"``, ``"500us"``, ``"10ns"``; no suffix means
-ns).  An unknown property is a `ValueError` naming it, and so is a value Aeron's
-`ConsensusModule.Context.conclude()` would refuse.
+(ns) or a duration string as `parse_duration_ns` reads it (Agrona's ``"1s"``, ``"200ms"``,
+``"500us"``, ``"10ns"``, no suffix meaning ns).  An unknown property is a `ValueError` naming it, and
+so is a value Aeron's `ConsensusModule.Context.conclude()` would refuse.
+
+`parse_duration_ns` is recount's one reader of a duration, wherever one is written: Aeron properties,
+scenario files (TOML and datadriven), ``--until``/``--tolerance``/``--window``, the TUI's ``time 12s``
+jump and the durations in checks and breakpoint conditions.  `format_duration` writes one that it
+reads back exactly.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ DEFAULT_APP_VERSION = 1
 #: and RequestVote (the capture's agent log prints it as ``protocolVersion=1.0.0``).
 PROTOCOL_SEMANTIC_VERSION = 1 << 16
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s)?\s*$", re.IGNORECASE)
-_UNIT_NS = {None: 1, "ns": 1, "us": 1_000, "ms": MS, "s": SECOND}
+_DURATION = re.compile(r"\s*(-?)([0-9]+)(?:\.([0-9]+))?\s*(ns|us|µs|μs|ms|s|m)?\s*", re.IGNORECASE)
+#: Nanoseconds per unit (lower case; a number without one is nanoseconds).
+DURATION_UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": MS, "s": SECOND, "m": 60 * SECOND}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,24 +104,48 @@ _PROPERTIES: dict[str, tuple[str, str]] = {
 
 
 def _parse(name: str, value: Any, kind: str) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name}: expected {'a duration' if kind == 'duration' else 'an integer'}, got {value!r}")
-    if isinstance(value, int):
+    if kind == "duration":
+        try:
+            return parse_duration_ns(value)
+        except ValueError:
+            raise ValueError(f"{name}: expected a duration (ns, or a string such as '200ms', '1s'), got {value!r}") from None
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
-        if kind == "duration":
-            match = _DURATION.match(value)
-            if match:
-                return int(match.group(1)) * _UNIT_NS[match.group(2).lower() if match.group(2) else None]
-        else:
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
-    expected = "a duration (ns, or a string such as '200ms', '1s')" if kind == "duration" else "an integer"
-    raise ValueError(f"{name}: expected {expected}, got {value!r}")
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"{name}: expected an integer, got {value!r}")
 
 
-def parse_duration_ns(text: str | int) -> int:
-    """An Agrona duration (``"1s"``, ``"200ms"``, an int of ns) in nanoseconds."""
-    return _parse("duration", text, "duration")
+def parse_duration_ns(value: str | int) -> int:
+    """A duration in nanoseconds: an int is ns; a string is a decimal number with an optional unit,
+    ``ns``, ``us`` (or ``µs``), ``ms``, ``s`` or ``m`` (minutes), in any case, none meaning ns: Agrona's
+    durations (``"200ms"``, ``"1s"``, ``"7"``) and a little more (``"2.5s"``, ``"-5ms"``, ``"1m"``).
+    Exact decimal arithmetic (``"1.1s"`` is 1_100_000_000, not a float's neighbour); a value that is not
+    a whole number of nanoseconds is refused, like anything else that is not a duration, with a
+    `ValueError` saying what was expected.  Range checks are the caller's."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _DURATION.fullmatch(value) if isinstance(value, str) else None
+    if match is not None:
+        sign, whole, fraction, unit = match.groups()
+        scale = DURATION_UNITS_NS[unit.lower()] if unit else 1
+        fraction = fraction or ""
+        parts, rest = divmod(int(fraction or 0) * scale, 10 ** len(fraction))
+        if rest:
+            raise ValueError(f"{value!r} is not a whole number of nanoseconds")
+        result = int(whole) * scale + parts
+        return -result if sign else result
+    raise ValueError(f"expected a duration such as '200ms', '2.5s' or an integer of nanoseconds, got {value!r}")
+
+
+def format_duration(ns: int) -> str:
+    """``ns`` in the largest unit that divides it (``1500ms``, ``2s``, ``7ns``): what `parse_duration_ns`
+    reads back exactly."""
+    for unit in ("s", "ms", "us"):
+        size = DURATION_UNITS_NS[unit]
+        if ns % size == 0:
+            return f"{ns // size}{unit}"
+    return f"{ns}ns"

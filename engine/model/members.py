@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.model.view import PeerView
+from formats import cluster_members
 
 NULL_VALUE = -1
 NULL_POSITION = -1
@@ -108,43 +109,22 @@ class ClusterMember:
         )
 
 
-def parse_cluster_members(text: str) -> list[ClusterMember]:
-    """Aeron's `ClusterMember.parse`: ``id,ingress,consensus,log,catchup,archive[,archiveResponse[,egressResponse]]``
-    separated by ``|``.  Java's `String.split` drops trailing empty parts; so do we.  A bad entry is a
-    `ValueError` with Aeron's wording ("invalid member value: … within: …")."""
-    if not text:
-        return []
-    members: list[ClusterMember] = []
-    for member_value in _java_split(text, "|"):
-        parts = _java_split(member_value, ",")
-        if not 6 <= len(parts) <= 8:
-            raise ValueError(f"invalid member value: {member_value} within: {text}")
-        try:
-            member_id = int(parts[0])
-        except ValueError:
-            raise ValueError(f'For input string: "{parts[0]}" (member id in {member_value!r})') from None
-        if not -(1 << 31) <= member_id < (1 << 31):
-            raise ValueError(f'For input string: "{parts[0]}" (member id out of int range)')
-        members.append(
-            ClusterMember(
-                member_id,
-                parts[1],
-                parts[2],
-                parts[3],
-                parts[4],
-                parts[5],
-                parts[6] if len(parts) > 6 else None,
-                parts[7] if len(parts) > 7 else None,
-            )
+def parse_cluster_members(text: str, *, strict: bool = False) -> list[ClusterMember]:
+    """Aeron's `ClusterMember.parse`, as `formats.cluster_members` reads the string (a bad entry is a
+    `DecodeError`, a `ValueError`, in Aeron's words), into fresh mutable members."""
+    return [
+        ClusterMember(
+            entry.id,
+            entry.ingress_endpoint,
+            entry.consensus_endpoint,
+            entry.log_endpoint,
+            entry.catchup_endpoint,
+            entry.archive_endpoint,
+            entry.archive_response_endpoint,
+            entry.egress_response_endpoint,
         )
-    return members
-
-
-def _java_split(text: str, separator: str) -> list[str]:
-    parts = text.split(separator)
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
+        for entry in cluster_members.parse_cluster_members(text, strict=strict)
+    ]
 
 
 def quorum_threshold(member_count: int) -> int:

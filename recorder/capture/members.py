@@ -1,7 +1,8 @@
 """Which cluster member owns which UDP endpoint: from the clusterMembers string, or from the traffic.
 
 Aeron's ``aeron.cluster.members`` string lists, per member, ``id,ingress,consensus,log,catchup,archive``
-(optionally ``,archiveResponse[,egressResponse]``), members separated by ``|`` (aeron-formats.md §2.2).
+(optionally ``,archiveResponse[,egressResponse]``), members separated by ``|`` (aeron-formats.md §2.2);
+`formats.cluster_members` reads it, and this module maps its endpoints to the addresses they stand for.
 Each endpoint is where that member *receives*: its consensus endpoint receives consensus traffic,
 its log and catch-up endpoints receive the log, its ingress endpoint receives client requests.  What a
 member *sends* leaves from an ephemeral port of its media driver, so a sender is never found here by
@@ -31,10 +32,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from formats.errors import DecodeError
+from formats.cluster_members import ROLES, format_endpoint, parse_cluster_members, split_endpoint
 
-#: The endpoint roles of a member, in the order of the members string.
-ROLES = ("ingress", "consensus", "log", "catchup", "archive", "archiveResponse", "egressResponse")
 #: Roles that receive the cluster log (the leader's log publication, or a catch-up replay of it).
 LOG_ROLES = frozenset({"log", "catchup"})
 
@@ -67,8 +66,7 @@ class Endpoint:
     ips: tuple[str, ...]
 
     def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return format_endpoint(self.host, self.port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,19 +100,8 @@ def normalise_ip(text: str) -> str | None:
 
 def parse_endpoint(text: str, *, hosts: Mapping[str, str] | None = None, where: str = "endpoint",
                    source: str | None = None) -> Endpoint:
-    """``host:port`` or ``[v6]:port`` into an `Endpoint`."""
-    text = text.strip()
-    if text.startswith("["):
-        close = text.find("]")
-        if close < 0 or text[close + 1 : close + 2] != ":":
-            raise DecodeError(f"{where}: expected [address]:port, got {text!r}", source=source)
-        host, port_text = text[1:close], text[close + 2 :]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or not host:
-            raise DecodeError(f"{where}: expected host:port, got {text!r}", source=source)
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise DecodeError(f"{where}: port must be 0..65535, got {port_text!r}", source=source)
+    """``host:port`` or ``[v6]:port`` into an `Endpoint` (port 0: not known, in strings rebuilt from traffic)."""
+    host, port = split_endpoint(text, what=where, source=source)
     mapped = (hosts or {}).get(host, host)
     ip = normalise_ip(mapped)
     if ip is not None:
@@ -123,38 +110,23 @@ def parse_endpoint(text: str, *, hosts: Mapping[str, str] | None = None, where: 
         ips = _LOCALHOST
     else:
         ips = ()
-    return Endpoint(host=host, port=int(port_text), ips=ips)
+    return Endpoint(host=host, port=port, ips=ips)
 
 
 def parse_members(text: str, *, hosts: Mapping[str, str] | None = None, source: str | None = None
                   ) -> tuple[MemberEndpoints, ...]:
-    """Aeron's cluster members string (6 to 8 comma parts per member, ``|`` between members)."""
+    """Aeron's cluster members string (`formats.cluster_members`, strict), its endpoints read."""
     label = source or "clusterMembers"
-    members: list[MemberEndpoints] = []
-    seen: set[int] = set()
-    for index, chunk in enumerate(part for part in text.strip().split("|") if part.strip()):
-        parts = [p.strip() for p in chunk.split(",")]
-        if not 6 <= len(parts) <= 8:
-            raise DecodeError(
-                f"member {index + 1}: expected id,ingress,consensus,log,catchup,archive[,archiveResponse"
-                f"[,egressResponse]] (6 to 8 comma-separated parts), got {len(parts)} in {chunk!r}",
-                source=label,
-            )
-        try:
-            member_id = int(parts[0])
-        except ValueError:
-            raise DecodeError(f"member {index + 1}: id must be an integer, got {parts[0]!r}", source=label) from None
-        if member_id in seen:
-            raise DecodeError(f"member id {member_id} is listed twice", source=label)
-        seen.add(member_id)
-        endpoints = {
-            role: parse_endpoint(value, hosts=hosts, where=f"member {member_id} {role}", source=label)
-            for role, value in zip(ROLES, parts[1:], strict=False)
-        }
-        members.append(MemberEndpoints(member_id=member_id, endpoints=endpoints))
-    if not members:
-        raise DecodeError("no members in the cluster members string", source=label)
-    return tuple(members)
+    return tuple(
+        MemberEndpoints(
+            member_id=entry.id,
+            endpoints={
+                role: parse_endpoint(value, hosts=hosts, where=f"member {entry.id} {role}", source=label)
+                for role, value in entry.endpoints().items()
+            },
+        )
+        for entry in parse_cluster_members(text.strip(), strict=True, source=label)
+    )
 
 
 @dataclass(slots=True)

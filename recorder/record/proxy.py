@@ -72,7 +72,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engine.model.members import ClusterMember
+from formats.cluster_members import MemberEntry
 from recorder.record import batch_io
 from recorder.record import members as cluster_members
 from recorder.record.storage import (
@@ -458,7 +458,7 @@ class RecordingProxy:
         base_port: int = 0,
     ) -> None:
         self.members_text = members_text
-        self.members: list[ClusterMember] = cluster_members.parse_members(members_text)
+        self.members: tuple[MemberEntry, ...] = cluster_members.parse_members(members_text)
         wanted = set(channels)
         unknown = wanted - set(cluster_members.CHANNELS)
         if unknown:

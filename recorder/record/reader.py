@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from formats.cluster_members import split_endpoint
 from formats.errors import DecodeError
 from recorder.record.storage import END_OF_STREAM, FIELDS, FORMAT, FORMAT_VERSION
 
@@ -239,16 +240,12 @@ def _metadata(metadata: dict[str, str], clean_end: bool, name: str) -> Recording
 
 
 def _split_address(text: str, name: str, seq: int, column: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
     try:
+        host, port = split_endpoint(text)
         ip = ipaddress.ip_address(host)
     except ValueError:
-        ip = None
-    if not sep or ip is None or not (port.isascii() and port.isdigit()) or int(port) > 0xFFFF:
-        raise DecodeError(f"seq {seq}: {column} {text[:60]!r}: expected ip:port", source=name)
-    return str(ip), int(port)
+        raise DecodeError(f"seq {seq}: {column} {text[:60]!r}: expected ip:port", source=name) from None
+    return str(ip), port
 
 
 def _one_line(error: BaseException) -> str:

@@ -66,7 +66,6 @@ from engine.model.inputs import (
     MemberStop,
 )
 from engine.model.javarandom import JavaRandom
-from engine.model.members import parse_cluster_members
 from engine.model.node import Node
 from engine.model.outputs import (
     ElectionStarted,
@@ -86,6 +85,7 @@ from formats.cluster_codecs import (
     SessionOpenEvent,
 )
 from formats.cluster_codecs_ext import decode_cluster
+from formats.cluster_members import parse_cluster_members, split_endpoint
 from formats.errors import DecodeError
 from formats.events import Event
 from formats.sbe import encode
@@ -129,8 +129,7 @@ _AGENT_MESSAGE_EVENTS: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def _endpoint(text: str) -> Endpoint:
-    host, _, port = text.rpartition(":")
-    return Endpoint(host, int(port))
+    return Endpoint(*split_endpoint(text))
 
 
 def _rng(seed: int, purpose: str) -> random.Random:

@@ -73,14 +73,20 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.config import Config
-from engine.model.members import parse_cluster_members
+from engine.model.config import parse_duration_ns as read_duration_ns
+from formats.cluster_members import (
+    MemberEntry,
+    format_cluster_members,
+    format_endpoint,
+    parse_cluster_members,
+    split_endpoint,
+)
 
 #: Ports every member listens on, on its own host (the real capture's member 0 layout).
 ARCHIVE_PORT = 20001
@@ -118,8 +124,6 @@ LEADER = "leader"
 FOLLOWER = "follower"
 CRASHED = "crashed"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)\s*$", re.IGNORECASE)
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
 
 
 class ScenarioError(ValueError):
@@ -238,26 +242,13 @@ class Scenario:
 
 
 def parse_duration_ns(value: Any, *, key: str, source: str | None = None, allow_zero: bool = True) -> int:
-    """A duration in ns from an int (ns) or a string with a unit (``"1.5s"``, ``"200ms"``)."""
-    if isinstance(value, bool):
-        raise ScenarioError(f"expected a duration such as '200ms', got {value!r}", source=source, key=key)
-    if isinstance(value, int):
-        result = value
-    elif isinstance(value, str):
-        match = _DURATION.match(value)
-        if not match:
-            raise ScenarioError(
-                f"expected a duration such as '1s', '200ms', '100us' or an integer of ns, got {value!r}",
-                source=source,
-                key=key,
-            )
-        number, unit = match.groups()
-        scale = _UNIT_NS[unit.lower() if unit != "µs" else unit]
-        whole, _, fraction = number.partition(".")
-        # Exact decimal arithmetic: "1.1s" must be 1_100_000_000 ns, not a float's neighbour.
-        result = int(whole) * scale + (int(fraction) * scale // 10 ** len(fraction) if fraction else 0)
-    else:
-        raise ScenarioError(f"expected a duration such as '200ms', got {value!r}", source=source, key=key)
+    """A duration in ns as `engine.model.config.parse_duration_ns` reads it (an int of ns, or ``"1.5s"``,
+    ``"200ms"``), refused as a `ScenarioError` naming the key when it is not one or is negative (or zero,
+    unless ``allow_zero``)."""
+    try:
+        result = read_duration_ns(value)
+    except ValueError as error:
+        raise ScenarioError(str(error), source=source, key=key) from None
     if result < 0 or (result == 0 and not allow_zero):
         raise ScenarioError(f"expected a {'non-negative' if allow_zero else 'positive'} duration, got {value!r}",
                             source=source, key=key)
@@ -473,11 +464,10 @@ def _link(reader: _Reader) -> LinkSpec:
 
 def default_cluster_members(hosts: list[str]) -> str:
     """Aeron's members string for members 0..N-1 on ``hosts``, each on the standard ports."""
-    parts = []
-    for member_id, host in enumerate(hosts):
-        endpoints = (INGRESS_PORT, CONSENSUS_PORT, LOG_PORT, CATCHUP_PORT, ARCHIVE_PORT)
-        parts.append(",".join([str(member_id)] + [f"{host}:{port}" for port in endpoints]))
-    return "|".join(parts)
+    ports = (INGRESS_PORT, CONSENSUS_PORT, LOG_PORT, CATCHUP_PORT, ARCHIVE_PORT)
+    return format_cluster_members(
+        MemberEntry(member_id, *(format_endpoint(host, port) for port in ports)) for member_id, host in enumerate(hosts)
+    )
 
 
 def _member_ref(reader: _Reader, name: str, ids: tuple[int, ...]) -> int:
@@ -540,10 +530,9 @@ def _parse_cluster(root: _Reader) -> tuple[str, list[str], int]:
 
 
 def _host_of(endpoint: str) -> str:
-    host, _, port = endpoint.rpartition(":")
     try:
+        host, _ = split_endpoint(endpoint)
         ipaddress.IPv4Address(host)
-        int(port)
     except ValueError:
         raise ValueError(f"endpoint {endpoint!r} is not IPv4:port") from None
     return host
