@@ -46,15 +46,22 @@ from recorder.capture.agent_log_import import (
     read_agent_log_file,
     receipt_order,
 )
-from recorder.capture.cluster_dir_import import is_cluster_dir, member_of, read_cluster_dir
+from recorder.capture.cluster_dir_import import is_archive_dir, is_cluster_dir, member_of, read_cluster_dir
 from recorder.capture.cluster_dir_import import member_start as build_member_start
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.recording_import import is_recording, recording_as_pcap
+from recorder.capture.starting_state import (
+    EXACT,
+    Known,
+    LogRecording,
+    own_words_in_agent_log,
+    own_words_on_wire,
+)
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
-FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
+FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "archive-dir", "recording")
 
 
 @dataclass(slots=True)
@@ -100,9 +107,12 @@ class CaptureLoad:
 
 
 def detect_format(path: str | os.PathLike[str]) -> str | None:
-    """"pcap", "pcapng", "agent-log", "cluster-dir", "recording" or None, from what ``path`` holds."""
+    """"pcap", "pcapng", "agent-log", "cluster-dir", "archive-dir", "recording" or None, from what
+    ``path`` holds."""
     if os.path.isdir(path):
-        return "cluster-dir" if is_cluster_dir(path) else None
+        if is_cluster_dir(path):
+            return "cluster-dir"
+        return "archive-dir" if is_archive_dir(path) else None
     try:
         with open(path, "rb") as file:
             head = file.read(256)
@@ -129,7 +139,7 @@ def load_captures(
     """Read a mix of captures, agent logs and cluster directories into one incident's events."""
     if format not in FORMATS:
         raise DecodeError(f"unknown capture format {format!r} (known: {', '.join(FORMATS)})")
-    kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": [], "recording": []}
+    kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": [], "archive-dir": [], "recording": []}
     for path in paths:
         name = os.fspath(path)
         kind = detect_format(name) if format == "auto" else format
@@ -213,26 +223,45 @@ def load_captures(
     if logs and captured is not None:
         keyed = _in_receipt_order(keyed)
     capture_start = captured.first_ts_ns if captured is not None else None
+    # A member's lives: where its agent log starts a new clock, it stopped or crashed and started again.
+    restarts: list = []
+    for parsed in logs:
+        found, notes = _restarts(parsed, keyed, load.cluster_members)
+        restarts += found
+        load.notes += notes
+    ends = _life_ends(restarts)
+    wire = [item[4] for item in keyed if item[1] == 1]
+    logged = [item[4] for item in keyed if item[1] == 2]
     started: set[int] = set()
     for directory in directories:
         node = member_of(directory)
         ts = _start_time(directory, node, capture_start, keyed)
+        end = next((t for t in ends.get(node, ()) if t > ts), None)
+        own = (own_words_on_wire(wire, node, ts, end), own_words_in_agent_log(logged, node, ts, end))
+        recording, archive_notes = _log_recording(directory, kinds["archive-dir"])
+        # The directory is taken back to the member's start when the inputs date it (a capture, or
+        # the member's own agent log); a directory given alone is its state as it is.
+        dated = capture_start is not None or any(parsed.node == node for parsed in logs)
         info = build_member_start(directory, cluster_members=load.cluster_members,
-                                  as_of_ns=ts if capture_start is not None else None)
+                                  as_of_ns=ts if dated else None, own=own, log_recording=recording)
         if info.node in started:
             raise DecodeError(f"a second cluster directory for member {info.node}", source=info.source)
         started.add(info.node)
         keyed = _queued_until_start(keyed, info.node, ts)
+        extra = {"source": os.path.basename(info.source.rstrip("/")), "startingState": info.provenance}
         keyed.append((ts, 0, info.node, 0, Event(ts=ts, node=info.node, dir="local", peer=None, channel="local",
                                                 type="MemberStart", fields=_with_waits(info.fields, logs, info.node),
-                                                extra={"source": os.path.basename(info.source.rstrip("/"))})))
-        load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node})
-        load.notes += info.notes
-
-    for parsed in logs:
-        restarts, notes = _restarts(parsed, keyed, load.cluster_members)
-        keyed += restarts
-        load.notes += notes
+                                                extra=extra)))
+        load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node,
+                            **({"archive": recording.source} if recording is not None else {})})
+        load.notes += archive_notes + info.notes
+    keyed += [_with_restart_state(item, wire, logged, ends) for item in restarts]
+    used = {os.path.realpath(i["archive"]) for i in load.inputs if i.get("archive")}
+    for archive in kinds["archive-dir"]:
+        if os.path.realpath(archive) not in used:
+            load.notes.append(f"{archive}: an archive dir next to or inside no cluster dir given; not read (give the"
+                              " member's cluster dir beside it)")
+        load.inputs.append({"kind": "archive-dir", "path": archive})
 
     if captured is not None and member_map is not None:
         for member in member_map.member_ids:
@@ -303,6 +332,57 @@ def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[li
         notes.append(f"{parsed.source}: member {node} {'stopped' if closed else 'crashed'} (last seen at {end - 1})"
                      f" and started again at {restart} (a new 'log started' clock)")
     return out, notes
+
+
+def _life_ends(restarts: list) -> dict[int, list[int]]:
+    """Each member's crash and stop times, in order."""
+    ends: dict[int, list[int]] = {}
+    for item in restarts:
+        if item[4].type in ("MemberCrash", "MemberStop"):
+            ends.setdefault(item[4].node, []).append(item[0])
+    return {node: sorted(times) for node, times in ends.items()}
+
+
+def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], ends: dict[int, list[int]]) -> tuple:
+    """A restart's MemberStart with the append position the member itself gave at that start (its first
+    CanvassPosition, its INIT -> CANVASS line) and where it came from; the rest of its disk is what its
+    previous life in the replay left (the engine's rule for a restart)."""
+    event = item[4]
+    if event.type != "MemberStart":
+        return item
+    end = next((t for t in ends.get(event.node, ()) if t > event.ts), None)
+    own = [w for w in (own_words_on_wire(wire, event.node, event.ts, end),
+                       own_words_in_agent_log(logged, event.node, event.ts, end)) if w is not None]
+    if not own:
+        return item
+    first = own[0]
+    provenance = {"appendPosition": Known(first.append_position, first.source, EXACT,
+                                          f"{first.where}: {first.says()}").to_json()}
+    fields = {**event.fields, "appendPosition": first.append_position}
+    extra = {**(event.extra or {}), "startingState": provenance}
+    return (*item[:4], dataclasses.replace(event, fields=fields, extra=extra))
+
+
+def _log_recording(directory: Any, given: Sequence[str]) -> tuple[LogRecording | None, list[str]]:
+    """The cluster log's recording in the member's archive catalog: an archive dir given as an input
+    that lies next to or inside the cluster dir, else where Aeron lays the archive out
+    (`recorder.cluster_dir.find_member_archive`); and what could not be read of it."""
+    from recorder.cluster_dir import find_member_archive, load_archive_catalog
+
+    here = os.path.realpath(directory.path)
+    archive = next((a for a in given if os.path.dirname(os.path.realpath(a)) in (here, os.path.dirname(here))),
+                   None) or find_member_archive(directory.path)
+    if archive is None:
+        return None, []
+    try:
+        catalog = load_archive_catalog(archive)
+    except (DecodeError, OSError) as error:
+        return None, [f"{archive}: the archive catalog cannot be read ({error}); not used"]
+    notes = [f"{archive}: {catalog.problem}; the recordings before it are used"] if catalog.problem else []
+    recording = LogRecording.of(catalog, str(archive))
+    if recording is None:
+        notes.append(f"{archive}: the archive catalog holds no cluster log recording")
+    return recording, notes
 
 
 def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]:
