@@ -1,6 +1,6 @@
 """How faithfully every real capture replays: issue 12's table, measured (`recorder.conformance`).
 
-    python benchmarks/real_captures.py [ROOT] [--only NAME] [--json] [--members]
+    python benchmarks/real_captures.py [ROOT] [--only NAME] [--json] [--write-baseline FILE]
 
 Walks ROOT (default ``../shared/reference/aeron-1.47.3-capture`` beside the checkout) for capture
 folders (a pcap/pcapng and ``nodeN/`` member directories), so a capture dropped in is picked up
@@ -14,6 +14,10 @@ members' agent logs; then the same without the agent logs as inputs (they still 
 * role changes, NewLeadershipTerms handled, and the RequestVote/Vote/NewLeadershipTerm sends per
   receiver (distinct runs), each as reproduced/expected;
 * divergences reported by the replay, and the seconds to convert and to replay.
+
+``--write-baseline FILE`` also writes these figures as JSON, per capture and with/without agent
+logs: the baseline that ``tests/test_real_capture_conformance.py`` holds each capture to (kept in
+``tests/testdata/conformance/``; rewrite it when a change improves the figures, and read the diff).
 """
 
 from __future__ import annotations
@@ -42,15 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", nargs="?", default=str(DEFAULT))
     parser.add_argument("--only", help="only capture folders whose name contains this")
     parser.add_argument("--json", action="store_true", help="one JSON document per run instead of the table")
+    parser.add_argument("--write-baseline", metavar="FILE", help="write the figures as the conformance baseline")
     args = parser.parse_args(argv)
     folders = [f for f in find_capture_folders(args.root) if not args.only or args.only in f.name]
     if not folders:
         print(f"no capture folders under {args.root}", file=sys.stderr)
         return 2
     rows = []
+    baseline = {}
     for folder in folders:
         with_logs = run_capture(folder, agent_logs=True)
         without = run_capture(folder, agent_logs=False)
+        baseline[folder.name] = {"withAgentLogs": with_logs.figures(), "withoutAgentLogs": without.figures()}
         if args.json:
             for report in (with_logs, without):
                 print(json.dumps(report.to_json()))
@@ -58,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((folder.name, with_logs, without))
         print(f"{folder.name}: with logs {with_logs.convert_s:.1f}+{with_logs.replay_s:.1f} s, without "
               f"{without.convert_s:.1f}+{without.replay_s:.1f} s (convert+replay)", file=sys.stderr, flush=True)
+    if args.write_baseline:
+        Path(args.write_baseline).write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n")
+        print(f"baseline written to {args.write_baseline}", file=sys.stderr)
     if args.json:
         return 0
     print("| capture | state changes reproduced | divergences | same, without agent logs |")

@@ -163,6 +163,8 @@ class Score:
 
 
 NO_SCORE = Score(0, 0, 0)
+#: The scores a baseline keeps, by their JSON names.
+BASELINE_KEYS = ("states", "statesWithFields", "roles", "newLeadershipTerms", "sends")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +215,23 @@ class CaptureReport:
             for one in member.sends.values():
                 score = score + one
         return score
+
+    @property
+    def conforms(self) -> bool:
+        """No divergence, and every member's state changes (with their fields), role changes,
+        NewLeadershipTerms handled and significant sends exactly as the witnesses show."""
+        return self.divergences == 0 and all(
+            m.states_with_fields.exact and m.roles.exact and m.new_terms.exact
+            and all(score.exact for score in m.sends.values()) for m in self.members)
+
+    def figures(self) -> dict[str, Any]:
+        """The numbers a baseline keeps (`BASELINE_KEYS`): divergences and each score's reproduced/expected/extra."""
+        return {"divergences": self.divergences,
+                **{key: {"reproduced": score.reproduced, "expected": score.expected, "extra": score.extra}
+                   for key, score in (("states", self.total("states")),
+                                      ("statesWithFields", self.total("states_with_fields")),
+                                      ("roles", self.total("roles")), ("newLeadershipTerms", self.total("new_terms")),
+                                      ("sends", self.sends))}}
 
     def to_json(self) -> dict[str, Any]:
         return {"capture": self.name, "agentLogs": self.agent_logs, "divergences": self.divergences,
