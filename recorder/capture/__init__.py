@@ -323,7 +323,8 @@ def _restarts(parsed: Any, keyed: list, liveness: WireLiveness | None) -> tuple[
     CLOSED, else with ``MemberCrash``, just after the last thing known of it (its last log line, or
     the last message the capture saw it send): a crash may have come up to a heartbeat interval
     later, which a replay misses, rather than sending what the recording does not show.  The new
-    life is a ``MemberStart`` at its NEW_ELECTION "node started" line.  What the wire adds (ICMP
+    life is a ``MemberStart`` where its election left INIT (its INIT -> CANVASS line, else its
+    NEW_ELECTION "node started" line).  What the wire adds (ICMP
     answers in between, when the member was heard again) goes into the evidence.
     """
     out: list[Restart] = []
@@ -335,8 +336,14 @@ def _restarts(parsed: Any, keyed: list, liveness: WireLiveness | None) -> tuple[
         offset = segment.alignment.offset_ns if segment.alignment is not None else 0
         before = previous.alignment.offset_ns if previous.alignment is not None else 0
         mine = [r for r in segment.records if r.fields.get("memberId") == node]
+        # Its election left INIT in its first duty cycle (what the model does at its start), logged
+        # somewhat after NEW_ELECTION "node started".
+        left_init = [r for r in mine if r.event == "ELECTION_STATE_CHANGE" and r.fields.get("from") == "INIT"]
         started = [r for r in mine if r.event == "NEW_ELECTION" and r.fields.get("reason") == "node started"]
-        if started:
+        if left_init:
+            restart, why = (left_init[0].ts_ns + offset,
+                            f"its INIT -> CANVASS line ({name} line {left_init[0].line_number})")
+        elif started:
             restart, why = started[0].ts_ns + offset, f"its NEW_ELECTION 'node started' line ({name} line {started[0].line_number})"
         elif segment.started is not None:
             restart, why = segment.started.ts_ns + offset, f"a new 'log started' line in {name} (a new JVM)"
@@ -513,22 +520,26 @@ def _start_time(directory: Any, node: int | None, capture_start: int | None, key
                 last_life: bool = True) -> int:
     """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to.
 
-    Where the member's agent log shows its consensus module starting (NEW_ELECTION "node started"),
-    that moment, its election beginning there (or the member's first event, if that is earlier: a
-    replay begins before everything that happened to the member).  Else, when its mark file says it started during the
+    Where the member's agent log shows its election starting, the moment it left INIT for CANVASS
+    (else its NEW_ELECTION "node started" line), or the first message it sent, if that is earlier (a
+    replay begins before everything the member did).  Else, when its mark file says it started during the
     capture, that start time; else the capture's first packet (or the member's first event if
     earlier): it was already running.
     """
     mine = [item for item in keyed if item[4].node == node]
     first = min((item[0] for item in mine), default=None)
-    started = [item[0] for item in mine
-               if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
-    if not started:  # logs before 1.44 have no NEW_ELECTION: the first election leaving INIT
-        started = [item[0] for item in mine if item[4].type == "ElectionStateChange"][:1]
+    # The election leaves INIT for CANVASS in its first duty cycle, which the model runs at its start;
+    # the real one logged that line up to 0.2 s after its NEW_ELECTION "node started" (j_…'s member 1).
+    started = [item[0] for item in mine if item[4].type == "ElectionStateChange"
+               and item[4].fields.get("from") == "INIT"][:1]
+    if not started:
+        started = [item[0] for item in mine
+                   if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
     if started:
         # What the member received before its consensus module started waited in the image for it
         # (`_queued_until_start`), so only what it did itself can start the replay earlier.
-        own = min((item[0] for item in mine if item[4].dir != "in"), default=None)
+        # (Its agent log's own lines may come earlier: they are observations, not inputs.)
+        own = min((item[0] for item in mine if item[4].dir != "in" and item[1] != 2), default=None)
         return min(started) if own is None else min(min(started), own)
     # The mark file holds its last life's start: no help for the first when the member restarted.
     start_ns = _mark_start(directory) if directory is not None and last_life else None
