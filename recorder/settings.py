@@ -18,8 +18,13 @@ A member's timing is visible on the wire:
   ballot's length is a sample of it; the median, to the nearest 10 ms, is taken (the logged times are
   the logging moments, a millisecond either side of the duty cycle's clock: 999.4 to 1001.6 ms in
   h_…).  Lower bounds are checked against it: a ballot that ended otherwise (the member voted, or won)
-  ended before the timeout, and a NOMINATE lasts a random part of half of it.  The wire gives no
-  bound: after a leader loss the real members nominated 0.08–0.16 s after they began to canvass.
+  ended before the timeout, and a NOMINATE lasts a random part of half of it.  Without agent logs, the
+  wire shows the same ballots: a member that sent a RequestVote, or a Vote granting one, enters a
+  ballot, and if it then neither leads nor hears of a new term, its next message is a CanvassPosition,
+  sent as its ballot times out (it had not canvassed for longer than the status interval): from the
+  RequestVote or Vote to that CanvassPosition is a sample (991 to 1002 ms in f, g, h; 495 to 503 ms in
+  j).  At least two wire samples are needed.  The wire gives no other bound: after a leader loss the
+  real members nominated 0.08–0.16 s after they began to canvass.
 
 Each value comes with a note saying what it was inferred from.  Values are rounded (intervals to
 10 ms, the timeout to 100 ms below) because what is measured is the setting plus duty-cycle jitter.
@@ -160,17 +165,41 @@ def _election_timeout(events: list[Event]) -> Inferred | None:
             elif source == "NOMINATE":
                 lower.append((2 * length, f"member {event.node}'s NOMINATE of {length / MS:.1f}ms (at most half of it)"))
         entered[event.node] = (target, event.ts)
+    where = "in the agent logs"
     if not samples:
-        return None
+        samples, where = _ballots_on_the_wire(events), "on the wire (from a RequestVote or granted Vote to the next CanvassPosition)"
+        if len(samples) < 2:
+            return None
     samples.sort()
     median = samples[len(samples) // 2]
     value = _round(median, 10 * MS)
     note = (f"{ELECTION_TIMEOUT}={value // MS}ms inferred from {len(samples)} ballot(s) timing out back to CANVASS"
-            f" in the agent logs ({samples[0] / MS:.1f} to {samples[-1] / MS:.1f}ms)")
+            f" {where} ({samples[0] / MS:.1f} to {samples[-1] / MS:.1f}ms)")
     above = [why for bound, why in lower if bound >= value]
     if above:
         note += f"; but {len(above)} earlier exit(s) say it is longer (e.g. {above[0]}): check it"
     return Inferred(ELECTION_TIMEOUT, value, note)
+
+
+def _ballots_on_the_wire(events: list[Event]) -> list[int]:
+    """From each member's RequestVote or granted Vote to its next CanvassPosition, when nothing in
+    between says it led or followed (its own NewLeadershipTerm/AppendPosition/CommitPosition, or a
+    NewLeadershipTerm to it)."""
+    ballot: dict[int, int] = {}
+    samples: list[int] = []
+    for event in events:
+        if event.dir == "local" and event.type == "MemberStart":
+            ballot.pop(event.node, None)
+        elif event.dir == "in" and event.type == "NewLeadershipTerm":
+            ballot.pop(event.node, None)
+        elif event.dir == "out" and event.channel == "consensus":
+            if event.type == "RequestVote" or (event.type == "Vote" and event.fields.get("vote") in ("TRUE", True)):
+                ballot.setdefault(event.node, event.ts)
+            elif event.type == "CanvassPosition" and event.node in ballot:
+                samples.append(event.ts - ballot.pop(event.node))
+            elif event.type in ("NewLeadershipTerm", "AppendPosition", "CommitPosition"):
+                ballot.pop(event.node, None)
+    return samples
 
 
 def infer_settings(events: Iterable[Event]) -> list[Inferred]:

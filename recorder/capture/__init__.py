@@ -68,6 +68,10 @@ from recorder.capture.starting_state import (
 )
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
+#: A member whose first CanvassPosition comes this long after the capture began started during the
+#: capture (one already canvassing sends one every election status interval, 100 ms by default).
+ALREADY_RUNNING_NS = 500_000_000
+
 FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "archive-dir", "recording")
 
 
@@ -522,9 +526,11 @@ def _start_time(directory: Any, node: int | None, capture_start: int | None, key
 
     Where the member's agent log shows its election starting, the moment it left INIT for CANVASS
     (else its NEW_ELECTION "node started" line), or the first message it sent, if that is earlier (a
-    replay begins before everything the member did).  Else, when its mark file says it started during the
-    capture, that start time; else the capture's first packet (or the member's first event if
-    earlier): it was already running.
+    replay begins before everything the member did).  Else, when its first consensus message is a
+    CanvassPosition sent well after the capture began, that moment (its election began there; the mark
+    file's start time is its consensus module's, up to seconds earlier: 2.1 s for j_…'s member 1).
+    Else, when its mark file says it started during the capture, that start time; else the capture's
+    first packet (or the member's first event if earlier): it was already running.
     """
     mine = [item for item in keyed if item[4].node == node]
     first = min((item[0] for item in mine), default=None)
@@ -541,6 +547,13 @@ def _start_time(directory: Any, node: int | None, capture_start: int | None, key
         # (Its agent log's own lines may come earlier: they are observations, not inputs.)
         own = min((item[0] for item in mine if item[4].dir != "in" and item[1] != 2), default=None)
         return min(started) if own is None else min(min(started), own)
+    # Without its agent log: where the capture shows its election beginning, its first consensus
+    # message, a CanvassPosition (an election always begins by canvassing), sent well after the capture
+    # began (a member already canvassing when it began would have sent one within a status interval).
+    sent = [item for item in mine if item[4].dir == "out" and item[4].channel == "consensus"]
+    if (sent and sent[0][4].type == "CanvassPosition" and capture_start is not None
+            and sent[0][0] - capture_start >= ALREADY_RUNNING_NS):
+        return sent[0][0]
     # The mark file holds its last life's start: no help for the first when the member restarted.
     start_ns = _mark_start(directory) if directory is not None and last_life else None
     if start_ns is not None and (capture_start is None or start_ns >= capture_start):
