@@ -57,16 +57,38 @@ LIFECYCLE_WORDS = {"MemberStart": "process started", "MemberStop": "process stop
 
 @dataclass(frozen=True, slots=True)
 class Lifecycle:
-    """A member's process starting, stopping or being killed, from the replay's input events."""
+    """A member's process starting, stopping or being killed, from the replay's input events, with
+    the evidence the importer found for it (``extra.evidence``) and, for a start, where its starting
+    state came from (``extra.startingState``)."""
 
     ts: int
     node: int
     type: str  # MemberStart, MemberStop, MemberCrash
     restart: bool = False
+    evidence: tuple[str, ...] = ()
+    #: False when the inputs show the process gone but not whether it was killed or stopped cleanly
+    kind_known: bool = True
 
     def describe(self) -> str:
-        word = "process restarted" if self.restart else LIFECYCLE_WORDS[self.type]
+        if self.restart:
+            word = "process restarted"
+        elif not self.kind_known:
+            word = "process down (killed or stopped: the inputs cannot tell)"
+        else:
+            word = LIFECYCLE_WORDS[self.type]
         return f"{self.node} {word} ({self.type} in the inputs)"
+
+
+def _starting(extra: Mapping[str, Any]) -> list[str]:
+    """One line per starting value and its provenance (`recorder.capture.starting_state.Known`)."""
+    out = []
+    for name, known in (extra.get("startingState") or {}).items():
+        if isinstance(known, Mapping):
+            value = known.get("value")
+            if isinstance(value, Mapping):
+                value = " ".join(f"{k}={v}" for k, v in value.items())
+            out.append(f"{name} {value}: {known.get('source')}, {known.get('certainty')} ({known.get('note')})")
+    return out
 
 
 def lifecycle_of(events: Iterable[Any], until: int | None = None) -> list[Lifecycle]:
@@ -76,7 +98,11 @@ def lifecycle_of(events: Iterable[Any], until: int | None = None) -> list[Lifecy
     for event in sorted((e for e in events if e.dir == "local" and e.type in LIFECYCLE_WORDS), key=lambda e: e.ts):
         if until is not None and event.ts > until:
             break
-        out.append(Lifecycle(event.ts, event.node, event.type, restart=event.type == "MemberStart" and event.node in started))
+        extra = event.extra or {}
+        evidence = [str(line) for line in extra.get("evidence") or ()] + _starting(extra)
+        known = not any("cannot tell" in line for line in evidence)
+        out.append(Lifecycle(event.ts, event.node, event.type, restart=event.type == "MemberStart" and event.node in started,
+                             evidence=tuple(evidence), kind_known=known))
         if event.type == "MemberStart":
             started.add(event.node)
     return out
@@ -158,7 +184,8 @@ def print_timeline(
         batch.clear()
 
     lifecycle = list(lifecycle)
-    pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart]  # first starts show anyway
+    # A first start shows anyway (the member's election begins), unless the inputs say where its state came from.
+    pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart or one.evidence]
     for record in records:
         if record.get("kind") == "summary":
             summary = record
@@ -190,9 +217,14 @@ def print_timeline(
 
 
 def _lifecycle_line(happened: Lifecycle, origin: int | None, wall_clock: bool) -> Text:
+    """The event's line, then one indented line per piece of evidence."""
     when = _when(happened.ts, origin, wall_clock)
-    line = Text(f"{when:>{24 if wall_clock else 10}}  ", style="dim")
+    width = 24 if wall_clock else 10
+    line = Text(f"{when:>{width}}  ", style="dim")
     line.append(happened.describe(), style="bold magenta")
+    for evidence in happened.evidence:
+        line.append(f"\n{'':>{width}}    evidence: ", style="dim")
+        line.append(evidence, style="magenta")
     return line
 
 
@@ -201,6 +233,8 @@ def _process(member: str, lifecycle: list[Lifecycle], origin: int | None, wall_c
     if last is None or last.type == "MemberStart":
         return "running"
     when = _when(last.ts, origin, wall_clock)
+    if not last.kind_known:
+        return f"down {when}"
     return f"{'killed' if last.type == 'MemberCrash' else 'stopped'} {when}"
 
 

@@ -26,6 +26,12 @@ traffic).  A file cut short (tcpdump killed mid-record) or a corrupt block heade
 ``reader.truncated`` is then set and the last problem says where.  `iter_packets` is the strict
 form: the same packets, then the first problem raised as `DecodeError`.
 
+ICMP "port unreachable" (IPv4 type 3 code 3, ICMPv6 type 1 code 4) quoting a UDP datagram is kept
+as evidence rather than counted as skipped: the host had no socket on that port, so whatever listens
+there was not running.  Each becomes a `PortUnreachable` in ``reader.unreachable`` (the *quoted*
+datagram's addresses, and the ICMP packet's number and time); ``reader.skipped`` counts them under
+"ICMP port unreachable (kept as evidence)".
+
 Note for importers: a capture on Linux's ``any`` device sees each loopback packet twice (sent and
 received).  Duplicate Aeron DATA frames are harmless to `formats.reassembly`, which drops them.
 
@@ -81,6 +87,8 @@ ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
 _VLAN_ETHERTYPES = frozenset({0x8100, 0x88A8, 0x9100})
 IP_PROTOCOL_UDP = 17
+IP_PROTOCOL_ICMP = 1
+IP_PROTOCOL_ICMPV6 = 58
 _IPV6_EXTENSION_HEADERS = frozenset({0, 43, 60, 135, 139, 140, 253, 254})
 _IPV6_FRAGMENT = 44
 _IPV6_AUTHENTICATION = 51
@@ -122,6 +130,20 @@ class Packet(NamedTuple):
     caplen: int  #: bytes captured of the packet
     origlen: int  #: bytes the packet had on the wire
     payload_offset: int | None  #: file offset of the UDP payload; None when reassembled
+
+
+class PortUnreachable(NamedTuple):
+    """An ICMP port unreachable: the datagram it quotes could not be delivered (no socket on its port)."""
+
+    index: int  #: the ICMP packet's number in the file
+    ts_ns: int | None
+    src_ip: str  #: of the quoted datagram: who sent it
+    src_port: int
+    dst_ip: str  #: where it could not be delivered
+    dst_port: int
+
+
+UNREACHABLE = "ICMP port unreachable (kept as evidence)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +197,7 @@ class PcapReader:
         self.truncated = False
         self.packet_count = 0
         self.udp_count = 0
+        self.unreachable: list[PortUnreachable] = []
         self.interfaces: list[Interface] = []
         self._fragments: dict[tuple, _Fragments] = {}
         self._reported_link_types: set[int] = set()
@@ -574,7 +597,10 @@ class PcapReader:
             )
             return None
         if protocol != IP_PROTOCOL_UDP:
-            self.skipped[f"not UDP (IP protocol {protocol})"] += 1
+            if not (protocol == IP_PROTOCOL_ICMP and self._port_unreachable(data, ip + header_length,
+                                                                               min(ip + total_length, end), 3, 3,
+                                                                               context)):
+                self.skipped[f"not UDP (IP protocol {protocol})"] += 1
             return None
         ip_end = ip + total_length
         if ip_end > end:
@@ -627,7 +653,9 @@ class PcapReader:
                 if offset_and_flags & 0xFFF9:  # an atomic fragment (offset 0, M clear) is a whole datagram
                     fragment = (offset_and_flags & 0xFFF8, offset_and_flags & 1, ident)
             else:
-                self.skipped[f"not UDP (IPv6 next header {next_header})"] += 1
+                if not (next_header == IP_PROTOCOL_ICMPV6 and self._port_unreachable(data, offset, ip_end, 1, 4,
+                                                                                      context)):
+                    self.skipped[f"not UDP (IPv6 next header {next_header})"] += 1
                 return None
             if offset > ip_end:
                 return self._cut_or_malformed("IPv6 extension header", context)
@@ -675,6 +703,34 @@ class PcapReader:
             origlen,
             udp + 8 if in_file else None,
         )
+
+    def _port_unreachable(self, data, icmp: int, end: int, kind: int, code: int, context: tuple) -> bool:
+        """An ICMP(v6) destination unreachable / port unreachable quoting an IPv4 or IPv6 UDP datagram:
+        kept in ``unreachable``; False when the packet is anything else."""
+        if end - icmp < 8 or data[icmp] != kind or data[icmp + 1] != code:
+            return False
+        quoted = icmp + 8
+        if end - quoted < 1:
+            return False
+        version = data[quoted] >> 4
+        if version == 4 and end - quoted >= 28:
+            header = (data[quoted] & 0x0F) * 4
+            if data[quoted + 9] != IP_PROTOCOL_UDP or header < 20 or end - quoted < header + 4:
+                return False
+            src, dst = _ipv4_name(bytes(data[quoted + 12 : quoted + 16])), _ipv4_name(bytes(data[quoted + 16 : quoted + 20]))
+            udp = quoted + header
+        elif version == 6 and end - quoted >= 44:
+            if data[quoted + 6] != IP_PROTOCOL_UDP:
+                return False
+            src, dst = _ipv6_name(bytes(data[quoted + 8 : quoted + 24])), _ipv6_name(bytes(data[quoted + 24 : quoted + 40]))
+            udp = quoted + 40
+        else:
+            return False
+        src_port, dst_port = struct.unpack_from("!HH", data, udp)
+        index, ts_ns = context[0], context[1]
+        self.unreachable.append(PortUnreachable(index, ts_ns, src, src_port, dst, dst_port))
+        self.skipped[UNREACHABLE] += 1
+        return True
 
     def _cut_or_malformed(self, what: str, context: tuple) -> None:
         index, _, file_offset, _, caplen, origlen = context

@@ -76,6 +76,31 @@ def find_archive_catalog(path: str | os.PathLike[str]) -> Path:
                             "archive dir)", str(path))
 
 
+#: Names a tarball of a member's archive dir may have beside its cluster files (as the reference captures keep it).
+ARCHIVE_TARBALLS = ("archive.tar.gz", "archive.tgz", "archive.tar")
+
+
+def find_member_archive(cluster_dir: str | os.PathLike[str]) -> Path | None:
+    """The archive of the member whose cluster dir this is, where Aeron lays it out: an ``archive/``
+    dir inside the cluster dir, or next to it (``<base>/cluster`` and ``<base>/archive``, Aeron's default
+    names); else a tarball of it kept beside the cluster files.  None when there is none."""
+    path = Path(cluster_dir)
+    inside, beside = path / "archive", path.parent / "archive"
+    if (inside / ARCHIVE_CATALOG).is_file():
+        return inside
+    # Beside it only when it is this member's alone: no other cluster dir shares the parent.
+    siblings = [p for p in path.parent.iterdir() if p.is_dir() and p.resolve() != path.resolve()
+                and any((p / name).is_file() for name in (RECORDING_LOG, NODE_STATE, MARK_FILE))]
+    if (beside / ARCHIVE_CATALOG).is_file() and beside.resolve() != path.resolve() and not siblings:
+        return beside
+    if (path / ARCHIVE_CATALOG).is_file():
+        return path
+    for name in ARCHIVE_TARBALLS:
+        if (path / name).is_file():
+            return path / name
+    return None
+
+
 def read_archive_catalog_bytes(path: str | os.PathLike[str]) -> tuple[bytes, str]:
     """The catalog's bytes and the name to give them in errors: from the file or dir `find_archive_catalog`
     finds, or from a ``.tar.gz``/``.tgz``/``.tar`` of an archive dir (read in memory, nothing written)."""

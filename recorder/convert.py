@@ -161,6 +161,8 @@ READERS: dict[str, InputReader] = {
                           captures=True),
     "agent-log": InputReader("agent-log", (), read_capture, "an aeron-agent event log (Aeron 1.40-1.50 text)", captures=True),
     "cluster-dir": InputReader("cluster-dir", (), read_capture, "a member's cluster directory", captures=True),
+    "archive-dir": InputReader("archive-dir", (), read_capture,
+                               "a member's archive directory, next to or inside its cluster directory", captures=True),
     "recording": InputReader("recording", (".arrows",), read_capture, "a `recount record` recording", captures=True),
 }
 
@@ -198,10 +200,10 @@ def load(path: str | Path, *, format: str | None = None, readers: dict[str, Inpu
     if format in (None, "auto") and discovery.is_container(path):
         return load_incident(path, progress=progress)
     path = Path(path)
-    if path.is_dir() and format not in ("cluster-dir", "auto", None):
+    if path.is_dir() and format not in ("cluster-dir", "archive-dir", "auto", None):
         raise IsADirectoryError(21, "is a directory, expected a file", str(path))
     reader = reader_for(path, format=format, readers=readers)
-    if path.is_dir() and reader.name != "cluster-dir":
+    if path.is_dir() and reader.name not in ("cluster-dir", "archive-dir"):
         raise IsADirectoryError(21, "is a directory, expected a file", str(path))
     return reader.read(path)
 

@@ -12,10 +12,14 @@ links) and keeps what recount reads:
   beside them.  A cluster directory *inside* another one (a ``before/`` copy of the starting state,
   a backup) is not a second member: it is passed over, with a note.
 
-Everything else (archive directories, ClusterTool text, stdout logs, tarballs inside an incident)
-is ignored.  Inputs are grouped into *incidents*: the directories ``incident_depth`` levels below a
-path given (default 1, so ``captures/<incident>/...``; 0 makes each path given one incident); inputs
-lying higher up belong to the incident of their own directory.  ``group_by="file"`` makes every
+Everything else (ClusterTool text, stdout logs, tarballs inside an incident) is ignored; a member's
+archive directory is not an input of its own when walking, it is read through the cluster directory
+it lies next to or inside (`recorder.cluster_dir.find_member_archive`), and one given on the command
+line is taken as it is (not looked into).
+
+Inputs are grouped into *incidents*: the directories ``incident_depth`` levels below a path given
+(default 1, so ``captures/<incident>/...``; 0 makes each path given one incident); inputs lying
+higher up belong to the incident of their own directory.  ``group_by="file"`` makes every
 input its own incident.  Within an incident, inputs are in path order, each once.
 
 `recount convert --engine spark` / ``--out-dir`` and the ``aeron-capture`` Spark data source call
@@ -189,6 +193,8 @@ def is_container(path: str | os.PathLike[str]) -> bool:
     name = os.fspath(path)
     if is_tarball(name):
         return True
+    if os.path.isdir(name) and os.path.isfile(os.path.join(name, "archive.catalog")):
+        return False  # an archive dir given on its own: read beside its cluster dir
     return os.path.isdir(name) and input_kind(name) != "cluster-dir"
 
 

@@ -12,9 +12,19 @@ A member's timing is visible on the wire:
   election (its first CanvassPosition) one timeout after the last message it had from that leader.
   Each such silence of at least a second is a sample; the shortest, to the 100 ms below, is taken.
 
-Not inferred: ``aeron.cluster.election.timeout``.  After a leader loss the real members nominated
-0.08–0.16 s after they began to canvass (g, h, j), well inside any election timeout, so the wire gives
-no bound on it; the agent log's state-change times would.
+* ``aeron.cluster.election.timeout``, from the agent logs' ELECTION_STATE_CHANGE times (one clock per
+  member, so their differences are exact): a ballot that times out goes back to CANVASS one election
+  timeout after it began (FOLLOWER_BALLOT -> CANVASS, CANDIDATE_BALLOT -> CANVASS), so each such
+  ballot's length is a sample of it; the median, to the nearest 10 ms, is taken (the logged times are
+  the logging moments, a millisecond either side of the duty cycle's clock: 999.4 to 1001.6 ms in
+  h_…).  Lower bounds are checked against it: a ballot that ended otherwise (the member voted, or won)
+  ended before the timeout, and a NOMINATE lasts a random part of half of it.  Without agent logs, the
+  wire shows the same ballots: a member that sent a RequestVote, or a Vote granting one, enters a
+  ballot, and if it then neither leads nor hears of a new term, its next message is a CanvassPosition,
+  sent as its ballot times out (it had not canvassed for longer than the status interval): from the
+  RequestVote or Vote to that CanvassPosition is a sample (991 to 1002 ms in f, g, h; 495 to 503 ms in
+  j).  At least two wire samples are needed.  The wire gives no other bound: after a leader loss the
+  real members nominated 0.08–0.16 s after they began to canvass.
 
 Each value comes with a note saying what it was inferred from.  Values are rounded (intervals to
 10 ms, the timeout to 100 ms below) because what is measured is the setting plus duty-cycle jitter.
@@ -35,6 +45,9 @@ MS = 1_000_000
 HEARTBEAT_INTERVAL = "aeron.cluster.leader.heartbeat.interval"
 STATUS_INTERVAL = "aeron.cluster.election.status.interval"
 HEARTBEAT_TIMEOUT = "aeron.cluster.leader.heartbeat.timeout"
+ELECTION_TIMEOUT = "aeron.cluster.election.timeout"
+#: Ballot states whose timeout returns the member to CANVASS after one election timeout.
+_BALLOTS = ("FOLLOWER_BALLOT", "CANDIDATE_BALLOT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +141,67 @@ def _heartbeat_timeout(events: list[Event]) -> Inferred | None:
                     f"follower(s) canvassing {shortest / 1e9:.3f}s after their leader's last message")
 
 
+def _election_timeout(events: list[Event]) -> Inferred | None:
+    """Ballots that timed out (back to CANVASS), each member's agent-log times; see the module docstring."""
+    entered: dict[int, tuple[str, int]] = {}  # member -> (state, when it entered it)
+    samples: list[int] = []
+    lower: list[tuple[int, str]] = []  # (ns the timeout must exceed, why)
+    for event in events:
+        if event.dir != "local":
+            continue
+        if event.type == "MemberStart":
+            entered.pop(event.node, None)
+            continue
+        if event.type != "ElectionStateChange":
+            continue
+        source, target = event.fields.get("from"), event.fields.get("to")
+        previous = entered.get(event.node)
+        if previous is not None and previous[0] == source:
+            length = event.ts - previous[1]
+            if source in _BALLOTS and target == "CANVASS":
+                samples.append(length)
+            elif source == "FOLLOWER_BALLOT":
+                lower.append((length, f"member {event.node}'s FOLLOWER_BALLOT -> {target} after {length / MS:.1f}ms"))
+            elif source == "NOMINATE":
+                lower.append((2 * length, f"member {event.node}'s NOMINATE of {length / MS:.1f}ms (at most half of it)"))
+        entered[event.node] = (target, event.ts)
+    where = "in the agent logs"
+    if not samples:
+        samples, where = _ballots_on_the_wire(events), "on the wire (from a RequestVote or granted Vote to the next CanvassPosition)"
+        if len(samples) < 2:
+            return None
+    samples.sort()
+    median = samples[len(samples) // 2]
+    value = _round(median, 10 * MS)
+    note = (f"{ELECTION_TIMEOUT}={value // MS}ms inferred from {len(samples)} ballot(s) timing out back to CANVASS"
+            f" {where} ({samples[0] / MS:.1f} to {samples[-1] / MS:.1f}ms)")
+    above = [why for bound, why in lower if bound >= value]
+    if above:
+        note += f"; but {len(above)} earlier exit(s) say it is longer (e.g. {above[0]}): check it"
+    return Inferred(ELECTION_TIMEOUT, value, note)
+
+
+def _ballots_on_the_wire(events: list[Event]) -> list[int]:
+    """From each member's RequestVote or granted Vote to its next CanvassPosition, when nothing in
+    between says it led or followed (its own NewLeadershipTerm/AppendPosition/CommitPosition, or a
+    NewLeadershipTerm to it)."""
+    ballot: dict[int, int] = {}
+    samples: list[int] = []
+    for event in events:
+        if event.dir == "local" and event.type == "MemberStart":
+            ballot.pop(event.node, None)
+        elif event.dir == "in" and event.type == "NewLeadershipTerm":
+            ballot.pop(event.node, None)
+        elif event.dir == "out" and event.channel == "consensus":
+            if event.type == "RequestVote" or (event.type == "Vote" and event.fields.get("vote") in ("TRUE", True)):
+                ballot.setdefault(event.node, event.ts)
+            elif event.type == "CanvassPosition" and event.node in ballot:
+                samples.append(event.ts - ballot.pop(event.node))
+            elif event.type in ("NewLeadershipTerm", "AppendPosition", "CommitPosition"):
+                ballot.pop(event.node, None)
+    return samples
+
+
 def infer_settings(events: Iterable[Event]) -> list[Inferred]:
     """What the capture's sends show of the members' settings (possibly nothing)."""
     ordered = sorted(events, key=lambda e: e.ts)
@@ -140,7 +214,8 @@ def infer_settings(events: Iterable[Event]) -> list[Inferred]:
             heartbeats[(event.node, event.peer)].append(event.ts)
         elif event.type == "CanvassPosition":
             canvass[(event.node, event.peer)].append(event.ts)
-    found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _heartbeat_timeout(ordered)]
+    found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _heartbeat_timeout(ordered),
+             _election_timeout(ordered)]
     return [one for one in found if one is not None]
 
 

@@ -196,8 +196,11 @@ def test_a_second_log_started_line_is_the_member_crashing_and_starting_again(tmp
              if e.type in ("MemberStart", "MemberCrash", "MemberStop")]
     assert lives == [("MemberCrash", 1_000_000_001), ("MemberStart", 5_200_000_000)]
     restart = next(e for e in load.events if e.type == "MemberStart")
-    assert restart.fields == {"clusterMembers": "0,h:1,h:2,h:3,h:4,h:5|1,h:11,h:12,h:13,h:14,h:15"}
-    assert restart.extra["restart"] is True  # the files the member wrote itself carry over
+    # The files the member wrote itself carry over; how far its log reached it said itself.
+    assert restart.fields == {"clusterMembers": "0,h:1,h:2,h:3,h:4,h:5|1,h:11,h:12,h:13,h:14,h:15",
+                              "appendPosition": 64}
+    assert restart.extra["restart"] is True
+    assert restart.extra["startingState"]["appendPosition"]["source"] == "agent log"
     assert any("crashed" in note for note in load.notes)
 
 

@@ -16,6 +16,7 @@ from engine.replay import replay
 from formats.events import Event
 from recorder import convert
 from recorder.settings import (
+    ELECTION_TIMEOUT,
     HEARTBEAT_INTERVAL,
     HEARTBEAT_TIMEOUT,
     STATUS_INTERVAL,
@@ -29,6 +30,7 @@ CONTEXT_FIELDS = {
     HEARTBEAT_INTERVAL: "leaderHeartbeatIntervalNs",
     STATUS_INTERVAL: "electionStatusIntervalNs",
     HEARTBEAT_TIMEOUT: "leaderHeartbeatTimeoutNs",
+    ELECTION_TIMEOUT: "electionTimeoutNs",
 }
 
 
@@ -47,17 +49,22 @@ def _ran_with(capture: Path) -> dict[str, int]:
     return {name: v.pop() for name, v in values.items()}
 
 
-def test_the_settings_inferred_from_each_real_capture_are_what_its_members_ran_with(reference):
+@pytest.mark.parametrize("agent_logs", [True, False], ids=["with agent logs", "wire and dirs only"])
+def test_the_settings_inferred_from_each_real_capture_are_what_its_members_ran_with(reference, agent_logs):
     checked = 0
     for capture in _captures(reference):
         truth = _ran_with(capture)
-        inferred = infer_settings(convert.build([str(capture)]).events)
+        inputs = [str(capture)] if agent_logs else [str(capture / "capture.pcapng"),
+                                                    *(str(p) for p in sorted(capture.glob("node[0-9]")))]
+        inferred = infer_settings(convert.build(inputs).events)
         names = {one.name for one in inferred}
         assert {HEARTBEAT_INTERVAL, STATUS_INTERVAL} <= names, capture.name
         for one in inferred:
             assert one.value_ns == truth[one.name], (capture.name, one.note)
             checked += 1
-    assert checked >= 14  # the timeout shows only where a leader went silent: g, h, j
+    # The heartbeat timeout shows only where a leader went silent (g, h, j); the election timeout only
+    # where a ballot timed out (in an agent log: f, g, h, j; on the wire, twice or more: f, h, j).
+    assert checked >= (18 if agent_logs else 17)
 
 
 def test_convert_uses_what_the_capture_shows_and_says_so_and_replays_closer(reference, tmp_path, capsys):
@@ -74,6 +81,35 @@ def test_convert_uses_what_the_capture_shows_and_says_so_and_replays_closer(refe
     plain = [dataclasses.replace(e, fields={k: v for k, v in e.fields.items() if k != "config"})
              if e.type == "MemberStart" else e for e in built.events]
     assert list(replay(built.events))[-1]["divergences"] < list(replay(plain))[-1]["divergences"]
+
+
+def test_the_election_timeout_is_read_from_ballots_timing_out_in_the_agent_logs(reference, capsys):
+    capture = reference / "aeron-1.47.3-capture" / "j_short_timeouts_leader_kill"
+    built = convert.build([str(capture)])
+    assert any(n.startswith(f"{ELECTION_TIMEOUT}=500ms inferred from 4 ballot(s) timing out") for n in built.notes)
+    starts = [e for e in built.events if e.type == "MemberStart"]
+    assert starts and all(e.fields["config"][ELECTION_TIMEOUT] == 500 * MS for e in starts)
+    # Without the agent logs, the wire shows the same ballots: from a RequestVote or Vote to the next canvass.
+    wire_only = convert.build([str(capture / "capture.pcapng"), *(str(capture / f"node{n}") for n in range(3))])
+    assert any(n.startswith(f"{ELECTION_TIMEOUT}=500ms inferred from 4 ballot(s)") and "on the wire" in n
+               for n in wire_only.notes)
+    assert all(e.fields["config"][ELECTION_TIMEOUT] == 500 * MS for e in wire_only.events if e.type == "MemberStart")
+    # --config wins, with a warning.
+    given = convert.build([str(capture)], config={ELECTION_TIMEOUT: "1s"})
+    assert any(n.startswith(f"warning: {ELECTION_TIMEOUT} is 1000ms as given, but the capture shows 500ms")
+               for n in given.notes)
+    assert all(e.fields["config"][ELECTION_TIMEOUT] == 1000 * MS for e in given.events if e.type == "MemberStart")
+
+
+def test_an_election_timeout_below_what_a_ballot_lasted_before_it_ended_otherwise_is_flagged():
+    def change(ts_ms, node, source, target):
+        return Event(ts=ts_ms * MS, node=node, dir="local", peer=None, channel="local", type="ElectionStateChange",
+                     fields={"from": source, "to": target})
+    events = [change(0, 0, "CANVASS", "FOLLOWER_BALLOT"), change(700, 0, "FOLLOWER_BALLOT", "CANVASS"),
+              change(0, 1, "CANVASS", "FOLLOWER_BALLOT"), change(900, 1, "FOLLOWER_BALLOT", "FOLLOWER_REPLAY")]
+    [inferred] = [one for one in infer_settings(events) if one.name == ELECTION_TIMEOUT]
+    assert inferred.value_ns == 700 * MS
+    assert "FOLLOWER_BALLOT -> FOLLOWER_REPLAY after 900.0ms" in inferred.note
 
 
 def test_a_given_setting_wins_over_the_capture_with_a_warning():

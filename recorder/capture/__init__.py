@@ -14,9 +14,15 @@ the events of one replay (contract §1) and a summary of what was read and skipp
    becomes its member's ``MemberStart``, taken back to the moment the member's replay begins (where
    its agent log shows its consensus module starting; else its mark file's start time if that is
    within the capture; else the capture's first packet; `cluster_dir_import`).  A member seen in the traffic without a directory starts empty (noted).
-4. A member whose agent log starts a second clock (a new ``log started`` line: a new JVM) crashed or
-   stopped and started again: ``MemberCrash``/``MemberStop`` just after the last thing known of its
-   first life, then a ``MemberStart`` (see `_restarts`).
+4. A member's lives (`lifecycle`): where its agent log starts a second clock (a new ``log started``
+   line: a new JVM) it crashed or stopped and started again (`_restarts`); a member without an agent
+   log is read from the wire (`lifecycle.wire_restarts`: a silence with ICMP port unreachable answers,
+   new consensus publications, SETUP requests or its mark file's start time showing a new process).
+   Each death is a ``MemberCrash``/``MemberStop`` just after the last thing known of the old process,
+   each new life a ``MemberStart`` where its election began, both with their evidence under
+   ``extra.evidence``.  What was sent to a member while it was down is dropped (noted); what reached
+   its new process before its election began is read at the start.  A directory's starting state is
+   reconciled with what the member itself said at its start (`starting_state`).
 5. Each member that the captures cover ends with an ``End`` event at the end of its host's capture.
 
 Order: by ``ts``; at equal times MemberStart first, then captured messages (in capture order), then
@@ -46,15 +52,27 @@ from recorder.capture.agent_log_import import (
     read_agent_log_file,
     receipt_order,
 )
-from recorder.capture.cluster_dir_import import is_cluster_dir, member_of, read_cluster_dir
+from recorder.capture.cluster_dir_import import is_archive_dir, is_cluster_dir, member_of, read_cluster_dir
 from recorder.capture.cluster_dir_import import member_start as build_member_start
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
+from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.recording_import import is_recording, recording_as_pcap
+from recorder.capture.starting_state import (
+    EXACT,
+    Known,
+    LogRecording,
+    own_words_in_agent_log,
+    own_words_on_wire,
+)
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
-FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
+#: A member whose first CanvassPosition comes this long after the capture began started during the
+#: capture (one already canvassing sends one every election status interval, 100 ms by default).
+ALREADY_RUNNING_NS = 500_000_000
+
+FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "archive-dir", "recording")
 
 
 @dataclass(slots=True)
@@ -100,9 +118,12 @@ class CaptureLoad:
 
 
 def detect_format(path: str | os.PathLike[str]) -> str | None:
-    """"pcap", "pcapng", "agent-log", "cluster-dir", "recording" or None, from what ``path`` holds."""
+    """"pcap", "pcapng", "agent-log", "cluster-dir", "archive-dir", "recording" or None, from what
+    ``path`` holds."""
     if os.path.isdir(path):
-        return "cluster-dir" if is_cluster_dir(path) else None
+        if is_cluster_dir(path):
+            return "cluster-dir"
+        return "archive-dir" if is_archive_dir(path) else None
     try:
         with open(path, "rb") as file:
             head = file.read(256)
@@ -129,7 +150,7 @@ def load_captures(
     """Read a mix of captures, agent logs and cluster directories into one incident's events."""
     if format not in FORMATS:
         raise DecodeError(f"unknown capture format {format!r} (known: {', '.join(FORMATS)})")
-    kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": [], "recording": []}
+    kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": [], "archive-dir": [], "recording": []}
     for path in paths:
         name = os.fspath(path)
         kind = detect_format(name) if format == "auto" else format
@@ -213,31 +234,70 @@ def load_captures(
     if logs and captured is not None:
         keyed = _in_receipt_order(keyed)
     capture_start = captured.first_ts_ns if captured is not None else None
+    liveness = captured.liveness if captured is not None else {}
+    # Each member's lives (`lifecycle`): from its agent log where it has one, else from the wire.
+    restarts: list[Restart] = []
+    for parsed in logs:
+        found, notes = _restarts(parsed, keyed, liveness.get(parsed.node))
+        restarts += found
+        load.notes += notes
+    logged_members = {parsed.node for parsed in logs}
+    mark_starts = {member_of(d): _mark_start(d) for d in directories}
+    for member, alive in liveness.items():
+        if member in logged_members:
+            continue
+        sends = [item[0] for item in keyed
+                 if item[1] == 1 and item[4].node == member and item[4].dir == "out" and item[4].channel == "consensus"]
+        found = wire_restarts(member, alive, sends, mark_starts.get(member))
+        restarts += found.restarts
+        load.notes += found.notes
+    ends = _life_ends(restarts)
+    restarted = {r.member for r in restarts}
+    first_heard = {member: (alive.unreachable[0], alive.heard[0][0]) for member, alive in liveness.items()
+                   if alive.heard and alive.unreachable and alive.unreachable[0] < alive.heard[0][0]}
+    keyed, dropped_notes = _not_delivered_while_down(keyed, restarts, first_heard)
+    load.notes += dropped_notes
+    wire = [item[4] for item in keyed if item[1] == 1]
+    logged = [item[4] for item in keyed if item[1] == 2]
     started: set[int] = set()
     for directory in directories:
         node = member_of(directory)
-        ts = _start_time(directory, node, capture_start, keyed)
+        ts = _start_time(directory, node, capture_start, keyed, last_life=node not in restarted)
+        end = next((t for t in ends.get(node, ()) if t > ts), None)
+        own = (own_words_on_wire(wire, node, ts, end), own_words_in_agent_log(logged, node, ts, end))
+        recording, archive_notes = _log_recording(directory, kinds["archive-dir"])
+        # The directory is taken back to the member's start when the inputs date it (a capture, or
+        # the member's own agent log); a directory given alone is its state as it is.
+        dated = capture_start is not None or any(parsed.node == node for parsed in logs)
         info = build_member_start(directory, cluster_members=load.cluster_members,
-                                  as_of_ns=ts if capture_start is not None else None)
+                                  as_of_ns=ts if dated else None, own=own, log_recording=recording)
         if info.node in started:
             raise DecodeError(f"a second cluster directory for member {info.node}", source=info.source)
         started.add(info.node)
         keyed = _queued_until_start(keyed, info.node, ts)
+        extra = {"source": os.path.basename(info.source.rstrip("/")), "startingState": info.provenance}
         keyed.append((ts, 0, info.node, 0, Event(ts=ts, node=info.node, dir="local", peer=None, channel="local",
                                                 type="MemberStart", fields=_with_waits(info.fields, logs, info.node),
-                                                extra={"source": os.path.basename(info.source.rstrip("/"))})))
-        load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node})
-        load.notes += info.notes
-
-    for parsed in logs:
-        restarts, notes = _restarts(parsed, keyed, load.cluster_members)
-        keyed += restarts
-        load.notes += notes
+                                                extra=extra)))
+        load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node,
+                            **({"archive": recording.source} if recording is not None else {})})
+        load.notes += archive_notes + info.notes
+    for restart in restarts:
+        keyed = _queued_until_start(keyed, restart.member, restart.restart_ns, since=restart.back_ns)
+        name = next((os.path.basename(p.source) for p in logs if p.node == restart.member), None)
+        keyed += [_with_restart_state(item, wire, logged, ends)
+                  for item in _lifecycle_events(restart, load.cluster_members, name or _capture_name(kinds))]
+    used = {os.path.realpath(i["archive"]) for i in load.inputs if i.get("archive")}
+    for archive in kinds["archive-dir"]:
+        if os.path.realpath(archive) not in used:
+            load.notes.append(f"{archive}: an archive dir next to or inside no cluster dir given; not read (give the"
+                              " member's cluster dir beside it)")
+        load.inputs.append({"kind": "archive-dir", "path": archive})
 
     if captured is not None and member_map is not None:
         for member in member_map.member_ids:
             if member not in started:
-                start = _start_time(None, member, capture_start, keyed)
+                start = _start_time(None, member, capture_start, keyed, last_life=member not in restarted)
                 keyed = _queued_until_start(keyed, member, start)
                 keyed.append((start, 0, member, 0, Event(
                     ts=start, node=member, dir="local", peer=None, channel="local", type="MemberStart",
@@ -260,49 +320,150 @@ def load_captures(
     return load
 
 
-def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[list, list[str]]:
+def _restarts(parsed: Any, keyed: list, liveness: WireLiveness | None) -> tuple[list[Restart], list[str]]:
     """A member's JVM restarts where its agent log starts a new clock (a second ``log started`` line).
 
     The previous life ended with ``MemberStop`` when its log shows the consensus module reaching
     CLOSED, else with ``MemberCrash``, just after the last thing known of it (its last log line, or
     the last message the capture saw it send): a crash may have come up to a heartbeat interval
     later, which a replay misses, rather than sending what the recording does not show.  The new
-    life is a ``MemberStart`` at its NEW_ELECTION "node started" line, giving only clusterMembers,
-    so that the replay keeps the files the member itself wrote (the engine's rule for a restart).
+    life is a ``MemberStart`` where its election left INIT (its INIT -> CANVASS line, else its
+    NEW_ELECTION "node started" line).  What the wire adds (ICMP
+    answers in between, when the member was heard again) goes into the evidence.
     """
-    out: list = []
+    out: list[Restart] = []
     notes: list[str] = []
     node = parsed.node
+    name = os.path.basename(parsed.source)
     lives = [segment for segment in parsed.segments if segment.records]
     for previous, segment in zip(lives, lives[1:], strict=False):
         offset = segment.alignment.offset_ns if segment.alignment is not None else 0
         before = previous.alignment.offset_ns if previous.alignment is not None else 0
         mine = [r for r in segment.records if r.fields.get("memberId") == node]
-        started = [r.ts_ns + offset for r in mine if r.event == "NEW_ELECTION" and r.fields.get("reason") == "node started"]
-        if segment.started is not None:
-            restart = started[0] if started else segment.started.ts_ns + offset
+        # Its election left INIT in its first duty cycle (what the model does at its start), logged
+        # somewhat after NEW_ELECTION "node started".
+        left_init = [r for r in mine if r.event == "ELECTION_STATE_CHANGE" and r.fields.get("from") == "INIT"]
+        started = [r for r in mine if r.event == "NEW_ELECTION" and r.fields.get("reason") == "node started"]
+        if left_init:
+            restart, why = (left_init[0].ts_ns + offset,
+                            f"its INIT -> CANVASS line ({name} line {left_init[0].line_number})")
+        elif started:
+            restart, why = started[0].ts_ns + offset, f"its NEW_ELECTION 'node started' line ({name} line {started[0].line_number})"
+        elif segment.started is not None:
+            restart, why = segment.started.ts_ns + offset, f"a new 'log started' line in {name} (a new JVM)"
         else:
-            restart = started[0] if started else mine[0].ts_ns + offset if mine else segment.records[0].ts_ns + offset
+            first = mine[0] if mine else segment.records[0]
+            restart, why = first.ts_ns + offset, f"its first line after a new clock in {name}"
         last_line = previous.records[-1].ts_ns + before
-        closed = [r.ts_ns + before for r in previous.records
+        closed = [r for r in previous.records
                   if r.event == "STATE_CHANGE" and r.fields.get("to") == "CLOSED" and r.fields.get("memberId") == node]
+        # What the old process did: before the new JVM began (its 'log started' line), else before its election.
+        limit = segment.started.ts_ns + offset if segment.started is not None else restart
         sent = [item[0] for item in keyed
-                if item[4].node == node and item[4].dir == "out" and item[0] < restart]
-        end = max([last_line] + sent[-1:] + closed) + 1
+                if item[4].node == node and item[4].dir == "out" and item[0] < limit]
+        heard = [end for _, end in (liveness.heard if liveness is not None else ()) if end < limit]
+        end = max([last_line] + sent[-1:] + heard[-1:] + [r.ts_ns + before for r in closed]) + 1
         if end >= restart:
             notes.append(f"{parsed.source}: member {node} restarts at {restart} but was still seen at {end - 1}:"
                          " no stop or crash added")
             continue
-        kind = "MemberStop" if closed else "MemberCrash"
-        out.append((end, 3, node, 0, Event(ts=end, node=node, dir="local", peer=None, channel="local", type=kind,
-                                          fields={}, extra={"source": os.path.basename(parsed.source)})))
-        fields = {"clusterMembers": cluster_members} if cluster_members else {}
-        out.append((restart, 0, node, 0, Event(ts=restart, node=node, dir="local", peer=None, channel="local",
-                                              type="MemberStart", fields=fields,
-                                              extra={"source": os.path.basename(parsed.source), "restart": True})))
+        facts, back = wire_facts(liveness, end, restart)
+        if closed:
+            kind, how = "MemberStop", f"its consensus module reached CLOSED ({name} line {closed[-1].line_number}): a clean stop"
+        else:
+            kind, how = "MemberCrash", f"its log ends without its consensus module closing ({name}): killed"
+        new_clock = f"a new 'log started' line in {name} (a new JVM)" if segment.started is not None else None
+        out.append(Restart(node, end, kind, (how, *facts), back if back is not None else restart, restart,
+                           tuple(w for w in (new_clock, f"its election began at {why}") if w)))
         notes.append(f"{parsed.source}: member {node} {'stopped' if closed else 'crashed'} (last seen at {end - 1})"
                      f" and started again at {restart} (a new 'log started' clock)")
     return out, notes
+
+
+def _lifecycle_events(restart: Restart, cluster_members: str | None, source: str) -> list[tuple]:
+    """A restart as keyed events: the death, and the new life's MemberStart (clusterMembers only, so
+    that the replay keeps the files the member itself wrote), each with its evidence."""
+    node = restart.member
+    fields = {"clusterMembers": cluster_members} if cluster_members else {}
+    death = Event(ts=restart.end_ns, node=node, dir="local", peer=None, channel="local", type=restart.kind,
+                  fields={}, extra={"source": source, "evidence": list(restart.end_evidence)})
+    start = Event(ts=restart.restart_ns, node=node, dir="local", peer=None, channel="local", type="MemberStart",
+                  fields=fields, extra={"source": source, "restart": True, "evidence": list(restart.start_evidence)})
+    return [(restart.end_ns, 3, node, 0, death), (restart.restart_ns, 0, node, 0, start)]
+
+
+def _not_delivered_while_down(keyed: list, restarts: Sequence[Restart], first_heard: dict[int, tuple[int, int]]
+                              ) -> tuple[list, list[str]]:
+    """What reached a member while its process was down was not received: ``in`` events from its death
+    to its new process being heard again are dropped (and, before its first life, those the capture
+    shows answered by ICMP port unreachable: from the first such answer to when it was first heard);
+    those from then to its new election are read by it at the start (`_queued_until_start`)."""
+    down: dict[int, list[tuple[int, int]]] = {}
+    for restart in restarts:
+        down.setdefault(restart.member, []).append((restart.end_ns, restart.back_ns))
+    for member, (since, heard) in first_heard.items():
+        down.setdefault(member, []).append((since, heard))
+    dropped: dict[int, int] = {}
+    out = []
+    for item in keyed:
+        event = item[4]
+        if event.dir == "in" and any(a <= item[0] < b for a, b in down.get(event.node, ())):
+            dropped[event.node] = dropped.get(event.node, 0) + 1
+            continue
+        out.append(item)
+    notes = [f"member {member}: {count} message(s) sent to it while its process was down were not delivered"
+             " (dropped)" for member, count in sorted(dropped.items())]
+    return out, notes
+
+
+def _life_ends(restarts: Sequence[Restart]) -> dict[int, list[int]]:
+    """Each member's crash and stop times, in order."""
+    ends: dict[int, list[int]] = {}
+    for restart in restarts:
+        ends.setdefault(restart.member, []).append(restart.end_ns)
+    return {node: sorted(times) for node, times in ends.items()}
+
+
+def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], ends: dict[int, list[int]]) -> tuple:
+    """A restart's MemberStart with the append position the member itself gave at that start (its first
+    CanvassPosition, its INIT -> CANVASS line) and where it came from; the rest of its disk is what its
+    previous life in the replay left (the engine's rule for a restart)."""
+    event = item[4]
+    if event.type != "MemberStart":
+        return item
+    end = next((t for t in ends.get(event.node, ()) if t > event.ts), None)
+    own = [w for w in (own_words_on_wire(wire, event.node, event.ts, end),
+                       own_words_in_agent_log(logged, event.node, event.ts, end)) if w is not None]
+    if not own:
+        return item
+    first = own[0]
+    provenance = {"appendPosition": Known(first.append_position, first.source, EXACT,
+                                          f"{first.where}: {first.says()}").to_json()}
+    fields = {**event.fields, "appendPosition": first.append_position}
+    extra = {**(event.extra or {}), "startingState": provenance}
+    return (*item[:4], dataclasses.replace(event, fields=fields, extra=extra))
+
+
+def _log_recording(directory: Any, given: Sequence[str]) -> tuple[LogRecording | None, list[str]]:
+    """The cluster log's recording in the member's archive catalog: an archive dir given as an input
+    that lies next to or inside the cluster dir, else where Aeron lays the archive out
+    (`recorder.cluster_dir.find_member_archive`); and what could not be read of it."""
+    from recorder.cluster_dir import find_member_archive, load_archive_catalog
+
+    here = os.path.realpath(directory.path)
+    archive = next((a for a in given if os.path.dirname(os.path.realpath(a)) in (here, os.path.dirname(here))),
+                   None) or find_member_archive(directory.path)
+    if archive is None:
+        return None, []
+    try:
+        catalog = load_archive_catalog(archive)
+    except (DecodeError, OSError) as error:
+        return None, [f"{archive}: the archive catalog cannot be read ({error}); not used"]
+    notes = [f"{archive}: {catalog.problem}; the recordings before it are used"] if catalog.problem else []
+    recording = LogRecording.of(catalog, str(archive))
+    if recording is None:
+        notes.append(f"{archive}: the archive catalog holds no cluster log recording")
+    return recording, notes
 
 
 def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]:
@@ -334,41 +495,67 @@ def _in_receipt_order(keyed: list) -> list:
     return out
 
 
-def _queued_until_start(keyed: list, node: int, start: int) -> list:
-    """Messages a member received before its start are read by it at the start (kept in the image);
-    their capture time stays in ``extra.capturedTs``."""
+def _queued_until_start(keyed: list, node: int, start: int, *, since: int | None = None) -> list:
+    """Messages a member received before its start (from ``since``, for a restart: when its new
+    process was receiving again) are read by it at the start (kept in the image); their capture time
+    stays in ``extra.capturedTs``."""
     out = []
     for item in keyed:
         event = item[4]
-        if event.node == node and event.dir == "in" and item[0] < start:
+        if event.node == node and event.dir == "in" and item[0] < start and (since is None or item[0] >= since):
             moved = dataclasses.replace(event, ts=start, extra={**(event.extra or {}), "capturedTs": event.ts})
             item = (start, *item[1:4], moved)
         out.append(item)
     return out
 
 
-def _start_time(directory: Any, node: int | None, capture_start: int | None, keyed: list) -> int:
+def _mark_start(directory: Any) -> int | None:
+    """When the consensus module of the directory's last life started (cluster-mark.dat), in ns."""
+    mark = directory.mark_files.get("cluster-mark.dat")
+    return mark.header.start_timestamp * 1_000_000 if mark is not None and mark.header.start_timestamp > 0 else None
+
+
+def _capture_name(kinds: dict[str, list[str]]) -> str:
+    captures = kinds["pcap"] + kinds["recording"]
+    return os.path.basename(captures[0]) if len(captures) == 1 else "the captures"
+
+
+def _start_time(directory: Any, node: int | None, capture_start: int | None, keyed: list, *,
+                last_life: bool = True) -> int:
     """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to.
 
-    Where the member's agent log shows its consensus module starting (NEW_ELECTION "node started"),
-    that moment, its election beginning there (or the member's first event, if that is earlier: a
-    replay begins before everything that happened to the member).  Else, when its mark file says it started during the
-    capture, that start time; else the capture's first packet (or the member's first event if
-    earlier): it was already running.
+    Where the member's agent log shows its election starting, the moment it left INIT for CANVASS
+    (else its NEW_ELECTION "node started" line), or the first message it sent, if that is earlier (a
+    replay begins before everything the member did).  Else, when its first consensus message is a
+    CanvassPosition sent well after the capture began, that moment (its election began there; the mark
+    file's start time is its consensus module's, up to seconds earlier: 2.1 s for j_…'s member 1).
+    Else, when its mark file says it started during the capture, that start time; else the capture's
+    first packet (or the member's first event if earlier): it was already running.
     """
     mine = [item for item in keyed if item[4].node == node]
     first = min((item[0] for item in mine), default=None)
-    started = [item[0] for item in mine
-               if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
-    if not started:  # logs before 1.44 have no NEW_ELECTION: the first election leaving INIT
-        started = [item[0] for item in mine if item[4].type == "ElectionStateChange"][:1]
+    # The election leaves INIT for CANVASS in its first duty cycle, which the model runs at its start;
+    # the real one logged that line up to 0.2 s after its NEW_ELECTION "node started" (j_…'s member 1).
+    started = [item[0] for item in mine if item[4].type == "ElectionStateChange"
+               and item[4].fields.get("from") == "INIT"][:1]
+    if not started:
+        started = [item[0] for item in mine
+                   if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
     if started:
         # What the member received before its consensus module started waited in the image for it
         # (`_queued_until_start`), so only what it did itself can start the replay earlier.
-        own = min((item[0] for item in mine if item[4].dir != "in"), default=None)
+        # (Its agent log's own lines may come earlier: they are observations, not inputs.)
+        own = min((item[0] for item in mine if item[4].dir != "in" and item[1] != 2), default=None)
         return min(started) if own is None else min(min(started), own)
-    mark = directory.mark_files.get("cluster-mark.dat") if directory is not None else None
-    start_ns = mark.header.start_timestamp * 1_000_000 if mark is not None and mark.header.start_timestamp > 0 else None
+    # Without its agent log: where the capture shows its election beginning, its first consensus
+    # message, a CanvassPosition (an election always begins by canvassing), sent well after the capture
+    # began (a member already canvassing when it began would have sent one within a status interval).
+    sent = [item for item in mine if item[4].dir == "out" and item[4].channel == "consensus"]
+    if (sent and sent[0][4].type == "CanvassPosition" and capture_start is not None
+            and sent[0][0] - capture_start >= ALREADY_RUNNING_NS):
+        return sent[0][0]
+    # The mark file holds its last life's start: no help for the first when the member restarted.
+    start_ns = _mark_start(directory) if directory is not None and last_life else None
     if start_ns is not None and (capture_start is None or start_ns >= capture_start):
         return start_ns if first is None else min(start_ns, first)
     candidates = [t for t in (capture_start, first) if t is not None]

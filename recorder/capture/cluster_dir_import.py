@@ -7,9 +7,11 @@ From one member's directory (read by `recorder.cluster_dir.read_cluster_dir`):
 * ``recordingLog`` is recording.log's entries in Aeron's in-memory order, each with the keys of
   ``inspect recording-log --json`` (`formats.recording_log.entry_to_json`).
 * ``nodeState`` is node-state.dat's candidateTerm ``{candidateTermId, logPosition, timestamp}``.
-* ``appendPosition`` is where the member's log recording ended: the last TERM's logPosition when the
-  term was committed; for a term still open (logPosition −1) it lies somewhere after the term base,
-  in the archive's catalog, which a cluster directory does not hold: we take the term base and say so.
+* ``appendPosition`` is where the member's log recording ended: what the member itself said at its
+  start (its first CanvassPosition, its agent log's INIT -> CANVASS line), else the archive catalog's
+  log recording when it stopped before the moment, else the last TERM's logPosition when the term was
+  committed; for a term still open (logPosition −1) it lies somewhere after the term base: we take
+  the base and say so (`starting_state` has the whole order of trust).
 * ``clusterMembers`` is the string given by the caller, else node-state.dat's legacy ClusterMembers
   record when there is one.
 
@@ -17,9 +19,9 @@ From one member's directory (read by `recorder.cluster_dir.read_cluster_dir`):
 during the capture too.  Given ``as_of_ns`` (the capture's first packet), the state is taken back to
 that moment from the timestamps Aeron writes: recording.log entries stamped later (cluster time:
 ms, µs or ns since the epoch, told apart by magnitude) were appended during the capture and are
-dropped; a TERM whose logPosition was set by appending a dropped term is open again (−1); a
-candidateTerm written later is replaced by what the remaining log implies (the last remaining
-term, or −1), which is a guess and said so.  Every such step is a note.
+dropped; `starting_state.reconcile` then decides what the dropped entries leave uncertain (was the
+last term still open? what was candidateTermId?) from the rest of the evidence.  Every such step is
+a note, and every value chosen carries its provenance.
 
 `member_start` is pure; `read_member_dir` does the I/O.
 """
@@ -28,13 +30,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from formats import recording_log as rl
 from formats.errors import DecodeError
-from recorder.cluster_dir import MARK_FILE, ClusterDir, read_cluster_dir
+from recorder.capture.starting_state import LogRecording, OwnWords, reconcile
+from recorder.cluster_dir import ARCHIVE_CATALOG, MARK_FILE, ClusterDir, read_cluster_dir
 
 NULL_VALUE = -1
 
@@ -50,6 +54,8 @@ class MemberStartInfo:
     cluster_members: str | None  #: from the legacy node-state record, when present
     ingress_stream_id: int | None
     notes: list[str] = field(default_factory=list)
+    #: Where each starting value came from and how sure it is (`starting_state.Known.to_json`).
+    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 def cluster_time_to_ns(timestamp: int) -> int:
@@ -93,9 +99,11 @@ def member_from_name(path: str | os.PathLike[str]) -> int | None:
     return None
 
 
-def member_start(cluster_dir: ClusterDir, *, cluster_members: str | None = None, as_of_ns: int | None = None
-                 ) -> MemberStartInfo:
-    """The MemberStart fields for this directory's member (see the module docstring)."""
+def member_start(cluster_dir: ClusterDir, *, cluster_members: str | None = None, as_of_ns: int | None = None,
+                 own: Sequence[OwnWords | None] = (), log_recording: LogRecording | None = None) -> MemberStartInfo:
+    """The MemberStart fields for this directory's member (see the module docstring), reconciled with
+    the member's own words (``own``: what it sent or logged at its start, most trusted first) and its
+    archive's log recording (`starting_state.reconcile`); each value's provenance is in ``provenance``."""
     source = str(cluster_dir.path)
     node = member_of(cluster_dir)
     if node is None:
@@ -118,30 +126,23 @@ def member_start(cluster_dir: ClusterDir, *, cluster_members: str | None = None,
         if candidate is not None
         else {"candidateTermId": NULL_VALUE, "logPosition": NULL_VALUE, "timestamp": NULL_VALUE}
     )
+    dropped: list[rl.Entry] = []
+    written_later = False
     if as_of_ns is not None:
-        entries, node_state = _rewind(entries, node_state, as_of_ns, source, notes)
-
-    terms = [e for e in entries if e.type == rl.EntryType.TERM and e.is_valid]
-    append_position = 0
-    if terms:
-        last = terms[-1]
-        if last.log_position != NULL_VALUE:
-            append_position = last.log_position
-        else:
-            append_position = last.term_base_log_position
-            notes.append(
-                f"{source}: term {last.leadership_term_id} is still open in recording.log; its recording ends"
-                " after the term base, where the archive's catalog says: appendPosition taken as the term base"
-                f" {last.term_base_log_position}"
-            )
+        entries, dropped, written_later = _rewind(entries, node_state, as_of_ns, source, notes)
+    mark = cluster_dir.mark_files.get(MARK_FILE)
+    starting = reconcile(entries, dropped, node_state, as_of_ns=as_of_ns, node_state_written_later=written_later,
+                         own=own, log_recording=log_recording,
+                         mark_candidate_term_id=mark.header.candidate_term_id if mark is not None else None,
+                         source=source)
+    notes += starting.notes
     fields: dict[str, Any] = {}
     members = cluster_members or legacy_members
     if members:
         fields["clusterMembers"] = members
-    fields["recordingLog"] = [rl.entry_to_json(e) for e in entries]
-    fields["nodeState"] = node_state
-    fields["appendPosition"] = append_position
-    mark = cluster_dir.mark_files.get(MARK_FILE)
+    fields["recordingLog"] = [rl.entry_to_json(e) for e in starting.entries]
+    fields["nodeState"] = starting.node_state
+    fields["appendPosition"] = starting.append_position
     start_ns = None
     ingress_stream = None
     if mark is not None:
@@ -149,11 +150,13 @@ def member_start(cluster_dir: ClusterDir, *, cluster_members: str | None = None,
             start_ns = mark.header.start_timestamp * 1_000_000
         if mark.header.ingress_stream_id > 0:
             ingress_stream = mark.header.ingress_stream_id
-    return MemberStartInfo(source, node, fields, start_ns, legacy_members, ingress_stream, notes)
+    return MemberStartInfo(source, node, fields, start_ns, legacy_members, ingress_stream, notes,
+                           starting.provenance())
 
 
 def _rewind(entries: list[rl.Entry], node_state: dict[str, int], as_of_ns: int, source: str, notes: list[str]
-            ) -> tuple[list[rl.Entry], dict[str, int]]:
+            ) -> tuple[list[rl.Entry], list[rl.Entry], bool]:
+    """The entries stamped by ``as_of_ns``, those stamped later, and whether node-state.dat was written later."""
     kept = [e for e in entries if cluster_time_to_ns(e.timestamp) <= as_of_ns]
     dropped = [e for e in entries if cluster_time_to_ns(e.timestamp) > as_of_ns]
     if dropped:
@@ -162,30 +165,22 @@ def _rewind(entries: list[rl.Entry], node_state: dict[str, int], as_of_ns: int, 
             f" the replay's starting point and {'is' if len(dropped) == 1 else 'are'} left out of its starting state: "
             + "; ".join(f"{e.type_name} term {e.leadership_term_id} @{e.log_position}" for e in dropped)
         )
-        dropped_terms = sorted((e for e in dropped if e.type == rl.EntryType.TERM), key=lambda e: e.leadership_term_id)
-        kept_terms = [e for e in kept if e.type == rl.EntryType.TERM]
-        if dropped_terms and kept_terms:
-            last = kept_terms[-1]
-            if last.log_position != NULL_VALUE and last.log_position == dropped_terms[0].term_base_log_position:
-                # appendTerm commits the previous term: before the later term existed, this one was open.
-                kept = [replace(e, log_position=NULL_VALUE) if e is last else e for e in kept]
-                notes.append(f"{source}: term {last.leadership_term_id} was committed by a later term's append;"
-                             " it is open in the starting state")
-    if node_state["timestamp"] != NULL_VALUE and node_state["timestamp"] * 1_000_000 > as_of_ns:
-        terms = [e for e in kept if e.type == rl.EntryType.TERM]
-        guess = terms[-1].leadership_term_id if terms else NULL_VALUE
-        notes.append(
-            f"{source}: node-state.dat's candidateTermId {node_state['candidateTermId']} was written after the replay's"
-            f" starting point; the value before it is unknown and taken as {guess} (the last term the starting log holds)"
-        )
-        node_state = {"candidateTermId": guess, "logPosition": NULL_VALUE, "timestamp": NULL_VALUE}
-    return kept, node_state
+    written_later = node_state["timestamp"] != NULL_VALUE and node_state["timestamp"] * 1_000_000 > as_of_ns
+    if written_later:
+        notes.append(f"{source}: node-state.dat's candidateTermId {node_state['candidateTermId']} was written after"
+                     " the replay's starting point; the value before it is unknown")
+    return kept, dropped, written_later
 
 
 def read_member_dir(path: str | os.PathLike[str], *, cluster_members: str | None = None,
                     as_of_ns: int | None = None) -> MemberStartInfo:
     """Read one member's cluster directory and build its MemberStart (errors name the directory)."""
     return member_start(read_cluster_dir(path), cluster_members=cluster_members, as_of_ns=as_of_ns)
+
+
+def is_archive_dir(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an Aeron Archive's directory (it holds ``archive.catalog``)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, ARCHIVE_CATALOG))
 
 
 def is_cluster_dir(path: str | os.PathLike[str]) -> bool:

@@ -181,13 +181,14 @@ class DecodedMessage(NamedTuple):
 class _Publication:
     """One sender's publication (source endpoint, session, stream), whatever its destinations."""
 
-    __slots__ = ("key", "sender", "how", "pending")
+    __slots__ = ("key", "sender", "how", "pending", "first_ts")
 
-    def __init__(self, key: tuple) -> None:
+    def __init__(self, key: tuple, first_ts: int = 0) -> None:
         self.key = key
         self.sender: int | None = None
         self.how = ""
         self.pending: list[tuple] = []
+        self.first_ts = first_ts  #: when the capture first saw it (a SETUP or its first frame)
 
 
 class _Stream:
@@ -260,6 +261,11 @@ class DatagramDecoder:
         self._decoded: dict[bytes, tuple[Any, dict[str, Any], str]] = {}  # bytes → (message, fields, type)
         self._last_sent: dict[tuple[int, int], int] = {}  # (capture, member) → when it last sent anything
         self._down_since: dict[tuple[int, int], int] = {}  # (capture, member) → when it last fell silent
+        self._first_sent: dict[tuple[int, int], int] = {}  # (capture, member) → when it was first heard
+        #: (capture, member) → each silence (last heard, heard again) longer than RESTART_SILENCE_NS
+        self._silences: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        #: (member, role, ts) of each status message asking for a SETUP: the member had lost its image
+        self._setup_requests: list[tuple[int, str, int]] = []
         self._order = 0
         self._finished = False
 
@@ -309,6 +315,43 @@ class DatagramDecoder:
             else:
                 self.frames[_FRAME_NAMES.get(kind.__name__, kind.__name__)] += 1
         return out
+
+    def heard(self) -> dict[int, list[tuple[int, int]]]:
+        """Each member's spans of activity on the wire, (first, last) datagram it sent (status
+        messages from its endpoints, frames of its publications), split at silences longer than
+        `RESTART_SILENCE_NS` and merged across captures: a member is silent only where every capture
+        that heard it is."""
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for key, first in self._first_sent.items():
+            start = first
+            own = spans.setdefault(key[1], [])
+            for last, again in self._silences.get(key, []):
+                own.append((start, last))
+                start = again
+            own.append((start, self._last_sent[key]))
+        return {member: _merged(own) for member, own in sorted(spans.items())}
+
+    def setup_requests(self, role: str = "consensus") -> dict[int, list[int]]:
+        """When each member asked, from its ``role`` endpoint, for a SETUP (a status message with the
+        flag): it had no image of that stream."""
+        out: dict[int, list[int]] = {}
+        for member, where, ts in self._setup_requests:
+            if where == role:
+                out.setdefault(member, []).append(ts)
+        return out
+
+    def publications(self) -> dict[int, list[tuple[int, int, int]]]:
+        """Each member's publications seen: (first seen, session id, stream id), in time order."""
+        out: dict[int, list[tuple[int, int, int]]] = {}
+        for publication in self._publications.values():
+            if publication.sender is not None:
+                out.setdefault(publication.sender, []).append((publication.first_ts, publication.key[2],
+                                                               publication.key[3]))
+        return {member: sorted(own) for member, own in sorted(out.items())}
+
+    def publication_senders(self) -> dict[tuple[str, int], int]:
+        """ip:port → the member whose publication sends from it (an ephemeral port), where known."""
+        return {(p.key[0], p.key[1]): p.sender for p in self._publications.values() if p.sender is not None}
 
     def finish_keyed(self) -> list[Keyed]:
         """The capture(s) ended: flush streams, settle senders still unknown, report assumptions."""
@@ -365,6 +408,8 @@ class DatagramDecoder:
         ts = datagram.ts_ns
         if receiver is not None:
             self._transmitted(receiver, ts)
+            if asks_setup:
+                self._setup_requests.append((owner[0], owner[1], ts))
         key = (capture, datagram.dst_ip, datagram.dst_port, datagram.src_ip, datagram.src_port, session_id, stream_id)
         stream = self._streams.get(key)
         if stream is None or stream.reassembler is None:
@@ -392,9 +437,12 @@ class DatagramDecoder:
         """A member sent something; a long silence before it means the member was down (restarted)."""
         last = self._last_sent.get(member)
         if last is None or ts > last:
-            if last is not None and ts - last > RESTART_SILENCE_NS:
+            if last is None:
+                self._first_sent[member] = ts
+            elif ts - last > RESTART_SILENCE_NS:
                 # It sent nothing for a while: it went down at most a heartbeat interval after `last`.
                 self._down_since[member] = last + HEARTBEAT_INTERVAL_NS
+                self._silences.setdefault(member, []).append((last, ts))
             self._last_sent[member] = ts
 
     def _on_setup(self, datagram: Datagram, frame: SetupFrame, packet: int, capture: int) -> None:
@@ -445,8 +493,11 @@ class DatagramDecoder:
             member = (capture, sender)
             last = self._last_sent.get(member)
             if last is None or ts > last:
-                if last is not None and ts - last > RESTART_SILENCE_NS:
+                if last is None:
+                    self._first_sent[member] = ts
+                elif ts - last > RESTART_SILENCE_NS:
                     self._down_since[member] = last + HEARTBEAT_INTERVAL_NS
+                    self._silences.setdefault(member, []).append((last, ts))
                 self._last_sent[member] = ts
         if stream.awaiting_setup:
             # Sent, so its sender's out event stands; not received: the receiver has no image.
@@ -522,7 +573,7 @@ class DatagramDecoder:
         pub_key = (datagram.src_ip, datagram.src_port, session_id, stream_id)
         publication = self._publications.get(pub_key)
         if publication is None:
-            publication = self._publications[pub_key] = _Publication(pub_key)
+            publication = self._publications[pub_key] = _Publication(pub_key, datagram.ts_ns)
         destination = (datagram.dst_ip, datagram.dst_port)
         channel, receiver, role, skip = self._classify(destination, stream_id)
         stream = self._streams[key] = _Stream(channel, receiver, role, publication, destination, skip)
@@ -798,6 +849,17 @@ _FRAME_NAMES = {
     "ResolutionFrame": "RES",
     "UnknownFrame": "unknown frame type",
 }
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching (within `RESTART_SILENCE_NS`) spans as one, in time order."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start - out[-1][1] <= RESTART_SILENCE_NS:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def survey_datagrams(datagrams, *, streams: Streams = DEFAULT_STREAMS) -> TrafficSurvey:

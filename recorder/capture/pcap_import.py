@@ -29,7 +29,7 @@ from typing import Any
 
 from formats.errors import DecodeError
 from formats.events import Event
-from formats.pcap import PcapReader
+from formats.pcap import PcapReader, PortUnreachable
 from formats.replay_file import gc_paused
 from recorder.capture.datagrams import (
     DEFAULT_STREAMS,
@@ -39,6 +39,7 @@ from recorder.capture.datagrams import (
     Streams,
     survey_datagrams,
 )
+from recorder.capture.lifecycle import WireLiveness
 from recorder.capture.members import MemberMap, infer_members, local_members
 
 #: How often (in packets) the progress callback hears about bytes read.
@@ -83,6 +84,8 @@ class PcapImport:
     summary: DecodeSummary
     problems: list[Problem]
     notes: list[str]
+    #: What each member sent and what was sent to it in vain (`recorder.capture.lifecycle`).
+    liveness: dict[int, WireLiveness] = field(default_factory=dict)
 
     @property
     def first_ts_ns(self) -> int | None:
@@ -183,6 +186,7 @@ def _decode_captures(
                               sources={i: name for i, (name, _, _) in enumerate(readers)})
     keyed: list[tuple[tuple, Event]] = []
     problems: list[Problem] = []
+    unreachable: list[PortUnreachable] = []
     for index, (name, reader, size) in enumerate(readers):
         file = files[index]
         feed = decoder.feed_keyed
@@ -203,6 +207,7 @@ def _decode_captures(
             progress(size - done)
         file.packets = reader.packet_count
         file.udp_packets = reader.udp_count
+        unreachable += reader.unreachable
         file.truncated = reader.truncated
         file.skipped = dict(reader.skipped)
         if stamped is not None and stamped.missing:
@@ -223,7 +228,29 @@ def _decode_captures(
             f"no Aeron cluster messages found for the members {members.text!r} ({udp} UDP packet(s); skipped: {seen})",
             source=names,
         )
-    return PcapImport(events, files, members, DecodeSummary.of(decoder), problems, notes)
+    return PcapImport(events, files, members, DecodeSummary.of(decoder), problems, notes,
+                      _liveness(decoder, members, unreachable))
+
+
+def _liveness(decoder: DatagramDecoder, members: MemberMap, unreachable: Sequence[PortUnreachable]
+              ) -> dict[int, WireLiveness]:
+    """Per member: its spans of activity, the ICMP port unreachable answers to datagrams sent to its
+    consensus endpoint, its SETUP requests from there and its consensus publications."""
+    # Only the consensus endpoint counts: a consensus module keeps it bound as long as it lives, while
+    # its log and catch-up endpoints and its publications come and go with its role.
+    dead: dict[int, list[int]] = {}
+    for answer in unreachable:
+        owner = members.lookup(answer.dst_ip, answer.dst_port)
+        if answer.ts_ns is not None and owner is not None and owner[1] == "consensus":
+            dead.setdefault(owner[0], []).append(answer.ts_ns)
+    heard, asked = decoder.heard(), decoder.setup_requests()
+    # Only consensus publications: a consensus module makes them when it starts (a leader's new log
+    # publication or a catch-up replay is no sign of a new process).
+    publications = {member: [p for p in own if p[2] == decoder.streams.consensus]
+                    for member, own in decoder.publications().items()}
+    return {member: WireLiveness(tuple(heard.get(member, ())), tuple(sorted(dead.get(member, ()))),
+                                 tuple(asked.get(member, ())), tuple(publications.get(member, ())))
+            for member in sorted(set(heard) | set(dead))}
 
 
 def import_pcaps(
