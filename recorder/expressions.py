@@ -43,7 +43,7 @@ from its value before it (never without a "before").
 (`Expected` when a token was not what the grammar wanted there; ``found`` None at the end).
 `validate` refuses members the replay does not have, fields a language knows only later, and
 state and role names Aeron does not have.  The evaluator reads a `Scene`: a plain mapping of member id
-to that member's state (a dict with Aeron's camelCase keys, as ``Node.inspect()`` and the summary give
+to that member's state (a dict with Aeron's camelCase keys, as ``MemberView.to_json()`` and the summary give
 it), the states before the event, the language's globals, and its functions.  Pure: no I/O.
 """
 

@@ -5,6 +5,10 @@ The samples ``samples/graceful-close-across-versions`` and ``samples/replay-past
 releases, and bisect must find the release that made the difference: 1.41.0 (graceful-close slowdown
 came in), 1.42.0 (it went away, #1472) and 1.50.0 (follower replay bounded by the commit position,
 #1898).
+
+The two samples' committed bytes are regression pins of our own simulator, not evidence about Aeron;
+which release made a difference is judged against Aeron's history (engine/versions.py) and, where one
+exists, a real capture of that release (tests/test_real_version_captures.py).
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ does; commit only a diff you understand: the expectations are written from aeron
 copied from the engine.  Where the engine disagrees with the reference, the stanza keeps the
 reference's transcript under a ``# xfail: <why>`` comment (the test then reports an expected
 failure, and fails once the engine agrees, so the mark comes off).
+
+What these transcripts are: regression pins, written against aeron-election.md and the engine's own
+runs.  They say the engine still does what it did; they prove nothing about Aeron.  Evidence of
+fidelity comes from real captures (tests/test_real_capture_conformance.py,
+tests/test_real_capture_replay.py, tests/test_real_version_captures.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ The samples under ``samples/`` are checked four ways: they regenerate to the com
 frame of their pcaps is Aeron as Wireshark knows it (when tshark is installed), their replay files
 replay with zero divergences (and the replayed election states are the ones the agent logs show),
 and converting their pcaps with the capture importer gives back the events the simulator recorded.
+
+The committed samples are regression pins made by our own simulator: that they regenerate byte for
+byte proves the simulator is deterministic and unchanged, nothing about Aeron.  Evidence of fidelity
+comes from real captures (tests/test_real_capture_conformance.py and the other test_real_* modules).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Snapshot tests of the main screens over the leader-failover sample (pytest-textual-snapshot).
 
 Update after a deliberate change with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and
-look at the SVGs in tests/__snapshots__/ before committing them.
+look at the SVGs in tests/__snapshots__/ before committing them.  The snapshots are regression pins
+of our own screens over a simulated sample: they say nothing about Aeron.
 """
 
 from __future__ import annotations

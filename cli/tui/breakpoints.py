@@ -12,7 +12,7 @@ A condition reads like what one would say about the cluster::
 
 The grammar and its meaning are `recorder.expressions`' (``recount bisect --check`` speaks it too, so
 ``node[2].electionState == "CLOSED"`` works here as well); this module gives it what a breakpoint may
-read, the fields of `Node.inspect()`, checked as a condition is parsed.  A comparison under ``node N``
+read, the fields of `MemberView.to_json()`, checked as a condition is parsed.  A comparison under ``node N``
 reads member N's state; one without reads "the member", and the whole condition holds when it holds for
 some member.  A path that leads nowhere reads as null.  ``path changes`` (or ``watch path``) holds at
 an event after which the value differs from its value before it; a condition that has one fires at
@@ -32,7 +32,7 @@ from typing import Any
 from recorder import expressions
 from recorder.expressions import Expected, Expression, ExpressionError, Language, Scene, lookup
 
-#: The first names a path may start with (what `Node.inspect()` documents), and the aliases.
+#: The first names a path may start with (what `MemberView.to_json()` gives), and the aliases.
 KNOWN_FIELDS = frozenset(
     {
         "electionState",
@@ -87,7 +87,7 @@ def _error(error: ExpressionError) -> BreakpointError:
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """A parsed breakpoint condition; call it with ``{memberId: Node.inspect()}``."""
+    """A parsed breakpoint condition; call it with ``{memberId: MemberView.to_json()}``."""
 
     expression: Expression
 

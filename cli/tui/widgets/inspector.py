@@ -6,7 +6,7 @@ member its Election fields, running deadlines with the time left from the cursor
 ClusterMember table it holds, node-state.dat and recording.log decoded; then the event under the
 cursor decoded field by field, with its raw bytes.  Values that differ from the state after the
 previous event are highlighted (`inspector--changed`).  Everything shown comes from
-`Node.inspect()` through `Session.moment`; this module only lays it out.
+each member's `MemberView.to_json()` through `Session.moment`; this module only lays it out.
 """
 
 from __future__ import annotations
