@@ -447,7 +447,7 @@ class NodeReplay:
         ts = event.ts
         self.now = ts
         driver = self.driver
-        driver.run_until(ts)
+        driver.clock.run_until(ts)
         node_id = event.node
         if self.selected is not None and node_id not in self.selected:
             self._resolve_due(ts, out)
@@ -478,7 +478,7 @@ class NodeReplay:
                 position = event.fields.get("logPosition")
                 if isinstance(position, int):
                     self.invariants.observe_committed(position)
-            if member.running:
+            if not member.ended and member.node.is_running:
                 item = input_of(event)
                 if item is None:
                     driver.touch(node_id, ts)  # not an input to the model; time passes all the same

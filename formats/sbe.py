@@ -210,9 +210,26 @@ def _builder(spec: BlockSpec) -> Any:
     if spec._builder is not None and spec._builder[0] is cls:
         return spec._builder[1]
     attrs = spec._attrs + tuple(g.attr for g in spec.groups) + tuple(v.attr for v in spec.var_data)
+    slots = [getattr(cls, name, None) for name in attrs]
+    if all(type(slot).__name__ == "member_descriptor" for slot in slots) and set(attrs) == set(
+        getattr(cls, "__slots__", ())
+    ):
+        # A slotted class: each value put in its slot by the slot's own descriptor, as the generated
+        # __init__ does after parsing its keywords; decoding gives every attribute, in order, so
+        # there is nothing to parse or default (the hot path of every replay and import).
+        setters = tuple(slot.__set__ for slot in slots)
+        new = object.__new__
 
-    def build(values: list[Any]) -> Any:
-        return cls(**dict(zip(attrs, values, strict=False)))  # one value per attribute, by construction
+        def build(values: list[Any]) -> Any:
+            value = new(cls)
+            for put, item in zip(setters, values, strict=True):
+                put(value, item)
+            return value
+
+    else:
+
+        def build(values: list[Any]) -> Any:
+            return cls(**dict(zip(attrs, values, strict=False)))  # one value per attribute, by construction
 
     spec._builder = (cls, build)
     return build

@@ -82,6 +82,10 @@ class Clock:
     def run_until(self, end_ns: int, on_progress: Callable[[int], None] | None = None) -> None:
         """Run every action due up to and including ``end_ns``, then set the clock to ``end_ns``."""
         queue = self._queue
+        if not queue or queue[0][0] > end_ns:  # the common case in a replay: nothing due yet
+            if end_ns > self.now_ns:
+                self.now_ns = end_ns
+            return
         pop = heapq.heappop
         while queue and queue[0][0] <= end_ns:
             time_ns, _, _, _, timer = pop(queue)

@@ -171,19 +171,15 @@ class ClusterDriver:
         self._collect(self.members[member_id])
 
     def _collect(self, member: Member) -> None:
-        ready = member.node.take_outputs()
-        if ready:
+        node = member.node
+        ready = node.take_outputs()
+        if ready.outputs:
             self.on_ready(member.member_id, ready)
-        self._schedule_wakeup(member)
-
-    def _schedule_wakeup(self, member: Member) -> None:
-        if not member.running:
-            self._cancel_wakeup(member)
-            return
-        tick = member.node.next_wakeup_ns()
+        # The member's next deadline, rescheduled when it moved (the hot path: it seldom does).
+        tick = node.next_wakeup_ns() if not member.ended and node.is_running else None
         if tick is not None and tick < self.clock.now_ns:
             tick = self.clock.now_ns
-        if tick == member.wakeup_ns and member.wakeup is not None:
+        if tick == member.wakeup_ns and (tick is None or member.wakeup is not None):
             return
         self._cancel_wakeup(member)
         if tick is not None:

@@ -47,8 +47,15 @@ def input_of(event: Any) -> Input | None:
         if channel == "consensus":
             # NewLeadershipTerm of schema v15 (Aeron 1.50.0) keeps its commitPosition.
             return ConsensusMessage(message=message_of(event), peer=event.peer)
-        if channel == "log":
-            return LogFrame(message=event.message(), log_position=_log_position(event), length=_length(event))
+        if channel == "log":  # the hot path of a replay under load: inlined
+            extra = event.extra
+            position = extra.get("logPosition") if extra else None
+            payload = event.payload
+            return LogFrame(
+                message=event.message(),
+                log_position=position if type(position) is int else None,
+                length=len(payload) if payload is not None else None,
+            )
         if channel == "ingress":
             return IngressMessage(message=event.message(), length=_length(event))
         return None

@@ -69,6 +69,7 @@ from formats.recording_log import RecordingLog
 
 MS = 1_000_000
 MAX_CYCLES_PER_TICK = 64
+_UNKNOWN = -1  # a next wakeup not yet computed (ticks are never negative; an int survives deepcopy)
 _NOTHING = Ready()
 _NULL = -1
 
@@ -88,6 +89,7 @@ class Node:
         "_now_ns",
         "_outputs",
         "_held",
+        "_wakeup",
     )
 
     def __init__(
@@ -124,6 +126,7 @@ class Node:
                 self._restart(item, now_ns)
             return
         self.advance(now_ns)
+        self._wakeup = _UNKNOWN  # whatever the input does below may move the next deadline
         agent = self.agent
         if kind is ConsensusMessage:
             self._tick(now_ns, item.message, item.peer)
@@ -164,6 +167,7 @@ class Node:
     def expect_log_evidence(self) -> None:
         """The inputs will include this member's own log appends (``out`` events on channel ``log``):
         as leader it appends what they show and nothing for ingress (kept across restarts)."""
+        self._wakeup = _UNKNOWN
         self.log_evidence = True
         self.agent.log_evidence = True
 
@@ -178,7 +182,16 @@ class Node:
             self._now_ns = now_ns
 
     def next_wakeup_ns(self) -> int | None:
-        """The next millisecond tick at which a timer could act (None: only an input can wake it)."""
+        """The next millisecond tick at which a timer could act (None: only an input can wake it).
+
+        Remembered until the node next runs (a step, a tick, a restart): `advance` asks it at each
+        tick and a driver asks again right after, at no cost."""
+        wakeup = self._wakeup
+        if wakeup == _UNKNOWN:
+            wakeup = self._wakeup = self._next_wakeup_ns()
+        return wakeup
+
+    def _next_wakeup_ns(self) -> int | None:
         if not self.is_running:
             return None
         if self.agent.blocked_until_ns is not None:
@@ -253,6 +266,7 @@ class Node:
         self.agent.snapshot_durations_ns = list(start.snapshot_durations_ns)
         self.agent.shutdown_snapshot = start.shutdown_snapshot
         self.is_running = True
+        self._wakeup = _UNKNOWN
         tick = start.ts - start.ts % MS
         self._now_ns = start.ts
         self._tick_ns = tick
@@ -293,6 +307,7 @@ class Node:
 
         While the agent waits for the driver (`log_publication_waits_ns`) it runs no cycle: what
         arrives waits in `_held`, and is handled, in order, when the wait is over."""
+        self._wakeup = _UNKNOWN
         agent = self.agent
         blocked = agent.blocked_until_ns
         if blocked is not None:
@@ -320,6 +335,7 @@ class Node:
         self._collect()
 
     def _repeat_cycles(self) -> None:
+        self._wakeup = _UNKNOWN
         agent = self.agent
         for _ in range(MAX_CYCLES_PER_TICK):
             if agent.blocked_until_ns is not None:
