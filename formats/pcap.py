@@ -40,10 +40,13 @@ from __future__ import annotations
 import socket
 import struct
 import sys
+from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from formats.errors import DecodeError
 
@@ -143,6 +146,170 @@ class _Fragments:
     first_offset: int = 0
 
 
+class PacketColumns:
+    """The UDP datagrams of a capture as arrays, row by row in file order (`PcapReader.columns`).
+
+    One row per datagram, as `PcapReader.packets` yields them: ``index``, ``ts_ns``, ``src`` and
+    ``dst`` (numbers into ``addresses``), ``src_port``, ``dst_port``, where the payload is
+    (``payload_offset`` into ``data`` and ``payload_length``; -1 and ``loose[row]`` for a datagram
+    rebuilt from IP fragments), ``file_offset``, ``interface_id``, ``caplen`` and ``origlen``.
+    ``has_ts`` is None when every packet has a time, else False where it has none (pcapng Simple
+    Packet Blocks; ``ts_ns`` is 0 there).  A time beyond int64 nanoseconds (a damaged pcapng) is in
+    ``huge_ts[row]`` (``ts_ns`` 0).  `packet` gives one row as the `Packet` `packets` yields.
+    """
+
+    __slots__ = ("index", "ts_ns", "src", "src_port", "dst", "dst_port", "payload_offset", "payload_length",
+                 "file_offset", "interface_id", "caplen", "origlen", "has_ts", "addresses", "data", "loose",
+                 "huge_ts")
+
+    def __init__(self, *, index, ts_ns, src, src_port, dst, dst_port, payload_offset, payload_length, file_offset,
+                 interface_id, caplen, origlen, has_ts, addresses: list[str], data: memoryview,
+                 loose: dict[int, bytes] | None = None, huge_ts: dict[int, int] | None = None) -> None:
+        self.index, self.ts_ns = index, ts_ns
+        self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
+        self.payload_offset, self.payload_length = payload_offset, payload_length
+        self.file_offset, self.interface_id, self.caplen, self.origlen = file_offset, interface_id, caplen, origlen
+        self.has_ts = has_ts
+        self.addresses = addresses
+        self.data = data
+        self.loose = loose if loose is not None else {}
+        self.huge_ts = huge_ts if huge_ts is not None else {}
+
+    def time(self, row: int) -> int | None:
+        if self.has_ts is not None and not self.has_ts[row]:
+            return None
+        return self.huge_ts[row] if self.huge_ts and row in self.huge_ts else int(self.ts_ns[row])
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def payload(self, row: int) -> memoryview | bytes:
+        offset = int(self.payload_offset[row])
+        if offset < 0:
+            return self.loose[row]
+        return self.data[offset : offset + int(self.payload_length[row])]
+
+    def packet(self, row: int) -> Packet:
+        offset = int(self.payload_offset[row])
+        return Packet(
+            int(self.index[row]),
+            self.time(row),
+            self.addresses[self.src[row]],
+            int(self.src_port[row]),
+            self.addresses[self.dst[row]],
+            int(self.dst_port[row]),
+            self.payload(row),
+            int(self.file_offset[row]),
+            int(self.interface_id[row]),
+            int(self.caplen[row]),
+            int(self.origlen[row]),
+            None if offset < 0 else offset,
+        )
+
+    def packets(self) -> Iterator[Packet]:
+        for row in range(len(self.index)):
+            yield self.packet(row)
+
+    def with_packets(self, packets: list[Packet], names: _AddressBook) -> PacketColumns:
+        """These rows and ``packets`` (read one at a time), together in file order."""
+        count = len(packets)
+        extra = {
+            "index": np.fromiter((p.index for p in packets), np.int64, count),
+            "ts_ns": np.fromiter((p.ts_ns if p.ts_ns is not None and _INT64_MIN <= p.ts_ns <= _INT64_MAX else 0
+                                  for p in packets), np.int64, count),
+            "src": np.fromiter((names.id(p.src_ip) for p in packets), np.int32, count),
+            "src_port": np.fromiter((p.src_port for p in packets), np.int32, count),
+            "dst": np.fromiter((names.id(p.dst_ip) for p in packets), np.int32, count),
+            "dst_port": np.fromiter((p.dst_port for p in packets), np.int32, count),
+            "payload_offset": np.fromiter((-1 if p.payload_offset is None else p.payload_offset for p in packets),
+                                          np.int64, count),
+            "payload_length": np.fromiter((len(p.payload) for p in packets), np.int32, count),
+            "file_offset": np.fromiter((p.file_offset for p in packets), np.int64, count),
+            "interface_id": np.fromiter((p.interface_id for p in packets), np.int64, count),
+            "caplen": np.fromiter((p.caplen for p in packets), np.int64, count),
+            "origlen": np.fromiter((p.origlen for p in packets), np.int64, count),
+        }
+        order = np.argsort(np.concatenate([self.index, extra["index"]]), kind="stable")
+        merged = {name: np.concatenate([getattr(self, name), values])[order] for name, values in extra.items()}
+        missing = [p.ts_ns is None for p in packets]
+        has_ts = None
+        if self.has_ts is not None or any(missing):
+            mine = self.has_ts if self.has_ts is not None else np.ones(len(self.index), dtype=bool)
+            has_ts = np.concatenate([mine, ~np.array(missing, dtype=bool)])[order]
+        where = np.empty(len(order), dtype=np.int64)
+        where[order] = np.arange(len(order))
+        first = len(self.index)
+        loose = {int(where[first + k]): bytes(p.payload) for k, p in enumerate(packets) if p.payload_offset is None}
+        loose.update({int(where[row]): payload for row, payload in self.loose.items()})
+        huge = {int(where[first + k]): p.ts_ns for k, p in enumerate(packets)
+                if p.ts_ns is not None and not _INT64_MIN <= p.ts_ns <= _INT64_MAX}
+        huge.update({int(where[row]): ts for row, ts in self.huge_ts.items()})
+        return PacketColumns(**merged, has_ts=has_ts, addresses=names.names, data=self.data, loose=loose,
+                             huge_ts=huge)
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class _AddressBook:
+    """IP addresses as numbers into one list of their text forms."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def id(self, name: str) -> int:
+        number = self._ids.get(name)
+        if number is None:
+            number = self._ids[name] = len(self.names)
+            self.names.append(name)
+        return number
+
+    def ipv4_ids(self, addresses: np.ndarray) -> np.ndarray:
+        if not len(addresses):
+            return np.zeros(0, dtype=np.int32)
+        distinct, inverse = np.unique(addresses, return_inverse=True)
+        ids = np.array([self.id(_ipv4_name(int(a).to_bytes(4, "big"))) for a in distinct.tolist()], dtype=np.int32)
+        return ids[inverse.reshape(-1)]
+
+
+class _Records:
+    """Packet records found by a walk over the file, before their layers are read (`PcapReader.columns`)."""
+
+    __slots__ = ("index", "ts_ns", "has_ts", "file_offset", "start", "ends", "caplen", "origlen", "link_type",
+                 "interface_id", "odd", "ts_objects")
+
+    def __init__(self) -> None:
+        empty = np.zeros(0, dtype=np.int64)
+        self.index = self.ts_ns = self.file_offset = self.start = self.caplen = self.origlen = empty
+        self.link_type = np.zeros(0, dtype=np.int32)
+        self.interface_id = np.zeros(0, dtype=np.int64)
+        self.has_ts = self.ends = self.odd = None
+        self.ts_objects: list | None = None
+
+
+#: Link types whose IPv4 packets `PcapReader.columns` reads as arrays: (link type, link header
+#: length, how the link header says "IPv4").
+_FAST_LINKS = (
+    (LINKTYPE_ETHERNET, 14, "ethertype"),
+    (LINKTYPE_LINUX_SLL, 16, "ethertype"),
+    (LINKTYPE_LINUX_SLL2, 20, "sll2"),
+    (LINKTYPE_NULL, 4, "null"),
+    (LINKTYPE_LOOP, 4, "loop"),
+    (LINKTYPE_RAW, 0, "raw"),
+    (LINKTYPE_IPV4, 0, "raw"),
+)
+
+
+def _typed(data: memoryview, fmt: str) -> np.ndarray:
+    """``data`` read as ``fmt`` values at every byte offset (a view: index it with offsets to gather)."""
+    kind = np.dtype(fmt)
+    count = max(0, len(data) - kind.itemsize + 1)
+    if not count:
+        return np.zeros(0, dtype=kind)
+    return np.ndarray((count,), dtype=kind, buffer=data, offset=0, strides=(1,))
+
+
 class PcapReader:
     """Reads one capture held in memory.  See the module docstring for what is kept and reported."""
 
@@ -178,6 +345,11 @@ class PcapReader:
         self.interfaces: list[Interface] = []
         self._fragments: dict[tuple, _Fragments] = {}
         self._reported_link_types: set[int] = set()
+        # Where a problem belongs in file order, for `columns`, which finds them out of order: after
+        # packet ``_at``'s own problems (phase 0) or after the blocks that follow it (phase 1).
+        self._at: float = 0
+        self._phase = 0
+        self._keys: list[tuple[float, int]] | None = None
 
     # --- public -------------------------------------------------------------------------------
     def packets(self) -> Iterator[Packet]:
@@ -187,6 +359,10 @@ class PcapReader:
             yield from self._classic()
         else:
             yield from self._pcapng()
+        self._incomplete_fragments()
+
+    def _incomplete_fragments(self) -> None:
+        self._at = float("inf")
         for key, pending in self._fragments.items():
             self._problem(
                 f"IP fragments from packet {pending.first_index} on never completed the datagram"
@@ -195,6 +371,198 @@ class PcapReader:
             )
             self.skipped["incomplete IP fragments"] += 1
         self._fragments.clear()
+
+    def columns(self) -> PacketColumns:
+        """The same datagrams as `packets`, with the same problems and counts, as columns.
+
+        Records in the common layout (IPv4 without options or fragments, UDP, over Ethernet without
+        VLAN tags, Linux cooked SLL/SLL2, NULL/LOOP or raw IP) are decoded for the whole file at once,
+        a handful of array operations per field; any other record goes through the same code as
+        `packets` one at a time.
+        """
+        self._reset()
+        self._keys = []
+        records = self._classic_records() if self.format == "pcap" else self._pcapng_table()
+        try:
+            return self._columns(records)
+        finally:
+            if self._keys:
+                order = sorted(range(len(self.problems)), key=self._keys.__getitem__)
+                self.problems = [self.problems[i] for i in order]
+            self._keys = None
+
+    def _classic_records(self) -> _Records:
+        """Walk a classic pcap's record headers (the one loop over records in Python), then check them."""
+        data = self._data
+        size = len(data)
+        records = _Records()
+        if size < 24:
+            self._fatal("a 24-byte pcap file header", 0)
+            return records
+        order = "<" if int.from_bytes(data[:4], "little") in (PCAP_MAGIC_MICROSECONDS, PCAP_MAGIC_NANOSECONDS) else ">"
+        magic, _major, _minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(order + "IHHiIII", data, 0)
+        link_type = network & 0xFFFF
+        self.interfaces.append(Interface(link_type, snaplen, 1 if magic == PCAP_MAGIC_NANOSECONDS else 1000, 1, 0))
+        limit = max(snaplen, MAX_RECORD_LENGTH)
+        unpack_caplen = struct.Struct(order + "I").unpack_from
+        offsets = array("q")
+        append = offsets.append
+        offset = 24
+        last = size - 16
+        # As short as it can be; a record that is too long or runs past the end is found below (the
+        # walk may have gone on through garbage after it, which is then dropped).
+        while offset <= last:
+            append(offset)
+            offset += 16 + unpack_caplen(data, offset + 8)[0]
+        file_offset = np.frombuffer(offsets, dtype=np.int64) if offsets else np.zeros(0, np.int64)
+        wide = _typed(data, order + "u8")
+        times, lengths = wide[file_offset], wide[file_offset + 8]
+        if order == "<":
+            seconds, fraction = times & 0xFFFFFFFF, times >> 32
+            caplen, origlen = lengths & 0xFFFFFFFF, lengths >> 32
+        else:
+            seconds, fraction = times >> 32, times & 0xFFFFFFFF
+            caplen, origlen = lengths >> 32, lengths & 0xFFFFFFFF
+        caplen = caplen.astype(np.int64)
+        bad = np.flatnonzero((caplen > limit) | (file_offset + 16 + caplen > size))
+        count = len(file_offset)
+        if len(bad):
+            count = int(bad[0])
+            at, length = int(file_offset[count]), int(caplen[count])
+            if length > limit:
+                self._fatal(f"a record of at most {limit} bytes, header says {length} (corrupt record header)", at)
+            else:
+                self._fatal(f"a record of {length} bytes, only {size - at - 16} left (file cut short)", at, count + 1)
+        elif offset < size:
+            self._fatal(f"a 16-byte record header, only {size - offset} bytes left (file cut short)", offset)
+        self.packet_count = count
+        scale = self.interfaces[0].ts_multiplier
+        records.index = np.arange(1, count + 1, dtype=np.int64)
+        records.ts_ns = seconds[:count].astype(np.int64) * 1_000_000_000 + fraction[:count].astype(np.int64) * scale
+        records.file_offset = file_offset[:count]
+        records.start = records.file_offset + 16
+        records.caplen = caplen[:count]
+        records.origlen = origlen[:count].astype(np.int64)
+        records.link_type = np.full(count, link_type, dtype=np.int32)
+        records.interface_id = np.zeros(count, dtype=np.int64)
+        return records
+
+    def _pcapng_table(self) -> _Records:
+        """A pcapng's packet records (block by block, in Python: the blocks vary too much to do otherwise)."""
+        rows = list(self._pcapng_records())
+        records = _Records()
+        count = len(rows)
+        records.index = np.fromiter((r[4] for r in rows), np.int64, count)
+        missing = [i for i, r in enumerate(rows) if r[5] is None]
+        if missing:
+            records.has_ts = np.ones(count, dtype=bool)
+            records.has_ts[missing] = False
+        times = [r[5] for r in rows]
+        huge = [t is not None and not _INT64_MIN <= t <= _INT64_MAX for t in times]
+        if any(huge):  # a time beyond int64 nanoseconds: such records take the one-by-one path
+            records.odd = np.array(huge, dtype=bool)
+            records.ts_objects = times
+            times = [0 if h else t for t, h in zip(times, huge, strict=True)]
+        records.ts_ns = np.fromiter((0 if t is None else t for t in times), np.int64, count)
+        records.file_offset = np.fromiter((r[6] for r in rows), np.int64, count)
+        records.start = np.fromiter((r[2] for r in rows), np.int64, count)
+        records.caplen = np.fromiter((r[8] for r in rows), np.int64, count)
+        records.origlen = np.fromiter((r[9] for r in rows), np.int64, count)
+        records.link_type = np.fromiter((r[0] for r in rows), np.int32, count)
+        records.interface_id = np.fromiter((r[7] for r in rows), np.int64, count)
+        records.ends = np.fromiter((r[3] for r in rows), np.int64, count)
+        return records
+
+    def _columns(self, records: _Records) -> PacketColumns:
+        data = self._data
+        count = len(records.index)
+        # The link header's length, where the link layer says the packet is IPv4; -1 where it does not.
+        start, caplen, link = records.start, records.caplen, records.link_type
+        ends = records.ends if records.ends is not None else start + caplen
+        ip = np.full(count, -1, dtype=np.int64)
+        u8, be16, be32, be64 = _typed(data, "u1"), _typed(data, ">u2"), _typed(data, ">u4"), _typed(data, ">u8")
+        for link_type, header, test in _FAST_LINKS:
+            rows = np.flatnonzero((link == link_type) & (ends - start >= header + 28))
+            if not len(rows):
+                continue
+            at = start[rows]
+            if test == "ethertype":
+                ok = be16[at + header - 2] == ETHERTYPE_IPV4
+            elif test == "sll2":
+                ok = be16[at] == ETHERTYPE_IPV4
+            elif test == "null":
+                family = _typed(data, "<u4")[at]
+                family = np.where(family > 0xFFFF, be32[at], family)
+                ok = family == _AF_INET
+            elif test == "loop":
+                ok = be32[at] == _AF_INET
+            else:  # raw: the IP version in the first nibble
+                ok = (u8[at] >> 4) == 4
+            ip[rows[ok]] = at[ok] + header
+        rows = np.flatnonzero(ip >= 0)
+        at = ip[rows]
+        word0 = be32[at]  # version/IHL, TOS, total length
+        flags_protocol = be64[at + 4]  # identification, flags/fragment offset, TTL, protocol, checksum
+        udp = be64[at + 20]  # ports, UDP length, checksum
+        total = (word0 & 0xFFFF).astype(np.int64)
+        udp_length = ((udp >> 16) & 0xFFFF).astype(np.int64)
+        room = ends[rows] - at
+        fast = (
+            ((word0 >> 24) == 0x45)
+            & (((flags_protocol >> 16) & 0xFF) == IP_PROTOCOL_UDP)
+            & (((flags_protocol >> 32) & 0x3FFF) == 0)
+            & (total >= 28)
+            & (total <= room)
+            & (udp_length >= 8)
+            & (udp_length <= total - 20)
+        )
+        if records.odd is not None:
+            fast &= ~records.odd[rows]
+        rows, at, udp, udp_length = rows[fast], at[fast], udp[fast], udp_length[fast]
+        addresses = be64[at + 12]
+        del word0, flags_protocol, total, room, fast
+        names = _AddressBook()
+        src = names.ipv4_ids(addresses >> 32)
+        dst = names.ipv4_ids(addresses & 0xFFFFFFFF)
+        columns = PacketColumns(
+            index=records.index[rows],
+            ts_ns=records.ts_ns[rows],
+            src=src,
+            src_port=(udp >> 48).astype(np.int32),
+            dst=dst,
+            dst_port=((udp >> 32) & 0xFFFF).astype(np.int32),
+            payload_offset=at + 28,
+            payload_length=(udp_length - 8).astype(np.int32),
+            file_offset=records.file_offset[rows],
+            interface_id=records.interface_id[rows],
+            caplen=records.caplen[rows],
+            origlen=records.origlen[rows],
+            has_ts=records.has_ts[rows] if records.has_ts is not None else None,
+            addresses=names.names,
+            data=data,
+        )
+        self.udp_count += len(rows)
+        # Everything else, one record at a time and in file order, as `packets` reads it.
+        slow = np.ones(count, dtype=bool)
+        slow[rows] = False
+        others = []
+        dissect = self._dissect
+        self._phase = 0
+        for row in np.flatnonzero(slow).tolist():
+            index = int(records.index[row])
+            self._at = index
+            ts = records.ts_objects[row] if records.ts_objects is not None else int(records.ts_ns[row])
+            if records.has_ts is not None and not records.has_ts[row]:
+                ts = None
+            packet = dissect(int(link[row]), data, int(start[row]), int(ends[row]), index, ts,
+                             int(records.file_offset[row]), int(records.interface_id[row]), int(caplen[row]),
+                             int(records.origlen[row]))
+            if packet is not None:
+                others.append(packet)
+        self._incomplete_fragments()
+        if others:
+            columns = columns.with_packets(others, names)
+        return columns
 
     # --- classic pcap -------------------------------------------------------------------------
     def _classic(self) -> Iterator[Packet]:
@@ -299,13 +667,21 @@ class PcapReader:
 
     # --- pcapng -------------------------------------------------------------------------------
     def _pcapng(self) -> Iterator[Packet]:
+        dissect = self._dissect
+        for record in self._pcapng_records():
+            packet = dissect(*record)
+            if packet is not None:
+                yield packet
+
+    def _pcapng_records(self) -> Iterator[tuple]:
+        """Each packet block's record, as the arguments of `_dissect`, in file order; what is wrong
+        with a block goes to ``problems`` (a block that cannot be walked past ends the reading)."""
         data = self._data
         size = len(data)
         offset = 0
         order = "<"
         block_header = struct.Struct("<II")
         index = 0
-        dissect = self._dissect
         while offset < size:
             if size - offset < 12:
                 self._fatal(
@@ -350,7 +726,7 @@ class PcapReader:
             body_end = offset + block_length - 4
             if block_type == PCAPNG_ENHANCED_PACKET or block_type == PCAPNG_OBSOLETE_PACKET:
                 index += 1
-                self.packet_count = index
+                self.packet_count = self._at = index
                 if body_end - body < 20:
                     self._problem("a packet block body of at least 20 bytes", offset, index)
                     offset += block_length
@@ -370,23 +746,11 @@ class PcapReader:
                 else:
                     interface = self.interfaces[interface_id]
                     ts = ((high << 32) | low) * interface.ts_multiplier // interface.ts_divisor
-                    packet = dissect(
-                        interface.link_type,
-                        data,
-                        start,
-                        end,
-                        index,
-                        ts + interface.ts_offset_ns,
-                        offset,
-                        interface_id,
-                        caplen,
-                        origlen,
-                    )
-                    if packet is not None:
-                        yield packet
+                    yield (interface.link_type, data, start, end, index, ts + interface.ts_offset_ns, offset,
+                           interface_id, caplen, origlen)
             elif block_type == PCAPNG_SIMPLE_PACKET:
                 index += 1
-                self.packet_count = index
+                self.packet_count = self._at = index
                 if not self.interfaces:
                     self._problem("an interface description block before simple packets", offset, index)
                 elif body_end - body < 4:
@@ -398,22 +762,12 @@ class PcapReader:
                     if interface.snaplen:
                         caplen = min(caplen, interface.snaplen)
                     start = body + 4
-                    packet = dissect(
-                        interface.link_type,
-                        data,
-                        start,
-                        start + caplen,
-                        index,
-                        None,
-                        offset,
-                        0,
-                        caplen,
-                        origlen,
-                    )
-                    if packet is not None:
-                        yield packet
+                    yield (interface.link_type, data, start, start + caplen, index, None, offset, 0, caplen,
+                           origlen)
             elif block_type == PCAPNG_INTERFACE_DESCRIPTION:
+                self._phase = 1  # a problem here comes after those of the packet before it
                 self._interface(data, body, body_end, order, offset)
+                self._phase = 0
             offset += block_length
 
     def _interface(self, data, body: int, body_end: int, order: str, offset: int) -> None:
@@ -728,9 +1082,12 @@ class PcapReader:
     def _problem(self, expected: str, offset: int | None, index: int | None = None) -> None:
         where = f"packet {index}: " if index is not None else ""
         self.problems.append(DecodeError(where + expected, source=self.source, offset=offset))
+        if self._keys is not None:
+            self._keys.append((self._at, self._phase))
 
     def _fatal(self, expected: str, offset: int, index: int | None = None) -> None:
         self.truncated = True
+        self._at = float("inf")  # nothing is read after it
         self._problem(expected, offset, index)
 
 

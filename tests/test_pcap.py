@@ -171,8 +171,25 @@ def opb(interface: int, ts_units: int, data: bytes, order="<") -> bytes:
 
 
 def read(data: bytes) -> tuple[list, PcapReader]:
+    """The packets of ``data``, one by one; and, checked on the way, that `PcapReader.columns` reads
+    the same packets with the same problems and counts (every capture built here is read both ways)."""
     reader = PcapReader(data, source="test.pcap")
-    return list(reader.packets()), reader
+    packets = list(reader.packets())
+    assert_columns_read_the_same(data, packets, reader)
+    return packets, reader
+
+
+def assert_columns_read_the_same(data: bytes, packets: list, reader: PcapReader) -> None:
+    columnar = PcapReader(data, source="test.pcap")
+    rows = list(columnar.columns().packets())
+    assert [_packet_values(p) for p in rows] == [_packet_values(p) for p in packets]
+    assert [(str(e), e.offset) for e in columnar.problems] == [(str(e), e.offset) for e in reader.problems]
+    assert (columnar.skipped, columnar.truncated, columnar.packet_count, columnar.udp_count, columnar.interfaces) == (
+        reader.skipped, reader.truncated, reader.packet_count, reader.udp_count, reader.interfaces)
+
+
+def _packet_values(packet) -> tuple:
+    return (*packet[:6], bytes(packet.payload), *packet[7:])
 
 
 # --- The real capture ----------------------------------------------------------------------------
@@ -231,6 +248,7 @@ def test_classic_pcap_in_either_byte_order_and_resolution_gives_the_same_packet(
 @pytest.mark.parametrize(
     ("link_type", "frame"),
     [
+        (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD))),
         (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD), vlans=[(0x8100, 5)])),
         (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD), vlans=[(0x88A8, 5), (0x8100, 6)])),
         (LINKTYPE_ETHERNET, ethernet(ipv6(PAYLOAD), ethertype=0x86DD)),
@@ -252,6 +270,28 @@ def test_every_supported_link_type_yields_the_udp_payload(link_type, frame):
     assert bytes(packet.payload) == PAYLOAD and packet.dst_port == 20103
     assert packet.src_ip in ("10.0.0.1", "fd00::1")
     assert reader.problems == []
+
+
+@pytest.mark.parametrize(
+    ("link_type", "frame"),
+    [
+        (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD))),
+        (LINKTYPE_LINUX_SLL, struct.pack("!HHH8sH", 0, 772, 6, bytes(8), 0x0800) + ipv4(PAYLOAD)),
+        (LINKTYPE_LINUX_SLL2, struct.pack("!HHIHBB8s", 0x0800, 0, 1, 772, 0, 6, bytes(8)) + ipv4(PAYLOAD)),
+        (LINKTYPE_NULL, struct.pack("<I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_NULL, struct.pack(">I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_LOOP, struct.pack(">I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_RAW, ipv4(PAYLOAD)),
+        (LINKTYPE_IPV4, ipv4(PAYLOAD)),
+    ],
+)
+def test_plain_ipv4_udp_over_the_common_link_types_is_read_as_columns_without_a_packet_at_a_time(
+        link_type, frame, monkeypatch):
+    data = classic([(TS + i, frame) for i in range(3)], link_type=link_type)
+    packets, _ = read(data)
+    monkeypatch.setattr(PcapReader, "_dissect", lambda *args: pytest.fail("read one packet at a time"))
+    columns = PcapReader(data).columns()
+    assert [_packet_values(columns.packet(row)) for row in range(len(columns))] == [_packet_values(p) for p in packets]
 
 
 def test_ipv4_options_and_ipv6_extension_headers_are_stepped_over():
@@ -406,6 +446,20 @@ def test_damaged_captures_never_raise_while_reading(data):
     packets, reader = read(bytes(damaged))
     assert all(isinstance(bytes(p.payload), bytes) for p in packets)
     assert all(isinstance(problem, DecodeError) for problem in reader.problems)
+
+
+def test_columns_read_the_fuzzers_mutations_of_the_real_captures_as_packets_does():
+    """The mutation fuzzer's inputs (real and sample captures, bit flips, cuts, splices, ...): the
+    columnar reading gives the same packets, problems and counts as the packet-at-a-time one."""
+    from tests.fuzzing import make_input
+
+    for index in range(300):
+        data = make_input("pcap", 13, index)
+        try:
+            reader = PcapReader(data, source="test.pcap")
+        except DecodeError:
+            continue
+        assert_columns_read_the_same(data, list(reader.packets()), reader)
 
 
 # --- pcapng --------------------------------------------------------------------------------------
