@@ -18,7 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from formats.events import Event
+import numpy as np
+
+from formats.event_columns import EventColumns
+from formats.events import CHANNELS, DIRECTIONS, Event
 
 #: The roles in an Aeron members string, after the member id (aeron.cluster.members).
 _ROLES = ("ingress", "consensus", "log", "catchup", "archive")
@@ -89,19 +92,32 @@ def _unknown_endpoints(cluster_members: str | None) -> tuple[list[int], dict[int
     return ids, unknown
 
 
-def coverage(events: Iterable[Event], cluster_members: str | None = None) -> Coverage:
+def _distinct_sides(columns: EventColumns) -> list[tuple[int, str, str, int | None]]:
+    """(node, dir, channel, peer) of ``columns``' rows, each distinct one once."""
+    none = -1 << 40
+    peer = np.where(columns.has_peer, columns.peer, none)
+    keys = np.stack([columns.node, columns.dir.astype(np.int64), columns.channel.astype(np.int64), peer], axis=1)
+    distinct = np.unique(keys, axis=0) if len(keys) else keys
+    return [(node, DIRECTIONS[direction], CHANNELS[channel], None if peer == none else peer)
+            for node, direction, channel, peer in distinct.tolist()]
+
+
+def coverage(events: Iterable[Event] | EventColumns, cluster_members: str | None = None) -> Coverage:
     """Which members' side ``events`` show (see the module docstring)."""
     received: dict[int, set[int]] = {}
     senders: set[int] = set()
     nodes: set[int] = set()
-    for event in events:
-        nodes.add(event.node)
-        if event.channel != "consensus" or event.peer is None or event.peer == event.node:
+    # Only sets are kept, so events held as columns are read once per distinct (node, dir, channel, peer).
+    sides = (_distinct_sides(events) if isinstance(events, EventColumns)
+             else ((e.node, e.dir, e.channel, e.peer) for e in events))
+    for node, direction, channel, peer in sides:
+        nodes.add(node)
+        if channel != "consensus" or peer is None or peer == node:
             continue
-        if event.dir == "in":
-            sender, receiver = event.peer, event.node
-        elif event.dir == "out":
-            sender, receiver = event.node, event.peer
+        if direction == "in":
+            sender, receiver = peer, node
+        elif direction == "out":
+            sender, receiver = node, peer
         else:
             continue
         senders.add(sender)

@@ -28,8 +28,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from engine.config import Config
-from formats.events import Event
+from formats.event_columns import EventColumns
+from formats.events import CHANNELS, DIRECTIONS, Event
 
 MS = 1_000_000
 HEARTBEAT_INTERVAL = "aeron.cluster.leader.heartbeat.interval"
@@ -120,6 +123,10 @@ def _heartbeat_timeout(events: list[Event]) -> Inferred | None:
         elif event.dir == "local" and event.type == "MemberStart":
             leader_of.pop(event.node, None)
             canvassing.discard(event.node)
+    return _timeout_from(samples)
+
+
+def _timeout_from(samples: list[int]) -> Inferred | None:
     if not samples:
         return None
     shortest = min(samples)
@@ -128,8 +135,10 @@ def _heartbeat_timeout(events: list[Event]) -> Inferred | None:
                     f"follower(s) canvassing {shortest / 1e9:.3f}s after their leader's last message")
 
 
-def infer_settings(events: Iterable[Event]) -> list[Inferred]:
+def infer_settings(events: Iterable[Event] | EventColumns) -> list[Inferred]:
     """What the capture's sends show of the members' settings (possibly nothing)."""
+    if isinstance(events, EventColumns):
+        return _infer_from_columns(events)
     ordered = sorted(events, key=lambda e: e.ts)
     heartbeats: dict[tuple[int, int | None], list[int]] = defaultdict(list)
     canvass: dict[tuple[int, int | None], list[int]] = defaultdict(list)
@@ -141,6 +150,64 @@ def infer_settings(events: Iterable[Event]) -> list[Inferred]:
         elif event.type == "CanvassPosition":
             canvass[(event.node, event.peer)].append(event.ts)
     found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _heartbeat_timeout(ordered)]
+    return [one for one in found if one is not None]
+
+
+def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
+    """`infer_settings` of events held as columns: the same sends gathered with array operations, and
+    the silences of `_heartbeat_timeout` found from the few canvasses that begin an election."""
+    order = np.argsort(columns.ts, kind="stable")
+    ts, node, direction = columns.ts[order], columns.node[order], columns.dir[order]
+    has_peer, peer, channel = columns.has_peer[order], columns.peer[order], columns.channel[order]
+    codes, names = columns.type_codes()
+    kind = codes[order]
+
+    def of_type(*wanted: str) -> np.ndarray:
+        numbers = [names.index(name) for name in wanted if name in names]
+        return np.isin(kind, numbers)
+
+    out, inward, local = (direction == DIRECTIONS.index(name) for name in ("out", "in", "local"))
+    consensus = channel == CHANNELS.index("consensus")
+
+    def sends(mask: np.ndarray) -> dict[tuple[int, int | None], list[int]]:
+        rows = np.flatnonzero(mask)
+        by_pair: dict[tuple[int, int | None], list[int]] = defaultdict(list)
+        for member, known, other, when in zip(node[rows].tolist(), has_peer[rows].tolist(), peer[rows].tolist(),
+                                              ts[rows].tolist(), strict=True):
+            by_pair[(member, other if known else None)].append(when)
+        return by_pair
+
+    heartbeats = sends(out & consensus & of_type("AppendPosition", "CommitPosition"))
+    canvass_rows = out & consensus & of_type("CanvassPosition")
+    canvass = sends(canvass_rows)
+    # _heartbeat_timeout: per member, a canvass begins an election when the last of its marks (a
+    # CommitPosition/NewLeadershipTerm received, a canvass, a MemberStart) before it is not a canvass;
+    # the leader is the sender of that mark when it is a CommitPosition/NewLeadershipTerm.
+    received = inward & has_peer & (consensus | (channel == CHANNELS.index("log")))
+    leads = received & of_type("CommitPosition", "NewLeadershipTerm")
+    starts = local & of_type("MemberStart")
+    marks = np.flatnonzero(leads | canvass_rows | starts)
+    marks = marks[np.argsort(node[marks], kind="stable")]
+    heard_rows = np.flatnonzero(received)  # by (member, peer), each in order
+    heard_pair = (node[heard_rows] << 32) + peer[heard_rows]
+    by_pair = np.argsort(heard_pair, kind="stable")
+    heard_rows, heard_pair = heard_rows[by_pair], heard_pair[by_pair]
+    samples: list[int] = []
+    for k, row in enumerate(marks.tolist()):
+        if not canvass_rows[row]:
+            continue
+        before = marks[k - 1] if k and node[marks[k - 1]] == node[row] else None
+        if before is not None and canvass_rows[before]:
+            continue  # still canvassing
+        if before is None or not leads[before]:
+            continue  # no leader known: its leader_of entry was never set or was taken
+        pair = (int(node[row]) << 32) + int(peer[before])
+        low = int(np.searchsorted(heard_pair, pair, side="left"))
+        high = int(np.searchsorted(heard_pair, pair, side="right"))
+        last = int(np.searchsorted(heard_rows[low:high], row, side="left")) - 1  # the last one before the canvass
+        if last >= 0 and ts[row] - ts[heard_rows[low + last]] >= 1_000 * MS:
+            samples.append(int(ts[row] - ts[heard_rows[low + last]]))
+    found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _timeout_from(samples)]
     return [one for one in found if one is not None]
 
 

@@ -35,10 +35,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from engine.versions import model_from_evidence
 from formats.agent_log import DIALECT_BY_NAME
 from formats.errors import DecodeError
-from formats.events import Event
+from formats.event_columns import EventColumns
+from formats.events import DIRECTIONS, Event
 from recorder.capture.agent_log_import import (
     agent_log_events,
     align_agent_log,
@@ -59,9 +62,12 @@ FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
 
 @dataclass(slots=True)
 class CaptureLoad:
-    """The events of one incident and what the summary says about the inputs."""
+    """The events of one incident and what the summary says about the inputs.
 
-    events: list[Event]
+    ``columns`` holds the events as columns when they were built so (captures without agent logs);
+    ``events`` gives them as `Event` values either way (made from the columns on first use)."""
+
+    _events: list[Event] | None
     cluster_members: str | None
     members_from: str | None  #: "--members", "cluster dir", "inferred" or None
     inputs: list[dict[str, Any]] = field(default_factory=list)
@@ -70,6 +76,18 @@ class CaptureLoad:
     alignment: list[dict[str, Any]] = field(default_factory=list)
     decoded: dict[str, Any] = field(default_factory=dict)
     evidence: list[dict[str, Any]] = field(default_factory=list)  #: of the Aeron version (recorder.version_evidence)
+    columns: EventColumns | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        if self._events is None:
+            self._events = self.columns.to_events() if self.columns is not None else []
+        return self._events
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self._events = events
+        self.columns = None
 
     def aeron_version(self) -> dict[str, Any]:
         """The Aeron version the inputs show: each piece of evidence, the model it implies and why."""
@@ -81,13 +99,22 @@ class CaptureLoad:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready: what was read, what was skipped and why, and every assumption made."""
-        counts: dict[str, int] = {}
-        for event in self.events:
-            counts[event.type] = counts.get(event.type, 0) + 1
+        if self.columns is not None:
+            codes, names = self.columns.type_codes()
+            counts = {names[code]: count for code, count in enumerate(np.bincount(codes, minlength=len(names)).tolist())
+                      if count}
+            nodes = sorted(set(np.unique(self.columns.node).tolist()))
+            total = len(self.columns)
+        else:
+            counts = {}
+            for event in self.events:
+                counts[event.type] = counts.get(event.type, 0) + 1
+            nodes = sorted({e.node for e in self.events})
+            total = len(self.events)
         return {
-            "events": len(self.events),
+            "events": total,
             "eventTypes": dict(sorted(counts.items())),
-            "nodes": sorted({e.node for e in self.events}),
+            "nodes": nodes,
             "clusterMembers": self.cluster_members,
             "clusterMembersFrom": self.members_from,
             "inputs": self.inputs,
@@ -169,7 +196,7 @@ def load_captures(
         if not metadata.clean_end:
             recording_notes.append(f"{name}: the recorder did not stop cleanly; read up to its last flush")
 
-    load = CaptureLoad([], member_map.text if member_map else None, members_from)
+    load = CaptureLoad(None, member_map.text if member_map else None, members_from)
     load.notes += recording_notes
     captured = None
     if kinds["pcap"] or recordings:
@@ -188,6 +215,13 @@ def load_captures(
             "messages": dict(captured.summary.messages),
             "skipped": dict(captured.summary.skipped),
         }
+
+    if captured is not None and not kinds["agent-log"]:
+        load.columns = _assembled(load, captured, directories, member_map)
+        load.evidence += wire_evidence(load.columns)
+        if not len(load.columns):
+            raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
+        return load
 
     # (order group, ts, position) sort keys: MemberStart 0, captured 1, agent-log 2, End 3.
     keyed: list[tuple[int, int, int, int, Event]] = []
@@ -258,6 +292,70 @@ def load_captures(
     if not load.events:
         raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
     return load
+
+
+def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: MemberMap | None) -> EventColumns:
+    """The incident's events when no agent log was given: what the loop over ``keyed`` in
+    `load_captures` does (each member's MemberStart, messages it received before it started moved
+    to its start, End), done on the captured events' columns."""
+    rows = captured.columns
+    ts = rows.ts.copy()
+    captured_flag = rows.captured.copy()
+    captured_ts = rows.captured_ts.copy()
+    incoming = rows.dir == DIRECTIONS.index("in")
+    extra: list[tuple[int, int, int, Event]] = []  # (ts, order group, position, event)
+    capture_start = captured.first_ts_ns
+
+    def start_of(directory: Any, node: int) -> int:
+        mine = rows.node == node
+        firsts = [int(ts[mine].min())] if mine.any() else []
+        firsts += [item[0] for item in extra if item[3].node == node]
+        return _start_time_from(directory, capture_start, min(firsts, default=None), [], None)
+
+    def queue_until(node: int, start: int) -> None:
+        early = (rows.node == node) & incoming & (ts < start)
+        captured_ts[early] = ts[early]
+        captured_flag[early] = True
+        ts[early] = start
+
+    started: set[int] = set()
+    for directory in directories:
+        node = member_of(directory)
+        at = start_of(directory, node)
+        info = build_member_start(directory, cluster_members=load.cluster_members,
+                                  as_of_ns=at if capture_start is not None else None)
+        if info.node in started:
+            raise DecodeError(f"a second cluster directory for member {info.node}", source=info.source)
+        started.add(info.node)
+        queue_until(info.node, at)
+        extra.append((at, 0, info.node, Event(ts=at, node=info.node, dir="local", peer=None, channel="local",
+                                              type="MemberStart", fields=_with_waits(info.fields, [], info.node),
+                                              extra={"source": os.path.basename(info.source.rstrip("/"))})))
+        load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node})
+        load.notes += info.notes
+    if member_map is not None:
+        for member in member_map.member_ids:
+            if member not in started:
+                at = start_of(None, member)
+                queue_until(member, at)
+                extra.append((at, 0, member, Event(ts=at, node=member, dir="local", peer=None, channel="local",
+                                                   type="MemberStart",
+                                                   fields=_with_waits({"clusterMembers": member_map.text}, [], member))))
+                load.notes.append(f"member {member}: no cluster directory given; it starts with an empty"
+                                  " recording.log and node-state.dat")
+            end = captured.end_of(member)
+            if end is not None:
+                extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
+                                                    type="End", fields={})))
+    moved = rows.take(np.arange(len(rows)))
+    moved.ts, moved.captured, moved.captured_ts = ts, captured_flag, captured_ts
+    others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
+    everything = EventColumns.concat_shared([moved, others])
+    count = len(rows)
+    when = np.concatenate([ts, np.array([item[0] for item in extra], dtype=np.int64)])
+    group = np.concatenate([np.ones(count, np.int64), np.array([item[1] for item in extra], dtype=np.int64)])
+    position = np.concatenate([np.arange(count), np.array([item[2] for item in extra], dtype=np.int64)])
+    return everything.take(np.lexsort((position, group, when)))
 
 
 def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[list, list[str]]:
@@ -348,7 +446,22 @@ def _queued_until_start(keyed: list, node: int, start: int) -> list:
 
 
 def _start_time(directory: Any, node: int | None, capture_start: int | None, keyed: list) -> int:
-    """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to.
+    """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to
+    (`_start_time_from`, from what ``keyed`` holds of the member)."""
+    mine = [item for item in keyed if item[4].node == node]
+    first = min((item[0] for item in mine), default=None)
+    started = [item[0] for item in mine
+               if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
+    if not started:  # logs before 1.44 have no NEW_ELECTION: the first election leaving INIT
+        started = [item[0] for item in mine if item[4].type == "ElectionStateChange"][:1]
+    own = min((item[0] for item in mine if item[4].dir != "in"), default=None)
+    return _start_time_from(directory, capture_start, first, started, own)
+
+
+def _start_time_from(directory: Any, capture_start: int | None, first: int | None, started: list[int],
+                     own: int | None) -> int:
+    """When a member's replay begins, from its first event (``first``), when its agent log shows its
+    consensus module starting (``started``) and its first event other than a message it received (``own``).
 
     Where the member's agent log shows its consensus module starting (NEW_ELECTION "node started"),
     that moment, its election beginning there (or the member's first event, if that is earlier: a
@@ -356,16 +469,9 @@ def _start_time(directory: Any, node: int | None, capture_start: int | None, key
     capture, that start time; else the capture's first packet (or the member's first event if
     earlier): it was already running.
     """
-    mine = [item for item in keyed if item[4].node == node]
-    first = min((item[0] for item in mine), default=None)
-    started = [item[0] for item in mine
-               if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
-    if not started:  # logs before 1.44 have no NEW_ELECTION: the first election leaving INIT
-        started = [item[0] for item in mine if item[4].type == "ElectionStateChange"][:1]
     if started:
         # What the member received before its consensus module started waited in the image for it
         # (`_queued_until_start`), so only what it did itself can start the replay earlier.
-        own = min((item[0] for item in mine if item[4].dir != "in"), default=None)
         return min(started) if own is None else min(min(started), own)
     mark = directory.mark_files.get("cluster-mark.dat") if directory is not None else None
     start_ns = mark.header.start_timestamp * 1_000_000 if mark is not None and mark.header.start_timestamp > 0 else None

@@ -27,10 +27,14 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from formats.errors import DecodeError
+from formats.event_columns import EventColumns
 from formats.events import Event
-from formats.pcap import PcapReader
+from formats.pcap import PacketColumns, PcapReader
 from formats.replay_file import gc_paused
+from recorder.capture.bulk import BulkDecoder
 from recorder.capture.datagrams import (
     DEFAULT_STREAMS,
     DatagramDecoder,
@@ -75,14 +79,26 @@ class CaptureFile:
         }
 
 
-@dataclass(slots=True)
 class PcapImport:
-    events: list[Event]
-    files: list[CaptureFile]
-    members: MemberMap
-    summary: DecodeSummary
-    problems: list[Problem]
-    notes: list[str]
+    """The events of some captures (as columns, and as `Event`s on first use), and what was read."""
+
+    __slots__ = ("columns", "files", "members", "summary", "problems", "notes", "_events")
+
+    def __init__(self, columns: EventColumns, files: list[CaptureFile], members: MemberMap, summary: DecodeSummary,
+                 problems: list[Problem], notes: list[str]) -> None:
+        self.columns = columns
+        self.files = files
+        self.members = members
+        self.summary = summary
+        self.problems = problems
+        self.notes = notes
+        self._events: list[Event] | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        if self._events is None:
+            self._events = self.columns.to_events()
+        return self._events
 
     @property
     def first_ts_ns(self) -> int | None:
@@ -124,10 +140,145 @@ def decode_captures(
     *,
     streams: Streams = DEFAULT_STREAMS,
     progress: Callable[[int], None] | None = None,
+    bulk: bool = True,
 ) -> PcapImport:
-    """Decode captures given as (name, bytes).  Raises DecodeError only when nothing can be read."""
+    """Decode captures given as (name, bytes).  Raises DecodeError only when nothing can be read.
+
+    ``bulk`` (the default) reads each capture as columns and decodes its steady traffic in bulk
+    (`recorder.capture.bulk`); without it every datagram is read and fed to the decoder one at a
+    time.  Both give the same events, problems and notes (the tests compare them).
+    """
     with gc_paused():  # hundreds of thousands of events, rows and frames, and no cycles among them
+        if bulk:
+            return _decode_in_bulk(captures, members, streams=streams, progress=progress)
         return _decode_captures(captures, members, streams=streams, progress=progress)
+
+
+def _decode_in_bulk(
+    captures: Sequence[tuple[str, bytes | bytearray | memoryview]],
+    members: MemberMap | None,
+    *,
+    streams: Streams,
+    progress: Callable[[int], None] | None,
+) -> PcapImport:
+    readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
+    tables = [reader.columns() for _, reader, _ in readers]
+    missing = [_fill_times(table) for table in tables]
+    notes: list[str] = []
+    if members is None:
+        members = _infer_members(readers, [t.packets() for t in tables], notes)
+    files = [CaptureFile(name, reader.format, size) for name, reader, size in readers]
+    local = _local_members(members, tables, files, notes) if len(readers) > 1 else None
+    decoder = DatagramDecoder(members, streams=streams, local_members=local,
+                              sources={i: name for i, (name, _, _) in enumerate(readers)})
+    feeder = BulkDecoder(decoder)
+    problems: list[Problem] = []
+    for index, (name, reader, size) in enumerate(readers):
+        table = tables[index]
+        feeder.feed(table, capture=index, progress=progress)
+        file = files[index]
+        if len(table):
+            file.first_ts_ns, file.last_ts_ns = table.time(0), table.time(len(table) - 1)
+        file.packets = reader.packet_count
+        file.udp_packets = reader.udp_count
+        file.truncated = reader.truncated
+        file.skipped = dict(reader.skipped)
+        if missing[index]:
+            notes.append(f"{name}: {missing[index]} packet(s) carry no timestamp (pcapng Simple Packet Blocks):"
+                         " each takes the previous packet's time")
+        for error in reader.problems:
+            problems.append(Problem("capture file", error.expected, name, None, error.offset))
+    columns = feeder.finish()
+    problems += decoder.problems
+    return _imported(columns, files, members, decoder, problems, notes + decoder.notes)
+
+
+def _imported(columns: EventColumns, files: list[CaptureFile], members: MemberMap, decoder: DatagramDecoder,
+              problems: list[Problem], notes: list[str]) -> PcapImport:
+    if not len(columns):
+        names = ", ".join(f.path for f in files)
+        udp = sum(f.udp_packets for f in files)
+        seen = "; ".join(f"{count} {category}" for category, count in sorted(decoder.skipped.items())) or "nothing"
+        raise DecodeError(
+            f"no Aeron cluster messages found for the members {members.text!r} ({udp} UDP packet(s); skipped: {seen})",
+            source=names,
+        )
+    return PcapImport(columns, files, members, DecodeSummary.of(decoder), problems, notes)
+
+
+def _fill_times(table: PacketColumns) -> int:
+    """Packets without a time take the previous packet's (0 for the first); how many had none."""
+    if table.has_ts is None:
+        return 0
+    missing = int(np.count_nonzero(~table.has_ts))
+    if table.huge_ts:  # a time beyond int64 before one to fill in: done one by one, as it was read
+        last = 0
+        for row in range(len(table)):
+            value = table.time(row)
+            if value is None:
+                if not -(1 << 63) <= last < 1 << 63:
+                    table.huge_ts[row] = last
+                else:
+                    table.ts_ns[row] = last
+            else:
+                last = value
+    else:
+        rows = np.where(table.has_ts, np.arange(len(table)), -1)
+        last = np.maximum.accumulate(rows) if len(rows) else rows
+        table.ts_ns = np.where(last >= 0, table.ts_ns[np.maximum(last, 0)], 0)
+    table.has_ts = None
+    return missing
+
+
+def _infer_members(readers: list, packets: list, notes: list[str]) -> MemberMap:
+    survey = survey_datagrams(p for one in packets for p in one)
+    members, warnings = infer_members(survey)
+    notes += warnings
+    if members is None:
+        # A file that ended in a corrupt header says so first: that is why nothing was found.
+        for _, reader, _ in readers:
+            if reader.truncated and reader.problems:
+                last = reader.problems[-1]
+                raise DecodeError(f"{last.expected}; no Aeron consensus traffic before it", source=last.source,
+                                  offset=last.offset)
+        names = ", ".join(name for name, _, _ in readers)
+        raise DecodeError(f"no Aeron cluster consensus traffic found ({warnings[0]}); give --members", source=names)
+    return members
+
+
+def _local_members(members: MemberMap, tables: list[PacketColumns], files: list[CaptureFile],
+                   notes: list[str]) -> dict[int, frozenset[int]]:
+    """Which members' hosts each capture was taken on (`members.local_members`), and notes saying so."""
+    local = {}
+    for index, table in enumerate(tables):
+        names = table.addresses
+        endpoints = np.concatenate([table.src.astype(np.int64) << 16 | table.src_port,
+                                    table.dst.astype(np.int64) << 16 | table.dst_port])
+        distinct, inverse = np.unique(endpoints, return_inverse=True)
+        known = np.array([members.lookup(names[e >> 16], e & 0xFFFF) is not None for e in distinct.tolist()],
+                         dtype=bool)[inverse.reshape(-1)] if len(distinct) else np.zeros(0, dtype=bool)
+        count = len(table)
+        involved = known[:count] | known[count:]
+        total = int(np.count_nonzero(involved))
+        counts: Counter[str] = Counter()
+        src, dst = table.src[involved], table.dst[involved]
+        for address, times in zip(*np.unique(np.concatenate([src, dst[dst != src]]), return_counts=True), strict=True):
+            counts[names[int(address)]] += int(times)
+        local[index] = local_members(members, counts, total)
+        files[index].local_members = tuple(sorted(local[index]))
+    for file in files:
+        where = ", ".join(map(str, file.local_members)) or "none (a capture between hosts)"
+        notes.append(f"{file.path}: taken on the host of member(s) {where}")
+    shared = sorted({m for i, f in enumerate(files) for m in f.local_members
+                     if any(m in g.local_members for g in files[i + 1 :])})
+    if shared:
+        first = next(f.path for f in files if shared[0] in f.local_members)
+        notes.append(
+            f"member(s) {', '.join(map(str, shared))} look local to several captures (every datagram of each"
+            f" involves them, as with two members): each message is taken once, from the first capture that"
+            f" shows it ({first} first)"
+        )
+    return local
 
 
 def _decode_captures(
@@ -137,21 +288,11 @@ def _decode_captures(
     streams: Streams,
     progress: Callable[[int], None] | None,
 ) -> PcapImport:
+    """Every datagram read and fed to the decoder one at a time (`decode_captures` without ``bulk``)."""
     readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
     notes: list[str] = []
     if members is None:
-        survey = survey_datagrams(p for _, reader, _ in readers for p in _Timestamps(reader.packets()))
-        members, warnings = infer_members(survey)
-        notes += warnings
-        if members is None:
-            # A file that ended in a corrupt header says so first: that is why nothing was found.
-            for _, reader, _ in readers:
-                if reader.truncated and reader.problems:
-                    last = reader.problems[-1]
-                    raise DecodeError(f"{last.expected}; no Aeron consensus traffic before it", source=last.source,
-                                      offset=last.offset)
-            names = ", ".join(name for name, _, _ in readers)
-            raise DecodeError(f"no Aeron cluster consensus traffic found ({warnings[0]}); give --members", source=names)
+        members = _infer_members(readers, [_Timestamps(reader.packets()) for _, reader, _ in readers], notes)
     local: dict[int, frozenset[int]] | None = None
     files = [CaptureFile(name, reader.format, size) for name, reader, size in readers]
     if len(readers) > 1:
@@ -214,16 +355,7 @@ def _decode_captures(
     keyed.sort(key=itemgetter(0))
     problems += decoder.problems
     notes += decoder.notes
-    events = list(map(itemgetter(1), keyed))
-    if not events:
-        names = ", ".join(f.path for f in files)
-        udp = sum(f.udp_packets for f in files)
-        seen = "; ".join(f"{count} {category}" for category, count in sorted(decoder.skipped.items())) or "nothing"
-        raise DecodeError(
-            f"no Aeron cluster messages found for the members {members.text!r} ({udp} UDP packet(s); skipped: {seen})",
-            source=names,
-        )
-    return PcapImport(events, files, members, DecodeSummary.of(decoder), problems, notes)
+    return _imported(EventColumns.from_events(map(itemgetter(1), keyed)), files, members, decoder, problems, notes)
 
 
 def import_pcaps(

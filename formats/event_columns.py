@@ -1,0 +1,474 @@
+"""Events as columns, and the replay file written from them record batch by record batch.
+
+An `EventColumns` holds events (contract §1) as arrays, one row per event, the way the capture
+importer produces them in bulk: a pcap of a few hundred thousand datagrams becomes as many rows
+without a Python object per event.  What many events share is held once: an *entry* is a type, its
+fields and its payload bytes (a message's ``out`` and ``in`` events, a heartbeat repeated byte for
+byte, are one entry).  ``extra`` is held as columns in its usual shapes (``{"packet": n}`` and
+``{"logPosition": p, "packet": n}``, each possibly followed by ``"capturedTs"``); any other mapping
+is kept as it is.  `event` and iteration give `formats.events.Event` values equal to the events the
+rows were made from, so code that wants events still has them.
+
+`write_replay` writes the replay file (contract §2) with exactly the bytes that
+``replay_file.write_table(replay_file.events_to_table(events, ...), sink)`` writes for the same
+events (the tests check it on every sample and real capture), one record batch at a time, so that
+the whole table is never in memory at once; `to_table` gives the whole table.
+
+Sans-I/O: callers pass pyarrow sinks.  Imports `formats.events` and `formats.replay_file` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from formats import replay_file
+from formats.events import CHANNELS, DIRECTIONS, MESSAGE_CLASSES, Event
+
+#: ``extra_kind`` values: no extra; ``{"packet"}``; ``{"logPosition", "packet"}``; another mapping.
+EXTRA_NONE, EXTRA_PACKET, EXTRA_LOG, EXTRA_OTHER = 0, 1, 2, 3
+BATCH_ROWS = 65536  #: rows per record batch, as `replay_file.write_table` cuts them
+
+_DIRECTION = {name: code for code, name in enumerate(DIRECTIONS)}
+_CHANNEL = {name: code for code, name in enumerate(CHANNELS)}
+
+
+class Entries:
+    """The distinct (type, fields, payload) of some events; rows refer to them by number."""
+
+    __slots__ = ("types", "fields", "payloads", "_index")
+
+    def __init__(self) -> None:
+        self.types: list[str] = []
+        self.fields: list[Mapping[str, Any]] = []
+        self.payloads: list[bytes | None] = []
+        self._index: dict[tuple, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def add(self, type_name: str, fields: Mapping[str, Any], payload: bytes | None, *, key: Any = None) -> int:
+        """The number of this entry, added if new.  Without ``key``, entries are told apart by the
+        identity of their fields (events that share one fields dict share an entry)."""
+        marker = (type_name, id(fields) if key is None else key, payload)
+        number = self._index.get(marker)
+        if number is None:
+            number = self._index[marker] = len(self.types)
+            self.types.append(type_name)
+            self.fields.append(fields)
+            self.payloads.append(payload)
+        return number
+
+
+class EventColumns:
+    """Events as columns; see the module docstring.
+
+    Per row: ``ts``, ``node``, ``dir`` (index into `DIRECTIONS`), ``peer`` (``has_peer`` False
+    for null), ``channel`` (index into `CHANNELS`), ``entry`` (into ``entries``), and the extra:
+    ``extra_kind``, ``packet``, ``log_position``, ``captured`` with ``captured_ts`` (a
+    ``"capturedTs"`` key after the others), and ``extra_ref`` (into ``others``, for `EXTRA_OTHER`).
+    """
+
+    __slots__ = ("ts", "node", "dir", "peer", "has_peer", "channel", "entry", "extra_kind", "packet",
+                 "log_position", "captured", "captured_ts", "extra_ref", "entries", "others")
+
+    def __init__(self, *, ts, node, dir, peer, has_peer, channel, entry, extra_kind, packet, log_position,
+                 captured, captured_ts, extra_ref, entries: Entries, others: list[Mapping[str, Any]]) -> None:
+        self.ts, self.node, self.dir, self.peer, self.has_peer = ts, node, dir, peer, has_peer
+        self.channel, self.entry = channel, entry
+        self.extra_kind, self.packet, self.log_position = extra_kind, packet, log_position
+        self.captured, self.captured_ts, self.extra_ref = captured, captured_ts, extra_ref
+        self.entries, self.others = entries, others
+
+    _ROW_COLUMNS = ("ts", "node", "dir", "peer", "has_peer", "channel", "entry", "extra_kind", "packet",
+                    "log_position", "captured", "captured_ts", "extra_ref")
+
+    # --- building -------------------------------------------------------------------------------
+    @classmethod
+    def empty(cls, entries: Entries | None = None) -> EventColumns:
+        return cls.from_events([], entries=entries)
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event], *, entries: Entries | None = None) -> EventColumns:
+        """Rows for ``events``, in their order (a loop in Python: for the few events of other sources)."""
+        entries = entries if entries is not None else Entries()
+        others: list[Mapping[str, Any]] = []
+        rows = []
+        for event in events:
+            kind, packet, position, captured, ref = _extra_shape(event.extra, others)
+            rows.append((event.ts, event.node, _DIRECTION[event.dir], 0 if event.peer is None else event.peer,
+                         event.peer is not None, _CHANNEL[event.channel],
+                         entries.add(event.type, event.fields, event.payload), kind, packet, position,
+                         captured is not None, 0 if captured is None else captured, ref))
+        count = len(rows)
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 13
+        kinds = (np.int64, np.int64, np.int8, np.int64, bool, np.int8, np.int32, np.int8, np.int64, np.int64, bool,
+                 np.int64, np.int32)
+        arrays = [np.fromiter(values, kind, count) for values, kind in zip(columns, kinds, strict=True)]
+        return cls(**dict(zip(cls._ROW_COLUMNS, arrays, strict=True)), entries=entries, others=others)
+
+    @classmethod
+    def concat(cls, parts: Sequence[EventColumns]) -> EventColumns:
+        """The rows of ``parts`` one after the other (entries and other extras renumbered)."""
+        entries = Entries()
+        others: list[Mapping[str, Any]] = []
+        pieces: dict[str, list[np.ndarray]] = {name: [] for name in cls._ROW_COLUMNS}
+        for part in parts:
+            mapping = np.array([entries.add(t, f, p, key=("part", id(part), n)) for n, (t, f, p)
+                                in enumerate(zip(part.entries.types, part.entries.fields, part.entries.payloads,
+                                                 strict=True))], dtype=np.int32)
+            for name in cls._ROW_COLUMNS:
+                values = getattr(part, name)
+                if name == "entry":
+                    values = mapping[values] if len(values) else values
+                elif name == "extra_ref":
+                    values = np.where(values >= 0, values + len(others), -1).astype(np.int32)
+                pieces[name].append(values)
+            others.extend(part.others)
+        arrays = {name: np.concatenate(values) if values else np.zeros(0) for name, values in pieces.items()}
+        return cls(**arrays, entries=entries, others=others)
+
+    @classmethod
+    def concat_shared(cls, parts: Sequence[EventColumns]) -> EventColumns:
+        """The rows of ``parts``, which share one `Entries`, one after the other."""
+        entries = parts[0].entries
+        if any(part.entries is not entries for part in parts):
+            return cls.concat(parts)
+        others: list[Mapping[str, Any]] = []
+        arrays: dict[str, list[np.ndarray]] = {name: [] for name in cls._ROW_COLUMNS}
+        for part in parts:
+            for name in cls._ROW_COLUMNS:
+                values = getattr(part, name)
+                if name == "extra_ref":
+                    values = np.where(values >= 0, values + len(others), -1).astype(np.int32)
+                arrays[name].append(values)
+            others.extend(part.others)
+        return cls(**{name: np.concatenate(values) for name, values in arrays.items()}, entries=entries,
+                   others=others)
+
+    def take(self, rows: np.ndarray) -> EventColumns:
+        """These rows, in the order given (entries and other extras are shared)."""
+        return EventColumns(**{name: getattr(self, name)[rows] for name in self._ROW_COLUMNS},
+                            entries=self.entries, others=self.others)
+
+    def with_events(self, replacements: Mapping[int, Event]) -> EventColumns:
+        """These rows with some replaced by other events (e.g. a MemberStart given its settings)."""
+        if not replacements:
+            return self
+        arrays = {name: getattr(self, name).copy() for name in self._ROW_COLUMNS}
+        others = list(self.others)
+        for row, event in replacements.items():
+            kind, packet, position, captured, ref = _extra_shape(event.extra, others)
+            values = (event.ts, event.node, _DIRECTION[event.dir], 0 if event.peer is None else event.peer,
+                      event.peer is not None, _CHANNEL[event.channel],
+                      self.entries.add(event.type, event.fields, event.payload), kind, packet, position,
+                      captured is not None, 0 if captured is None else captured, ref)
+            for name, value in zip(self._ROW_COLUMNS, values, strict=True):
+                arrays[name][row] = value
+        return EventColumns(**arrays, entries=self.entries, others=others)
+
+    # --- reading --------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def type_codes(self) -> tuple[np.ndarray, list[str]]:
+        """Each row's type as a number into the returned names (one number per distinct name)."""
+        names = sorted(set(self.entries.types))
+        number = {name: code for code, name in enumerate(names)}
+        of_entry = np.fromiter((number[t] for t in self.entries.types), np.int32, len(self.entries.types))
+        return (of_entry[self.entry] if len(self.entry) else np.zeros(0, np.int32)), names
+
+    def rows_of_type(self, *names: str) -> np.ndarray:
+        """The rows whose type is one of ``names``, in order."""
+        wanted = np.fromiter((t in names for t in self.entries.types), bool, len(self.entries.types))
+        return np.flatnonzero(wanted[self.entry]) if len(self.entry) else np.zeros(0, np.int64)
+
+    def extra(self, row: int) -> Mapping[str, Any] | None:
+        kind = self.extra_kind[row]
+        if kind == EXTRA_NONE:
+            return None
+        if kind == EXTRA_OTHER:
+            return self.others[self.extra_ref[row]]
+        extra: dict[str, Any] = {}
+        if kind == EXTRA_LOG:
+            extra["logPosition"] = int(self.log_position[row])
+        extra["packet"] = int(self.packet[row])
+        if self.captured[row]:
+            extra["capturedTs"] = int(self.captured_ts[row])
+        return extra
+
+    def event(self, row: int) -> Event:
+        entry = int(self.entry[row])
+        entries = self.entries
+        return Event(ts=int(self.ts[row]), node=int(self.node[row]), dir=DIRECTIONS[self.dir[row]],
+                     peer=int(self.peer[row]) if self.has_peer[row] else None, channel=CHANNELS[self.channel[row]],
+                     type=entries.types[entry], fields=entries.fields[entry], payload=entries.payloads[entry],
+                     extra=self.extra(row))
+
+    def __iter__(self) -> Iterator[Event]:
+        for row in range(len(self.ts)):
+            yield self.event(row)
+
+    def to_events(self) -> list[Event]:
+        return list(self)
+
+    # --- the replay file ------------------------------------------------------------------------
+    def to_table(self, *, source: str, cluster_members: str | None = None,
+                 metadata: Mapping[str, str] | None = None) -> pa.Table:
+        """The replay table (`replay_file.events_to_table` of these events)."""
+        plan = _TablePlan(self, source, cluster_members, metadata)
+        return pa.Table.from_batches(list(plan.batches(len(self) or 1)), schema=plan.schema)
+
+    def write_replay(self, sink: Any, *, source: str, cluster_members: str | None = None,
+                     metadata: Mapping[str, str] | None = None, compression: str | None = None) -> None:
+        """Write the replay file to ``sink`` as `replay_file.write_table` writes the table."""
+        plan = _TablePlan(self, source, cluster_members, metadata)
+        options = ipc.IpcWriteOptions(compression=compression)
+        with ipc.new_file(sink, plan.schema, options=options) as writer:
+            for batch in plan.batches(BATCH_ROWS):
+                writer.write_batch(batch)
+
+
+def _extra_shape(extra: Mapping[str, Any] | None, others: list) -> tuple[int, int, int, int | None, int]:
+    """(kind, packet, logPosition, capturedTs or None, ref into ``others``) for one event's extra."""
+    if not extra:
+        return EXTRA_NONE, 0, 0, None, -1
+    if type(extra) is dict and 1 <= len(extra) <= 3:
+        keys = tuple(extra)
+        captured = None
+        if keys[-1] == "capturedTs" and len(keys) > 1:
+            captured = extra["capturedTs"]
+            keys = keys[:-1]
+        values = [extra[key] for key in keys] + ([captured] if captured is not None else [])
+        if all(type(v) is int and -(1 << 63) <= v < (1 << 63) for v in values):
+            if keys == ("packet",):
+                return EXTRA_PACKET, extra["packet"], 0, captured, -1
+            if keys == ("logPosition", "packet"):
+                return EXTRA_LOG, extra["packet"], extra["logPosition"], captured, -1
+    others.append(extra)
+    return EXTRA_OTHER, 0, 0, None, len(others) - 1
+
+
+def _string_numbers(values: np.ndarray) -> list[str]:
+    return list(map(str, values.tolist()))
+
+
+class _TablePlan:
+    """What every record batch of one replay table shares: the schema, the dictionaries, and each
+    entry's cells (fields text, payload, per-name values) as arrays to take rows from."""
+
+    def __init__(self, columns: EventColumns, source: str, cluster_members: str | None,
+                 metadata: Mapping[str, str] | None) -> None:
+        self.columns = columns
+        self._lengths: dict[int, np.ndarray] = {}
+        entries = columns.entries
+        count = len(entries)
+        used = np.zeros(count, dtype=bool)
+        used[columns.entry] = True
+        # Each used entry's canonical fields (replay_file._canonical_fields) and their JSON text.
+        canonical: list[dict[str, Any] | None] = [None] * count
+        for number in np.flatnonzero(used).tolist():
+            fields, payload, type_name = entries.fields[number], entries.payloads[number], entries.types[number]
+            if payload is not None and fields:
+                value = fields
+            elif type_name in MESSAGE_CLASSES:
+                value = Event(ts=0, node=0, dir="local", peer=None, channel="local", type=type_name, fields=fields,
+                              payload=payload).message().to_fields()
+            else:
+                value = fields
+            canonical[number] = value if type(value) is dict else dict(value)
+        encode = replay_file._encode_object
+        self.fields_text = pa.array([None if c is None else encode(c) for c in canonical], type=pa.string())
+        self.payloads = pa.array(entries.payloads, type=pa.binary())
+        # One array per field name, over the entries (a name's type from the values of used entries).
+        names = sorted({name for c in canonical if c is not None for name in c if name not in replay_file.BASE_COLUMNS})
+        self.name_arrays: dict[str, pa.Array] = {}
+        for name in names:
+            values = [None if c is None else c.get(name) for c in canonical]
+            self.name_arrays[name] = replay_file._typed_arrays([values])[0]
+        # The dictionaries of dir, channel and type, in order of first appearance over the whole table.
+        self.dictionaries = {}
+        self.codes = {}
+        type_of_entry, type_names = _entry_type_codes(entries)
+        for column, codes, names_of in (("dir", columns.dir, DIRECTIONS), ("channel", columns.channel, CHANNELS),
+                                        ("type", type_of_entry[columns.entry] if len(columns.entry) else
+                                         np.zeros(0, np.int32), type_names)):
+            present, first = np.unique(codes, return_index=True)
+            order = present[np.argsort(first, kind="stable")]
+            remap = np.zeros(max(len(names_of), 1), dtype=np.int32)
+            remap[order] = np.arange(len(order), dtype=np.int32)
+            self.codes[column] = remap[codes] if len(codes) else codes.astype(np.int32)
+            self.dictionaries[column] = pa.array([names_of[c] for c in order.tolist()], type=pa.string())
+        meta = {"recount.format": replay_file.FORMAT, "recount.formatVersion": str(replay_file.FORMAT_VERSION),
+                "recount.source": source}
+        if cluster_members:
+            meta["clusterMembers"] = cluster_members
+        if metadata:
+            meta.update(metadata)
+        self.metadata = meta
+        first = self._batch(0, min(len(columns), 1))
+        self.schema = first.schema
+
+    def batches(self, rows: int) -> Iterator[pa.RecordBatch]:
+        total = len(self.columns)
+        if total == 0:
+            yield self._batch(0, 0)
+            return
+        for start in range(0, total, rows):
+            yield self._batch(start, min(total, start + rows))
+
+    def _batch(self, start: int, end: int) -> pa.RecordBatch:
+        c = self.columns
+        part = slice(start, end)
+        entry = pa.array(c.entry[part], type=pa.int32())
+        last = end >= len(c)
+        peer = c.peer[part].copy()
+        missing = ~c.has_peer[part]
+        peer[missing] = 0
+        arrays = {
+            "seq": pa.array(np.arange(start, end, dtype=np.uint64), type=pa.uint64()),
+            "ts": pa.array(c.ts[part], type=pa.int64()),
+            "node": pa.array(c.node[part], type=pa.int32()),
+            "dir": pa.DictionaryArray.from_arrays(pa.array(self.codes["dir"][part]), self.dictionaries["dir"]),
+            "channel": pa.DictionaryArray.from_arrays(pa.array(self.codes["channel"][part]),
+                                                      self.dictionaries["channel"]),
+            "type": pa.DictionaryArray.from_arrays(pa.array(self.codes["type"][part]), self.dictionaries["type"]),
+            "peer": pa.array(peer, type=pa.int32(), mask=missing if missing.any() else None),
+            "payload": self._entry_cells(self.payloads, entry, end, last),
+            "fields": self._entry_cells(self.fields_text, entry, end, last),
+            "extra": self._extra(start, end, last),
+        }
+        for name, values in self.name_arrays.items():
+            arrays[name] = self._entry_cells(values, entry, end, last)
+        batch = pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
+        return batch.replace_schema_metadata(self.metadata)
+
+    def _entry_cells(self, values: pa.Array, entry: pa.Array, end: int, last: bool) -> pa.Array:
+        """``values`` (one per entry) for these rows; a text or binary column also brings the bytes of
+        the rows after them that the IPC writer copies along (see `_following`)."""
+        cells = values.take(entry)
+        if last or not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
+            return cells
+        lengths = self._entry_lengths(values)
+        return _following(cells, lambda rows: lengths[self.columns.entry[rows]],
+                          lambda rows: values.take(pa.array(self.columns.entry[rows], type=pa.int32())), end,
+                          len(self.columns))
+
+    def _entry_lengths(self, values: pa.Array) -> np.ndarray:
+        cached = self._lengths.get(id(values))
+        if cached is None:
+            import pyarrow.compute as pc
+
+            cached = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            self._lengths[id(values)] = cached
+        return cached
+
+    def _extra(self, start: int, end: int, last: bool = True) -> pa.Array:
+        """The extra column's JSON text (`replay_file._encode_extra`'s, written from the columns)."""
+        cells = pa.array(self._extra_texts(start, end), type=pa.string())
+        if last:
+            return cells
+
+        def texts(rows: np.ndarray) -> pa.Array:
+            return pa.array(self._extra_texts(int(rows[0]), int(rows[-1]) + 1), type=pa.string())
+
+        return _following(cells, lambda rows: pc_lengths(texts(rows)), texts, end, len(self.columns))
+
+    def _extra_texts(self, start: int, end: int) -> list[str | None]:
+        c = self.columns
+        kinds = c.extra_kind[start:end]
+        texts: list[str | None] = [None] * (end - start)
+        packets = c.packet[start:end]
+        captured = c.captured[start:end]
+        for kind, prefix in ((EXTRA_PACKET, None), (EXTRA_LOG, "log")):
+            rows = np.flatnonzero(kinds == kind)
+            if not len(rows):
+                continue
+            packet_text = _string_numbers(packets[rows])
+            if prefix is None:
+                made = [f'{{"packet":{p}' for p in packet_text]
+            else:
+                positions = _string_numbers(c.log_position[start:end][rows])
+                made = [f'{{"logPosition":{q},"packet":{p}' for q, p in zip(positions, packet_text, strict=True)]
+            late = np.flatnonzero(captured[rows])
+            if len(late):
+                late_ts = _string_numbers(c.captured_ts[start:end][rows[late]])
+                for k, value in zip(late.tolist(), late_ts, strict=True):
+                    made[k] += f',"capturedTs":{value}'
+            for row, text in zip(rows.tolist(), made, strict=True):
+                texts[row] = text + "}"
+        for row in np.flatnonzero(kinds == EXTRA_OTHER).tolist():
+            texts[row] = replay_file._encode_extra(c.others[c.extra_ref[start + row]])
+        return texts
+
+
+def pc_lengths(values: pa.Array) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    return pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _value_range(cells: pa.Array) -> tuple[int, int]:
+    """Where a text or binary array's values start and end in its data buffer."""
+    if not len(cells):
+        return 0, 0
+    offsets = np.frombuffer(cells.buffers()[1], dtype=np.int32, count=len(cells) + 1, offset=cells.offset * 4)
+    return int(offsets[0]), int(offsets[-1])
+
+
+def _following(cells: pa.Array, lengths_of, cells_of, end: int, total: int) -> pa.Array:
+    """``cells`` (rows up to ``end`` of a text or binary column) with the bytes of the next rows after
+    its own, up to the next multiple of 64.
+
+    `replay_file.write_table` writes a whole table's column in slices of `BATCH_ROWS` rows, and
+    Arrow's IPC writer copies a slice's value bytes rounded up to 64 bytes (less only at the end of
+    the column's buffer): a slice brings the first bytes of the next rows along.  Record batches
+    written one by one must bring the same bytes to be the same file.
+    """
+    own = cells.buffers()[2]
+    start, stop = _value_range(cells)
+    used = stop - start
+    wanted = (-used) % 64
+    if not wanted:
+        return cells
+    pieces: list[bytes] = []
+    found = 0
+    row = end
+    step = 64
+    while found < wanted and row < total:
+        rows = np.arange(row, min(total, row + step))
+        lengths = lengths_of(rows)
+        if lengths.sum():
+            more = cells_of(rows)
+            data = more.buffers()[2]
+            first, last = _value_range(more)
+            size = last - first
+            pieces.append(data.to_pybytes()[first:last])
+            found += size
+        row += step
+        step *= 4
+    if not found:
+        return cells
+    data = (own.to_pybytes()[start:stop] if own is not None else b"") + b"".join(pieces)[:wanted]
+    validity, offsets = cells.buffers()[0], cells.buffers()[1]
+    if start or cells.offset:
+        raise AssertionError("a freshly taken column starts at offset 0")
+    return pa.Array.from_buffers(cells.type, len(cells), [validity, offsets, pa.py_buffer(data)],
+                                 null_count=cells.null_count)
+
+
+def _entry_type_codes(entries: Entries) -> tuple[np.ndarray, list[str]]:
+    names: list[str] = []
+    number: dict[str, int] = {}
+    codes = np.zeros(len(entries), dtype=np.int32)
+    for k, name in enumerate(entries.types):
+        code = number.get(name)
+        if code is None:
+            code = number[name] = len(names)
+            names.append(name)
+        codes[k] = code
+    return codes, names
