@@ -233,6 +233,26 @@ class EventColumns:
                 writer.write_batch(batch)
 
 
+def distinct_rows(*columns: np.ndarray) -> np.ndarray:
+    """The distinct rows of some integer columns (as a 2-D array, sorted), packed into one int64 sort
+    when their ranges allow it (the common case: a handful of members, directions and channels)."""
+    if not len(columns[0]):
+        return np.zeros((0, len(columns)), dtype=np.int64)
+    lows = [int(c.min()) for c in columns]
+    widths = [max(1, (int(c.max()) - low).bit_length()) for c, low in zip(columns, lows, strict=True)]
+    if sum(widths) <= 62:
+        packed = np.zeros(len(columns[0]), dtype=np.int64)
+        for column, low, width in zip(columns, lows, widths, strict=True):
+            packed = (packed << width) | (column.astype(np.int64) - low)
+        packed = np.unique(packed)
+        out = np.empty((len(packed), len(columns)), dtype=np.int64)
+        for k in range(len(columns) - 1, -1, -1):
+            out[:, k] = (packed & ((1 << widths[k]) - 1)) + lows[k]
+            packed = packed >> widths[k]
+        return out
+    return np.unique(np.stack([c.astype(np.int64) for c in columns], axis=1), axis=0)
+
+
 def _extra_shape(extra: Mapping[str, Any] | None, others: list) -> tuple[int, int, int, int | None, int]:
     """(kind, packet, logPosition, capturedTs or None, ref into ``others``) for one event's extra."""
     if not extra:
@@ -361,10 +381,7 @@ class _TablePlan:
     def _entry_lengths(self, values: pa.Array) -> np.ndarray:
         cached = self._lengths.get(id(values))
         if cached is None:
-            import pyarrow.compute as pc
-
-            cached = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-            self._lengths[id(values)] = cached
+            cached = self._lengths[id(values)] = _value_lengths(values)
         return cached
 
     def _extra(self, start: int, end: int, last: bool = True) -> pa.Array:
@@ -376,7 +393,7 @@ class _TablePlan:
         def texts(rows: np.ndarray) -> pa.Array:
             return pa.array(self._extra_texts(int(rows[0]), int(rows[-1]) + 1), type=pa.string())
 
-        return _following(cells, lambda rows: pc_lengths(texts(rows)), texts, end, len(self.columns))
+        return _following(cells, lambda rows: _value_lengths(texts(rows)), texts, end, len(self.columns))
 
     def _extra_texts(self, start: int, end: int) -> list[str | None]:
         c = self.columns
@@ -406,10 +423,12 @@ class _TablePlan:
         return texts
 
 
-def pc_lengths(values: pa.Array) -> np.ndarray:
-    import pyarrow.compute as pc
-
-    return pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+def _value_lengths(values: pa.Array) -> np.ndarray:
+    """Each value's length in bytes (0 for a null) of a text or binary array."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=len(values) + 1, offset=values.offset * 4)
+    return np.diff(offsets).astype(np.int64)
 
 
 def _value_range(cells: pa.Array) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from formats.event_columns import EventColumns
+from formats.event_columns import EventColumns, distinct_rows
 from formats.events import CHANNELS, DIRECTIONS, Event
 
 #: The roles in an Aeron members string, after the member id (aeron.cluster.members).
@@ -94,12 +94,10 @@ def _unknown_endpoints(cluster_members: str | None) -> tuple[list[int], dict[int
 
 def _distinct_sides(columns: EventColumns) -> list[tuple[int, str, str, int | None]]:
     """(node, dir, channel, peer) of ``columns``' rows, each distinct one once."""
-    none = -1 << 40
-    peer = np.where(columns.has_peer, columns.peer, none)
-    keys = np.stack([columns.node, columns.dir.astype(np.int64), columns.channel.astype(np.int64), peer], axis=1)
-    distinct = np.unique(keys, axis=0) if len(keys) else keys
-    return [(node, DIRECTIONS[direction], CHANNELS[channel], None if peer == none else peer)
-            for node, direction, channel, peer in distinct.tolist()]
+    distinct = distinct_rows(columns.node, columns.dir, columns.channel, columns.has_peer,
+                             np.where(columns.has_peer, columns.peer, 0))
+    return [(node, DIRECTIONS[direction], CHANNELS[channel], peer if known else None)
+            for node, direction, channel, known, peer in distinct.tolist()]
 
 
 def coverage(events: Iterable[Event] | EventColumns, cluster_members: str | None = None) -> Coverage:

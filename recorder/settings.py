@@ -24,6 +24,7 @@ Nothing is inferred from too few samples.  Pure: events in, values out.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,47 +56,54 @@ def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -
     return gaps
 
 
-def _cluster(gaps: list[int], centre: int, spread: float) -> list[int]:
-    return [g for g in gaps if abs(g - centre) <= centre * spread]
-
-
 def _round(value_ns: int, step_ns: int) -> int:
     return max(step_ns, (value_ns + step_ns // 2) // step_ns * step_ns)
 
 
+def _near(gaps: np.ndarray, centre: int, spread: float) -> np.ndarray:
+    """The sorted ``gaps`` within ``centre * spread`` of ``centre`` (the integers within the float
+    bound are one slice of them)."""
+    reach = math.floor(centre * spread)
+    return gaps[np.searchsorted(gaps, centre - reach, side="left"):np.searchsorted(gaps, centre + reach, side="right")]
+
+
+def _near_counts(gaps: np.ndarray, centres: np.ndarray, spread: float) -> np.ndarray:
+    """How many of the sorted ``gaps`` `_near` finds around each of ``centres``."""
+    reach = np.array([math.floor(c * spread) for c in centres.tolist()], dtype=np.int64)
+    return np.searchsorted(gaps, centres + reach, side="right") - np.searchsorted(gaps, centres - reach, side="left")
+
+
 def _heartbeat_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
-    gaps = _gaps(sends, 10 * MS, 2_000 * MS)
+    gaps = np.sort(np.array(_gaps(sends, 10 * MS, 2_000 * MS), dtype=np.int64))
     if len(gaps) < 20:
         return None
     needed = max(10, len(gaps) * 3 // 100)
-    peaks = [(centre, _cluster(gaps, centre, 0.03)) for centre in sorted({g // MS * MS for g in gaps})]
-    peaks = [(centre, near) for centre, near in peaks if len(near) >= needed]
+    centres = np.unique(gaps // MS * MS)
+    counts = _near_counts(gaps, centres, 0.03)
+    peaks = [(centre, count) for centre, count in zip(centres.tolist(), counts.tolist(), strict=True)
+             if count >= needed]
     if not peaks:
         return None
     # The heartbeat is the longest regular gap; of the peaks near it (jitter spreads one peak over a
     # few ms) the best supported, measured at its low end (a gap is the interval plus a duty cycle).
     longest = peaks[-1][0]
-    _, near = max((p for p in peaks if p[0] >= longest * 0.8), key=lambda p: (len(p[1]), p[0]))
-    near.sort()
-    value = _round(near[len(near) // 10], 10 * MS)
+    centre, _ = max((p for p in peaks if p[0] >= longest * 0.8), key=lambda p: (p[1], p[0]))
+    near = _near(gaps, centre, 0.03)
+    value = _round(int(near[len(near) // 10]), 10 * MS)
     return Inferred(HEARTBEAT_INTERVAL, value, f"{HEARTBEAT_INTERVAL}={value // MS}ms inferred from "
                     f"{len(near)} of {len(gaps)} gaps between consecutive AppendPosition/CommitPosition sends")
-    return None
 
 
 def _status_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
-    gaps = _gaps(sends, 10 * MS, 1_000 * MS)
+    gaps = np.sort(np.array(_gaps(sends, 10 * MS, 1_000 * MS), dtype=np.int64))
     if len(gaps) < 8:
         return None
-    best: list[int] = []
-    for centre in sorted(set(gaps)):
-        near = _cluster(gaps, centre, 0.05)
-        if len(near) > len(best):
-            best = near
+    centres = np.unique(gaps)
+    counts = _near_counts(gaps, centres, 0.05)
+    best = _near(gaps, int(centres[int(np.argmax(counts))]), 0.05)  # the first centre with the most gaps near it
     if len(best) < max(4, len(gaps) // 4):
         return None
-    best.sort()
-    value = _round(best[len(best) // 10], 10 * MS)  # its low end: a gap is the interval plus a duty cycle
+    value = _round(int(best[len(best) // 10]), 10 * MS)  # its low end: a gap is the interval plus a duty cycle
     return Inferred(STATUS_INTERVAL, value, f"{STATUS_INTERVAL}={value // MS}ms inferred from {len(best)} of "
                     f"{len(gaps)} gaps between consecutive CanvassPosition sends")
 

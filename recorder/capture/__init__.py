@@ -22,9 +22,11 @@ the events of one replay (contract §1) and a summary of what was read and skipp
 Order: by ``ts``; at equal times MemberStart first, then captured messages (in capture order), then
 agent-log observations, then End.  Everything here is deterministic.
 
-Modules: `datagrams` (the shared datagram decoder), `members` (endpoints and inference),
-`pcap_import`, `agent_log_import`, `cluster_dir_import`, `align` (clock alignment).  This package
-does file I/O (it is part of `recorder`); the decoding itself is in pure functions beside it.
+Modules: `datagrams` (the shared datagram decoder), `bulk` (its steady traffic decoded as arrays),
+`members` (endpoints and inference), `pcap_import`, `agent_log_import`, `cluster_dir_import`, `align`
+(clock alignment).  This package does file I/O (it is part of `recorder`); the decoding itself is in
+pure functions beside it.  The agent-log and cluster-directory readers are imported where such an
+input is read: a conversion of captures alone starts without them.
 """
 
 from __future__ import annotations
@@ -37,24 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from engine.versions import model_from_evidence
-from formats.agent_log import DIALECT_BY_NAME
 from formats.errors import DecodeError
 from formats.event_columns import EventColumns
 from formats.events import DIRECTIONS, Event
-from recorder.capture.agent_log_import import (
-    agent_log_events,
-    align_agent_log,
-    looks_like_agent_log,
-    read_agent_log_file,
-    receipt_order,
-)
-from recorder.capture.cluster_dir_import import is_cluster_dir, member_of, read_cluster_dir
-from recorder.capture.cluster_dir_import import member_start as build_member_start
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
-from recorder.capture.recording_import import is_recording, recording_as_pcap
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
 FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "recording")
@@ -91,6 +81,8 @@ class CaptureLoad:
 
     def aeron_version(self) -> dict[str, Any]:
         """The Aeron version the inputs show: each piece of evidence, the model it implies and why."""
+        from engine.versions import model_from_evidence
+
         model, why = model_from_evidence(self.evidence)
         dialects = {item["source"]: item["says"] for item in self.evidence if item["source"] != "wire"}
         schemas = sorted(item["schemaVersion"] for item in self.evidence if "schemaVersion" in item)
@@ -129,6 +121,8 @@ class CaptureLoad:
 def detect_format(path: str | os.PathLike[str]) -> str | None:
     """"pcap", "pcapng", "agent-log", "cluster-dir", "recording" or None, from what ``path`` holds."""
     if os.path.isdir(path):
+        from recorder.capture.cluster_dir_import import is_cluster_dir
+
         return "cluster-dir" if is_cluster_dir(path) else None
     try:
         with open(path, "rb") as file:
@@ -138,8 +132,12 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
     kind = sniff_capture(head)
     if kind is not None:
         return kind
+    from recorder.capture.recording_import import is_recording
+
     if is_recording(path, head):
         return "recording"
+    from recorder.capture.agent_log_import import looks_like_agent_log
+
     if looks_like_agent_log(head):
         return "agent-log"
     return None
@@ -173,6 +171,8 @@ def load_captures(
 
     member_map = MemberMap.parse(members, source="--members") if members else None
     members_from = "--members" if members else None
+    if kinds["cluster-dir"]:
+        from recorder.capture.cluster_dir_import import read_cluster_dir
     directories = [read_cluster_dir(name) for name in kinds["cluster-dir"]]
     if member_map is None:
         for directory in directories:
@@ -187,6 +187,8 @@ def load_captures(
     recordings: list[tuple[str, bytes]] = []
     recording_notes: list[str] = []
     for name in kinds["recording"]:
+        from recorder.capture.recording_import import recording_as_pcap
+
         data, metadata, problems = recording_as_pcap(name)
         recordings.append((name, data))
         if member_map is None and metadata.cluster_members:
@@ -227,6 +229,11 @@ def load_captures(
     keyed: list[tuple[int, int, int, int, Event]] = []
     if captured is not None:
         keyed += [(e.ts, 1, i, 0, e) for i, e in enumerate(captured.events)]
+
+    from formats.agent_log import DIALECT_BY_NAME
+    from recorder.capture.agent_log_import import agent_log_events, align_agent_log, read_agent_log_file
+    from recorder.capture.cluster_dir_import import member_of
+    from recorder.capture.cluster_dir_import import member_start as build_member_start
 
     logs = []
     for name in kinds["agent-log"]:
@@ -319,6 +326,9 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
         ts[early] = start
 
     started: set[int] = set()
+    if directories:
+        from recorder.capture.cluster_dir_import import member_of
+        from recorder.capture.cluster_dir_import import member_start as build_member_start
     for directory in directories:
         node = member_of(directory)
         at = start_of(directory, node)
@@ -419,6 +429,8 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]
 
 def _in_receipt_order(keyed: list) -> list:
     """Captured messages a member's agent log shows it handled in another order get their times swapped."""
+    from recorder.capture.agent_log_import import receipt_order
+
     out = list(keyed)
     for node in sorted({item[4].node for item in keyed if item[1] == 2}):
         received = [(k, item) for k, item in enumerate(keyed) if item[1] == 1 and item[4].node == node

@@ -61,7 +61,6 @@ from formats.udp import (
 )
 from recorder.capture.datagrams import MAX_EXAMPLES, DatagramDecoder, Keyed
 from recorder.capture.members import SENDER_FIELD
-from recorder.record.reader import Datagram
 
 # What a datagram is, for the walk.
 _FED, _STATUS, _COUNTED, _HEARTBEAT, _MESSAGE = 0, 1, 2, 3, 4
@@ -429,12 +428,9 @@ class _Capture:
         heapq.heappush(self._heap, (rows[position], stream, position))
 
     def _feed_row(self, row: int) -> None:
-        c = self.columns
-        offset = int(c.payload_offset[row])
-        datagram = Datagram(int(c.ts_ns[row]), c.addresses[c.src[row]], int(c.src_port[row]),
-                            c.addresses[c.dst[row]], int(c.dst_port[row]), c.payload(row))
-        self.bulk.keyed += self.decoder.feed_keyed(datagram, int(c.index[row]), capture=self.capture,
-                                                   payload_offset=offset if offset >= 0 else None)
+        packet = self.columns.packet(row)  # a datagram, as the decoder takes it
+        self.bulk.keyed += self.decoder.feed_keyed(packet, packet.index, capture=self.capture,
+                                                   payload_offset=packet.payload_offset)
         self._fed_count += 1
 
     def _stream_key(self, stream: int) -> tuple:

@@ -73,7 +73,7 @@ from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -99,7 +99,9 @@ from formats.udp import (
     position_bits_to_shift,
 )
 from recorder.capture.members import LOG_ROLES, SENDER_FIELD, MemberMap, TrafficSurvey
-from recorder.record.reader import Datagram  # the one definition, shared with the proxy's recordings
+
+if TYPE_CHECKING:  # imported for its annotations only: a capture converts without the recorder's modules
+    from recorder.record.reader import Datagram  # the one definition, shared with the proxy's recordings
 
 #: How far apart (in session ids) two publications of one media driver may be and still be matched.
 SESSION_WINDOW = 256

@@ -173,7 +173,7 @@ def _decode_in_bulk(
                               sources={i: name for i, (name, _, _) in enumerate(readers)})
     feeder = BulkDecoder(decoder)
     problems: list[Problem] = []
-    for index, (name, reader, size) in enumerate(readers):
+    for index, (name, reader, _) in enumerate(readers):
         table = tables[index]
         feeder.feed(table, capture=index, progress=progress)
         file = files[index]
