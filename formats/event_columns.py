@@ -273,10 +273,6 @@ def _extra_shape(extra: Mapping[str, Any] | None, others: list) -> tuple[int, in
     return EXTRA_OTHER, 0, 0, None, len(others) - 1
 
 
-def _string_numbers(values: np.ndarray) -> list[str]:
-    return list(map(str, values.tolist()))
-
-
 class _TablePlan:
     """What every record batch of one replay table shares: the schema, the dictionaries, and each
     entry's cells (fields text, payload, per-name values) as arrays to take rows from."""
@@ -386,41 +382,98 @@ class _TablePlan:
 
     def _extra(self, start: int, end: int, last: bool = True) -> pa.Array:
         """The extra column's JSON text (`replay_file._encode_extra`'s, written from the columns)."""
-        cells = pa.array(self._extra_texts(start, end), type=pa.string())
+        cells = self._extra_texts(start, end)
         if last:
             return cells
+        return _following(cells, lambda rows: _value_lengths(self._extra_texts(int(rows[0]), int(rows[-1]) + 1)),
+                          lambda rows: self._extra_texts(int(rows[0]), int(rows[-1]) + 1), end, len(self.columns))
 
-        def texts(rows: np.ndarray) -> pa.Array:
-            return pa.array(self._extra_texts(int(rows[0]), int(rows[-1]) + 1), type=pa.string())
-
-        return _following(cells, lambda rows: _value_lengths(texts(rows)), texts, end, len(self.columns))
-
-    def _extra_texts(self, start: int, end: int) -> list[str | None]:
+    def _extra_texts(self, start: int, end: int) -> pa.Array:
+        """Rows ``start`` to ``end`` of the extra column: the usual shapes composed as bytes with array
+        operations (`_Texts`), any other mapping encoded on its own."""
         c = self.columns
         kinds = c.extra_kind[start:end]
-        texts: list[str | None] = [None] * (end - start)
-        packets = c.packet[start:end]
-        captured = c.captured[start:end]
-        for kind, prefix in ((EXTRA_PACKET, None), (EXTRA_LOG, "log")):
-            rows = np.flatnonzero(kinds == kind)
-            if not len(rows):
-                continue
-            packet_text = _string_numbers(packets[rows])
-            if prefix is None:
-                made = [f'{{"packet":{p}' for p in packet_text]
-            else:
-                positions = _string_numbers(c.log_position[start:end][rows])
-                made = [f'{{"logPosition":{q},"packet":{p}' for q, p in zip(positions, packet_text, strict=True)]
-            late = np.flatnonzero(captured[rows])
-            if len(late):
-                late_ts = _string_numbers(c.captured_ts[start:end][rows[late]])
-                for k, value in zip(late.tolist(), late_ts, strict=True):
-                    made[k] += f',"capturedTs":{value}'
-            for row, text in zip(rows.tolist(), made, strict=True):
-                texts[row] = text + "}"
+        texts = _Texts(end - start)
+        packets, positions = c.packet[start:end], c.log_position[start:end]
+        captured, captured_ts = c.captured[start:end], c.captured_ts[start:end]
+        for kind in (EXTRA_PACKET, EXTRA_LOG):
+            for late in (False, True):
+                rows = np.flatnonzero((kinds == kind) & (captured == late))
+                if not len(rows):
+                    continue
+                parts: list[bytes | np.ndarray] = (
+                    [b'{"packet":', packets[rows]] if kind == EXTRA_PACKET
+                    else [b'{"logPosition":', positions[rows], b',"packet":', packets[rows]])
+                if late:
+                    parts += [b',"capturedTs":', captured_ts[rows]]
+                texts.set(rows, parts + [b"}"])
         for row in np.flatnonzero(kinds == EXTRA_OTHER).tolist():
-            texts[row] = replay_file._encode_extra(c.others[c.extra_ref[start + row]])
-        return texts
+            texts.set(np.array([row]), [replay_file._encode_extra(c.others[c.extra_ref[start + row]]).encode()])
+        return texts.array()
+
+
+class _Texts:
+    """A text column built from rows of pieces (bytes, or int64 arrays written in decimal as ``str``
+    writes them), with array operations rather than a string per row; rows never set are null."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.groups: list[tuple[np.ndarray, list]] = []
+        self.lengths = np.zeros(count, dtype=np.int64)
+        self.valid = np.zeros(count, dtype=bool)
+
+    def set(self, rows: np.ndarray, parts: list) -> None:
+        lengths = np.zeros(len(rows), dtype=np.int64)
+        for part in parts:
+            lengths += len(part) if isinstance(part, bytes) else _decimal_widths(part)
+        self.lengths[rows] = lengths
+        self.valid[rows] = True
+        self.groups.append((rows, parts))
+
+    def array(self) -> pa.Array:
+        offsets = np.zeros(self.count + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        for rows, parts in self.groups:
+            at = offsets[rows]
+            for part in parts:
+                if isinstance(part, bytes):
+                    data[at[:, None] + np.arange(len(part))] = np.frombuffer(part, dtype=np.uint8)
+                    at = at + len(part)
+                else:
+                    at = _write_decimal(data, at, part)
+        nulls = self.count - int(np.count_nonzero(self.valid))
+        validity = pa.py_buffer(np.packbits(self.valid, bitorder="little").tobytes()) if nulls else None
+        return pa.Array.from_buffers(pa.string(), self.count,
+                                     [validity, pa.py_buffer(offsets.astype(np.int32).tobytes()), pa.py_buffer(data)],
+                                     null_count=nulls)
+
+
+_POWERS = 10 ** np.arange(19, dtype=np.int64)
+
+
+def _decimal_widths(values: np.ndarray) -> np.ndarray:
+    """How many characters ``str`` writes for each int64 value."""
+    magnitude = np.abs(values.astype(np.int64))
+    widths = np.searchsorted(_POWERS, magnitude, side="right").astype(np.int64)
+    widths = np.maximum(widths, 1)
+    widths[values == -(1 << 63)] = 19  # its magnitude does not fit: 9223372036854775808 has 19 digits
+    return widths + (values < 0)
+
+
+def _write_decimal(data: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Write each value in decimal at its position in ``data``; the positions after them."""
+    values = values.astype(np.int64)
+    negative = values < 0
+    data[at[negative]] = ord("-")
+    widths = _decimal_widths(values)
+    digits_end = at + widths
+    remaining = np.abs(values).astype(np.uint64)  # -2**63 wraps to 2**63, its magnitude, as uint64
+    for place in range(int(widths.max()) if len(widths) else 0):
+        has = (widths - negative) > place
+        data[(digits_end - 1 - place)[has]] = (remaining[has] % 10).astype(np.uint8) + ord("0")
+        remaining //= 10
+    return digits_end
 
 
 def _value_lengths(values: pa.Array) -> np.ndarray:

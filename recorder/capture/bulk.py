@@ -41,7 +41,6 @@ them.  Deterministic: no clocks, no threads.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
@@ -52,7 +51,7 @@ from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
 from formats.event_columns import EXTRA_LOG, EXTRA_PACKET, Entries, EventColumns
 from formats.events import CHANNELS, DIRECTIONS
-from formats.pcap import PacketColumns, _typed
+from formats.pcap import Packet, PacketColumns, _typed
 from formats.udp import (
     DataFrame,
     PadFrame,
@@ -214,10 +213,7 @@ class _Capture:
                    & ((flags_of & 0xC0) == 0xC0))
         # A message's bytes, decoded once per distinct payload.
         message_rows = data_rows[message]
-        starts = (offset[message_rows] + 32).tolist()
-        ends = (offset[message_rows] + frame_length[message]).tolist()
-        entry = np.fromiter((self.bulk.entry(bytes(data[a:b])) for a, b in zip(starts, ends, strict=True)),
-                            np.int32, len(message_rows))
+        entry = self._entries(data, offset[message_rows] + 32, frame_length[message] - 32)
         fed = np.array(self.bulk._entry_fed + [True], dtype=bool)[entry]  # -1 (undecodable) is fed too
         keep = ~fed
         message_rows, entry = message_rows[keep], entry[keep]
@@ -272,7 +268,6 @@ class _Capture:
         self.c_kind = kind[self.c_row]
         self.c_entry = c_entry[order]
         self.c_eos = self.c_eos[order] & (self.c_kind == _HEARTBEAT)
-        self.c_eos_count = np.cumsum(self.c_eos)
         for name in ("c_session", "c_stream", "c_term", "c_offset", "c_length"):
             setattr(self, name, getattr(self, name)[order])
         c_stream_id = c_stream_id[order]
@@ -298,19 +293,31 @@ class _Capture:
                                   previous_named, -1)
         renamed = (self.c_named != _NO_SENDER) & (previous_named >= 0) & (
             self.c_named != np.where(previous_named >= 0, self.c_named[np.maximum(previous_named, 0)], 0))
-        self.c_breaks = np.cumsum(~continues | renamed)
         message_at = np.where(is_message, np.arange(len(order)), -1)
         self.c_last_message = np.maximum.accumulate(message_at) if len(order) else message_at
         next_named = np.where(self.c_named != _NO_SENDER, np.arange(len(order)), len(order))
         self.c_next_named = np.minimum.accumulate(next_named[::-1])[::-1] if len(order) else next_named
         self.c_end_in_term = self.c_offset + self.c_length
         self.c_row_list = self.c_row.tolist()
-        # Per stream: the datagrams fed one by one that touch it, and its status messages (packet numbers).
-        fed_order = np.argsort(t_stream_id, kind="stable")
-        self.f_row = t[fed_order, 0]
-        fed_sorted = t_stream_id[fed_order]
-        self.f_start = np.searchsorted(fed_sorted, np.arange(streams), side="left")
-        self.f_end = np.searchsorted(fed_sorted, np.arange(streams), side="right")
+        # The datagrams fed one by one that touch each stream: a run stops at the next of them, and each
+        # makes its streams be checked again at their next candidate.
+        big = len(columns) + 1
+        candidate_key = c_stream_id * big + self.c_row
+        fed_key = np.unique(t_stream_id * big + t[:, 0])
+        fed_before = np.searchsorted(fed_key, candidate_key)  # fed datagrams of its stream before each candidate
+        boundary = np.ones(len(order), dtype=bool)  # a run cannot go on from the candidate before this one
+        boundary[1:] = ~same_stream[1:] | ~continues[1:] | renamed[1:] | (fed_before[1:] != fed_before[:-1])
+        starts_at = np.append(np.flatnonzero(boundary), len(order))
+        self.c_run_end = starts_at[np.searchsorted(starts_at, np.arange(len(order)), side="right")]
+        after = np.searchsorted(candidate_key, fed_key, side="right")  # each fed datagram's next candidate
+        fed_stream, fed_row = fed_key // big, fed_key % big
+        here = (after < len(order)) & (c_stream_id[np.minimum(after, len(order) - 1)] == fed_stream)
+        self._touched_index: dict[int, list[tuple[int, int]]] = {}
+        for row, stream, position in zip(fed_row[here].tolist(), fed_stream[here].tolist(), after[here].tolist(),
+                                         strict=True):
+            self._touched_index.setdefault(row, []).append((stream, position))
+        eos_at = np.where(self.c_eos, np.arange(len(order)), len(order))
+        self.c_next_eos = np.minimum.accumulate(eos_at[::-1])[::-1] if len(order) else eos_at
         status_order = np.argsort(s_stream_id, kind="stable")
         status_sorted = s_stream_id[status_order]
         self.s_packet = columns.index[all_status[status_order]]
@@ -322,6 +329,36 @@ class _Capture:
         self.status_sends = (owner[sent], columns.index[all_status[sent]], columns.ts_ns[all_status[sent]])
         self._stream_keys: dict[int, tuple] = {}
         self._stream_ids: dict[tuple, int] | None = None
+
+    def _entries(self, data: memoryview, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The entry of each message (``lengths`` bytes at ``starts``): the messages are grouped by
+        their bytes with array operations, and each distinct one is decoded once (`BulkDecoder.entry`)."""
+        entry = np.empty(len(starts), dtype=np.int32)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        for length in np.unique(lengths).tolist():
+            rows = np.flatnonzero(lengths == length)
+            if length == 0:
+                entry[rows] = self.bulk.entry(b"")
+                continue
+            # One row of bytes per message, copied out of a view of the file as overlapping windows.
+            windows = np.lib.stride_tricks.as_strided(raw, shape=(len(raw) - length + 1, length), strides=(1, 1),
+                                                      writeable=False)
+            cells = windows[starts[rows]]
+            width = -(-length // 8) * 8
+            if width != length:
+                cells = np.concatenate([cells, np.zeros((len(rows), width - length), np.uint8)], axis=1)
+            words = cells.view(np.uint64)
+            digest = np.zeros(len(rows), dtype=np.uint64)
+            for k in range(words.shape[1]):  # a multiplicative hash of the words (collisions checked below)
+                digest = (digest ^ words[:, k]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(k + 1)
+            _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            if not (cells == cells[first[inverse]]).all():  # two payloads with one hash: tell them apart by bytes
+                entry[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
+                continue
+            numbers = np.array([self.bulk.entry(cells[k, :length].tobytes()) for k in first.tolist()], dtype=np.int32)
+            entry[rows] = numbers[inverse]
+        return entry
 
     def _streams_of(self, row: int) -> list[tuple]:
         """The streams a datagram fed one by one touches: its DATA, PAD and SETUP frames' streams, or
@@ -360,19 +397,22 @@ class _Capture:
         for name, count in self.counted.items():
             if count:
                 decoder.frames[name] += count
-        fed = np.flatnonzero(self.kind == _FED).tolist()
+        fed = np.flatnonzero(self.kind == _FED)
+        packets = self._packets(fed)
+        fed = fed.tolist()
         self._fed_count = 0
         self._pending = [-1] * self.stream_count
+        self._states: list[Any] = [None] * self.stream_count
         heap: list[tuple[int, int, int]] = []
         self._heap = heap
         for stream in range(self.stream_count):
-            if self.c_start[stream] < self.c_end[stream]:
-                self._schedule(stream, -1)
+            self._schedule(stream, int(self.c_start[stream]))
         file_offset = c.file_offset
         done = 0
         steps = 0
         index = 0
         fed.append(1 << 62)
+        touched = self._touched_index
         while True:
             next_fed = fed[index]
             if heap and heap[0][0] < next_fed:
@@ -383,9 +423,9 @@ class _Capture:
                 self._check(stream, position)
             elif next_fed < 1 << 62:
                 index += 1
-                self._feed_row(next_fed)
-                for stream in self._touched(next_fed):
-                    self._schedule(stream, next_fed)
+                self._feed(packets[index - 1])
+                for stream, position in touched.get(next_fed, ()):
+                    self._schedule(stream, position)
             else:
                 break
             steps += 1
@@ -400,38 +440,43 @@ class _Capture:
             if total > done:
                 progress(total - done)
 
-    def _touched(self, row: int) -> list[int]:
-        found = self._touched_index.get(row) if hasattr(self, "_touched_index") else None
-        if found is None:
-            self._index_touched()
-            found = self._touched_index.get(row, [])
-        return found
+    def _packets(self, rows: np.ndarray) -> list[Packet]:
+        """The datagrams at ``rows``, as the decoder takes them (`formats.pcap.Packet`), made at once."""
+        c = self.columns
+        names = c.addresses
+        offsets = c.payload_offset[rows].tolist()
+        lengths = c.payload_length[rows].tolist()
+        data = c.data
+        out = []
+        for row, index, ts, src, sport, dst, dport, offset, length, file_offset, interface, caplen, origlen in zip(
+                rows.tolist(), c.index[rows].tolist(), c.ts_ns[rows].tolist(), c.src[rows].tolist(),
+                c.src_port[rows].tolist(), c.dst[rows].tolist(), c.dst_port[rows].tolist(), offsets, lengths,
+                c.file_offset[rows].tolist(), c.interface_id[rows].tolist(), c.caplen[rows].tolist(),
+                c.origlen[rows].tolist(), strict=True):
+            if offset < 0 or (c.huge_ts and row in c.huge_ts):
+                out.append(c.packet(row))
+                continue
+            out.append(Packet(index, ts, names[src], sport, names[dst], dport, data[offset:offset + length],
+                              file_offset, interface, caplen, origlen, offset))
+        return out
 
-    def _index_touched(self) -> None:
-        index: dict[int, list[int]] = {}
-        for stream in range(self.stream_count):
-            for row in self.f_row[self.f_start[stream]:self.f_end[stream]].tolist():
-                index.setdefault(row, []).append(stream)
-        self._touched_index = index
-
-    def _schedule(self, stream: int, after_row: int) -> None:
-        """Check the stream at its first candidate after ``after_row``."""
-        start, end = int(self.c_start[stream]), int(self.c_end[stream])
-        rows = self.c_row_list
-        position = bisect_left(rows, after_row + 1, start, end)
-        if position >= end:
+    def _schedule(self, stream: int, position: int) -> None:
+        """Check the stream at its candidate ``position`` (unless an earlier check is already due)."""
+        if position >= self.c_end[stream]:
             return
         pending = self._pending[stream]
         if pending != -1 and pending <= position:
             return
         self._pending[stream] = position
-        heapq.heappush(self._heap, (rows[position], stream, position))
+        heapq.heappush(self._heap, (self.c_row_list[position], stream, position))
 
-    def _feed_row(self, row: int) -> None:
-        packet = self.columns.packet(row)  # a datagram, as the decoder takes it
+    def _feed(self, packet: Packet) -> None:
         self.bulk.keyed += self.decoder.feed_keyed(packet, packet.index, capture=self.capture,
                                                    payload_offset=packet.payload_offset)
         self._fed_count += 1
+
+    def _feed_row(self, row: int) -> None:
+        self._feed(self.columns.packet(row))
 
     def _stream_key(self, stream: int) -> tuple:
         key = self._stream_keys.get(stream)
@@ -442,36 +487,23 @@ class _Capture:
         return key
 
     def _check(self, stream: int, position: int) -> None:
-        """A candidate of ``stream``: the start of a run if the stream is steady, else fed one by one."""
-        row = self.c_row_list[position]
-        end = self._run_end(stream, position)
-        state = self.decoder._streams.get(self._stream_key(stream))
+        """A candidate of ``stream``: the start of a run if the stream is steady, else fed one by one.
+        A run goes on at most to the end of the stretch of candidates that each continue the one before
+        (`c_run_end`: the stream's next datagram fed one by one, or the next that does not continue)."""
+        state = self._states[stream]
+        if state is None:
+            state = self._states[stream] = self.decoder._streams.get(self._stream_key(stream))
         applied = 0
         if state is not None:
+            end = int(self.c_run_end[position])
             if state.reassembler is None:
                 applied = self._skip(stream, position, end)
             else:
                 applied = self._run(state, stream, position, end)
-        if applied:
-            self._schedule(stream, self.c_row_list[position + applied - 1])
-            return
-        self._feed_row(row)
-        self._schedule(stream, row)
-
-    def _run_end(self, stream: int, position: int) -> int:
-        """Where a run from ``position`` must end: at the stream's next datagram fed one by one, or
-        at the first candidate that does not continue the one before it."""
-        end = int(self.c_end[stream])
-        f_start, f_end = int(self.f_start[stream]), int(self.f_end[stream])
-        row = self.c_row_list[position]
-        if f_start < f_end:
-            fed = self.f_row[f_start:f_end]
-            k = int(np.searchsorted(fed, row, side="right"))
-            if k < len(fed):
-                end = bisect_left(self.c_row_list, int(fed[k]), position, end)
-        breaks = self.c_breaks
-        first_break = int(np.searchsorted(breaks, breaks[position] + 1, side="left"))
-        return min(end, first_break)
+        if not applied:
+            self._feed_row(self.c_row_list[position])
+            applied = 1
+        self._schedule(stream, position + applied)
 
     def _skip(self, stream: int, position: int, end: int) -> int:
         """Frames of a stream that is not decoded (archive traffic, ...): counted, once the problem's
@@ -515,7 +547,7 @@ class _Capture:
             named_at = int(self.c_next_named[position])
             if named_at < end and int(self.c_named[named_at]) != sender:
                 end = named_at  # a message naming another sender: fed, for its problem
-        ended = self._first_end_of_stream(position, end)
+        ended = min(int(self.c_next_eos[position]), end)
         if ended < end and channel == "log" and not state.eos_seen and state.receiver is not None:
             end = ended  # the heartbeat that ends the log: fed, for its LogEndOfStream event
         if end <= position:
@@ -536,14 +568,6 @@ class _Capture:
         sends_as = sender if sender is not None else decoder.members.member_at_ip(self._stream_key(stream)[1])
         self.runs.append((stream, position, end, sender, state.receiver, channel, base, sends_as))
         return end - position
-
-    def _first_end_of_stream(self, position: int, end: int) -> int:
-        """The first heartbeat with the end-of-stream flag in [position, end) (``end``: none)."""
-        counts = self.c_eos_count
-        before = int(counts[position - 1]) if position else 0
-        if int(counts[end - 1]) == before:
-            return end
-        return int(np.searchsorted(counts, before + 1, side="left"))
 
     # --- answers for the decoder --------------------------------------------------------------------
     def _stream_id(self, key: tuple) -> int | None:
@@ -648,9 +672,20 @@ def _int32(values: np.ndarray) -> np.ndarray:
 
 
 def _group(*keys: np.ndarray) -> np.ndarray:
-    """One number per distinct tuple of ``keys`` (int64 arrays of one length), numbered in sorted order."""
+    """One number per distinct tuple of ``keys`` (int64 arrays of one length), numbered in sorted order:
+    packed into one int64 key when their ranges allow it (numbering pairs of columns first if need be)."""
     if not len(keys[0]):
         return np.zeros(0, dtype=np.int64)
+    lows = [int(k.min()) for k in keys]
+    widths = [max(1, (int(k.max()) - low).bit_length()) for k, low in zip(keys, lows, strict=True)]
+    if sum(widths) <= 62:
+        packed = np.zeros(len(keys[0]), dtype=np.int64)
+        for key, low, width in zip(keys, lows, widths, strict=True):
+            packed = (packed << width) | (key - low)
+        return np.unique(packed, return_inverse=True)[1].reshape(-1)
+    if len(keys) > 2:  # number the first half and the second half apart, then the pairs
+        half = len(keys) // 2
+        return _group(_group(*keys[:half]), _group(*keys[half:]))
     order = np.lexsort(keys[::-1])
     change = np.zeros(len(order), dtype=bool)
     change[0] = True
