@@ -150,6 +150,28 @@ class EventColumns:
         return cls(**{name: np.concatenate(values) for name, values in arrays.items()}, entries=entries,
                    others=others)
 
+    @classmethod
+    def gathered(cls, parts: Sequence[EventColumns], rows: np.ndarray) -> EventColumns:
+        """``concat_shared(parts).take(rows)``, a column at a time (one column's copy in memory at once)."""
+        entries = parts[0].entries
+        if any(part.entries is not entries for part in parts):
+            return cls.concat(parts).take(rows)
+        others: list[Mapping[str, Any]] = []
+        refs = []
+        for part in parts:
+            refs.append(np.where(part.extra_ref >= 0, part.extra_ref + len(others), -1).astype(np.int32))
+            others.extend(part.others)
+        arrays = {}
+        for name in cls._ROW_COLUMNS:
+            pieces = refs if name == "extra_ref" else [getattr(part, name) for part in parts]
+            arrays[name] = np.concatenate(pieces)[rows]
+        return cls(**arrays, entries=entries, others=others)
+
+    def replaced(self, **columns: np.ndarray) -> EventColumns:
+        """These rows with some columns replaced (the others shared)."""
+        arrays = {name: columns.get(name, getattr(self, name)) for name in self._ROW_COLUMNS}
+        return EventColumns(**arrays, entries=self.entries, others=self.others)
+
     def take(self, rows: np.ndarray) -> EventColumns:
         """These rows, in the order given (entries and other extras are shared)."""
         return EventColumns(**{name: getattr(self, name)[rows] for name in self._ROW_COLUMNS},
@@ -228,9 +250,12 @@ class EventColumns:
         """Write the replay file to ``sink`` as `replay_file.write_table` writes the table."""
         plan = _TablePlan(self, source, cluster_members, metadata)
         options = ipc.IpcWriteOptions(compression=compression)
+        pool = pa.default_memory_pool()
         with ipc.new_file(sink, plan.schema, options=options) as writer:
             for batch in plan.batches(BATCH_ROWS):
                 writer.write_batch(batch)
+                del batch
+                pool.release_unused()  # a batch's buffers back to the system: memory stays one batch deep
 
 
 def distinct_rows(*columns: np.ndarray) -> np.ndarray:

@@ -357,15 +357,15 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             if end is not None:
                 extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                     type="End", fields={})))
-    moved = rows.take(np.arange(len(rows)))
-    moved.ts, moved.captured, moved.captured_ts = ts, captured_flag, captured_ts
+    moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
-    everything = EventColumns.concat_shared([moved, others])
     count = len(rows)
     when = np.concatenate([ts, np.array([item[0] for item in extra], dtype=np.int64)])
     group = np.concatenate([np.ones(count, np.int64), np.array([item[1] for item in extra], dtype=np.int64)])
     position = np.concatenate([np.arange(count), np.array([item[2] for item in extra], dtype=np.int64)])
-    return everything.take(np.lexsort((position, group, when)))
+    order = np.lexsort((position, group, when))
+    del when, group, position
+    return EventColumns.gathered([moved, others], order)
 
 
 def _restarts(parsed: Any, keyed: list, cluster_members: str | None) -> tuple[list, list[str]]:

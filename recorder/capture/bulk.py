@@ -99,15 +99,19 @@ class BulkDecoder:
         python = EventColumns.from_events([event for _, event in keyed], entries=self.entries)
         keys = [np.fromiter((key[k] for key, _ in keyed), np.int64, len(keyed)) for k in range(5)]
         parts, part_keys = [python], [keys]
+        made = None
         for state in self._captures.values():
             made = state.run_events()
             if made is not None:
                 parts.append(made[0])
                 part_keys.append(made[1])
-        columns = EventColumns.concat_shared(parts) if len(parts) > 1 else python
         keys = [np.concatenate([k[i] for k in part_keys]) for i in range(5)]
         order = np.lexsort(keys[::-1])
-        return columns.take(order)
+        del keys, part_keys, made
+        # What was kept for the walk (and the capture's mapped bytes) can go now.
+        self._captures.clear()
+        self.decoder.bulk = None
+        return EventColumns.gathered(parts, order)
 
     # --- asked by the decoder -----------------------------------------------------------------------
     def last_status(self, key: tuple, packet: int) -> int:
@@ -177,20 +181,22 @@ class _Capture:
         count = len(columns)
         data = columns.data
         offset = columns.payload_offset
-        length = columns.payload_length.astype(np.int64)
-        kind = np.full(count, _FED, dtype=np.int8)
+        length = columns.payload_length
+        kind = np.zeros(count, dtype=np.int8)  # _FED
         word = _typed(data, "<u8")
         # The first frame's header where the payload is in the file (a rebuilt IP datagram is fed).
         has = np.flatnonzero((offset >= 0) & (length >= 8))
-        header = word[offset[has]]
-        frame_length = (header & 0xFFFFFFFF).astype(np.int64)
-        frame_length = np.where(frame_length >= 1 << 31, frame_length - (1 << 32), frame_length)
-        version = (header >> 32) & 0xFF
-        flags = (header >> 40) & 0xFF
-        frame_type = header >> 48
+        at = offset[has]
+        header = word[at]
+        frame_length = (header & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        version = ((header >> 32) & 0xFF).astype(np.uint8)
+        flags = ((header >> 40) & 0xFF).astype(np.uint8)
+        frame_type = (header >> 48).astype(np.uint16)
+        del header
         size = length[has]
         minimum = np.select([frame_type == 3, frame_type == 2, frame_type == 6], [36, 28, 40], 1 << 40)
         counted = (version == 0) & (minimum <= frame_length) & (frame_length <= size)
+        del minimum
         status = counted & (frame_type == 3)
         regular = status & ((flags & 0x80) == 0)
         kind[has[counted & (frame_type != 3)]] = _COUNTED
@@ -198,126 +204,123 @@ class _Capture:
         self.counted = {"NAK": int(np.count_nonzero(counted & (frame_type == 2))),
                         "RTTM": int(np.count_nonzero(counted & (frame_type == 6))),
                         "SM": int(np.count_nonzero(regular))}
+        all_status = has[status]  # regular ones and those asking for a SETUP: their stream's key is reversed
+        status_word = word[at[status]]
+        del status, regular
         # DATA frames alone in their datagram: a heartbeat, or a whole message.
-        data_rows = has[~counted & (frame_type == 1) & (size >= 32) & (version == 0)]
-        second = word[offset[data_rows] + 8]
-        third = word[offset[data_rows] + 16]
-        frame_length = frame_length[np.searchsorted(has, data_rows)]
-        flags_of = flags[np.searchsorted(has, data_rows)]
-        term_offset = _int32(second & 0xFFFFFFFF)
+        is_data = ~counted & (frame_type == 1) & (size >= 32) & (version == 0)
+        data_rows, data_at = has[is_data], at[is_data]
+        frame_length, flags, size = frame_length[is_data], flags[is_data], size[is_data]
+        del counted, version, frame_type, is_data, at
+        second = word[data_at + 8]
+        term_offset = (second & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         aligned = (term_offset >= 0) & ((term_offset & 31) == 0)
-        size = length[data_rows]
         heartbeat = aligned & (frame_length == 0) & (size == 32)
-        padded = (frame_length + 31) & ~31
-        message = (aligned & (frame_length >= 32) & (frame_length <= size) & (size <= padded)
-                   & ((flags_of & 0xC0) == 0xC0))
+        padded = (frame_length.astype(np.int64) + 31) & ~31
+        message = aligned & (frame_length >= 32) & (frame_length <= size) & (size <= padded) & ((flags & 0xC0) == 0xC0)
+        del aligned, padded, size
         # A message's bytes, decoded once per distinct payload.
-        message_rows = data_rows[message]
-        entry = self._entries(data, offset[message_rows] + 32, frame_length[message] - 32)
+        entry = self._entries(data, data_at[message] + 32, frame_length[message].astype(np.int64) - 32)
         fed = np.array(self.bulk._entry_fed + [True], dtype=bool)[entry]  # -1 (undecodable) is fed too
-        keep = ~fed
-        message_rows, entry = message_rows[keep], entry[keep]
+        message[np.flatnonzero(message)[fed]] = False
+        entry = entry[~fed]
         kind[data_rows[heartbeat]] = _HEARTBEAT
-        kind[message_rows] = _MESSAGE
+        kind[data_rows[message]] = _MESSAGE
         self.kind = kind
-        # Candidates' fields, in packet order.
-        rows = np.flatnonzero((kind == _HEARTBEAT) | (kind == _MESSAGE))
-        where = np.searchsorted(data_rows, rows)
-        self.c_session = _int32(second[where] >> 32)
-        self.c_stream = _int32(third[where] & 0xFFFFFFFF)
-        self.c_term = _int32(third[where] >> 32)
-        self.c_offset = term_offset[where]
-        self.c_length = frame_length[where]
-        self.c_eos = (flags_of[where] & 0x20) != 0
+        # The candidates' fields, in packet order.
+        candidate = heartbeat | message
+        rows = data_rows[candidate]
+        third = word[data_at[candidate] + 16]
+        c_session = (second[candidate] >> 32).astype(np.uint32).view(np.int32)
+        c_stream = (third & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        c_term = (third >> 32).astype(np.uint32).view(np.int32)
+        c_offset = term_offset[candidate]
+        c_length = frame_length[candidate]
+        c_eos = heartbeat[candidate] & ((flags[candidate] & 0x20) != 0)
         c_entry = np.full(len(rows), -1, dtype=np.int32)
-        c_entry[np.searchsorted(rows, message_rows)] = entry
-        # Status messages (regular, and those asking for a SETUP): their stream's key is reversed.
-        status_rows = np.flatnonzero(kind == _STATUS)
-        setup_rows = has[status & ~regular]
-        all_status = np.union1d(status_rows, setup_rows)
-        status_word = word[offset[all_status] + 8]
+        c_entry[message[candidate]] = entry
+        del second, third, term_offset, frame_length, flags, heartbeat, message, candidate, data_rows, data_at, entry
         # The datagrams fed one by one, and the streams each of them touches.
-        fed_rows = np.flatnonzero(kind == _FED)
-        touched: list[tuple[int, int, int, int, int, int, int]] = []  # (row, src, sport, dst, dport, session, stream)
-        for row in fed_rows.tolist():
-            touched.extend(self._streams_of(row))
-        t = np.array(touched, dtype=np.int64).reshape(-1, 7)
+        touched = self._fed_streams(np.flatnonzero(kind == _FED))
         # One number per stream (source, destination, session, stream id), whichever way it was seen.
         src, sport, dst, dport = columns.src, columns.src_port, columns.dst, columns.dst_port
-        keys_src = np.concatenate([src[rows], dst[all_status], t[:, 1]]).astype(np.int64)
-        keys_sport = np.concatenate([sport[rows], dport[all_status], t[:, 2]]).astype(np.int64)
-        keys_dst = np.concatenate([dst[rows], src[all_status], t[:, 3]]).astype(np.int64)
-        keys_dport = np.concatenate([dport[rows], sport[all_status], t[:, 4]]).astype(np.int64)
-        keys_session = np.concatenate([self.c_session, _int32(status_word & 0xFFFFFFFF), t[:, 5]])
-        keys_stream = np.concatenate([self.c_stream, _int32(status_word >> 32), t[:, 6]])
-        stream_of = _group(keys_src, keys_sport, keys_dst, keys_dport, keys_session, keys_stream)
+        keys = [np.concatenate(parts).astype(np.int64) for parts in (
+            (src[rows], dst[all_status], touched[:, 1]), (sport[rows], dport[all_status], touched[:, 2]),
+            (dst[rows], src[all_status], touched[:, 3]), (dport[rows], sport[all_status], touched[:, 4]),
+            (c_session, (status_word & 0xFFFFFFFF).astype(np.uint32).view(np.int32), touched[:, 5]),
+            (c_stream, (status_word >> 32).astype(np.uint32).view(np.int32), touched[:, 6]))]
+        del status_word, c_session, c_stream
+        stream_of = _group(*keys)
         streams = int(stream_of.max()) + 1 if len(stream_of) else 0
         first = np.full(streams, -1, dtype=np.int64)
         first[stream_of[::-1]] = np.arange(len(stream_of))[::-1]  # a representative of each stream
-        self.key_parts = [k[first] for k in (keys_src, keys_sport, keys_dst, keys_dport, keys_session, keys_stream)]
+        self.key_parts = [k[first] for k in keys]
+        del keys, first
         self.stream_count = streams
         n_candidates, n_status = len(rows), len(all_status)
         c_stream_id = stream_of[:n_candidates]
         s_stream_id = stream_of[n_candidates:n_candidates + n_status]
         t_stream_id = stream_of[n_candidates + n_status:]
-        # Candidates grouped by stream, each group in packet order.
+        del stream_of
+        # Candidates grouped by stream, each group in packet order (positions below are into this order).
         order = np.argsort(c_stream_id, kind="stable")
-        self.c_row = rows[order]
-        self.c_packet = columns.index[self.c_row]
-        self.c_ts = columns.ts_ns[self.c_row]
+        n = len(order)
+        self.c_row = rows[order].astype(np.int32)
         self.c_kind = kind[self.c_row]
         self.c_entry = c_entry[order]
-        self.c_eos = self.c_eos[order] & (self.c_kind == _HEARTBEAT)
-        for name in ("c_session", "c_stream", "c_term", "c_offset", "c_length"):
-            setattr(self, name, getattr(self, name)[order])
+        self.c_eos = c_eos[order]
+        self.c_term = c_term[order]
+        self.c_offset = c_offset[order]
+        self.c_length = c_length[order]
         c_stream_id = c_stream_id[order]
+        del rows, c_entry, c_eos, c_term, c_offset, c_length, order
         self.c_start = np.searchsorted(c_stream_id, np.arange(streams), side="left")
         self.c_end = np.searchsorted(c_stream_id, np.arange(streams), side="right")
         is_message = self.c_kind == _MESSAGE
-        self.c_aligned = np.where(is_message, (self.c_length + 31) & ~31, 0)
-        named = np.array(self.bulk._entry_named + [_NO_SENDER], dtype=np.int64)[self.c_entry]
-        self.c_named = np.where(is_message, named, _NO_SENDER)
+        positions = np.arange(n, dtype=np.int32)
+        named = np.array(self.bulk._entry_named + [_NO_SENDER], dtype=np.int32)[self.c_entry]
+        self.c_named = np.where(is_message, named, _NO_SENDER).astype(np.int32)
         # Where each candidate continues the one before it on its stream: the same term, at the offset
         # after it (a heartbeat is at the position it announces), naming the same sender if any.
-        previous_end = self.c_offset + self.c_aligned
-        same_stream = np.zeros(len(order), dtype=bool)
-        same_stream[1:] = c_stream_id[1:] == c_stream_id[:-1]
-        continues = np.zeros(len(order), dtype=bool)
-        continues[1:] = (same_stream[1:] & (self.c_term[1:] == self.c_term[:-1])
-                         & (self.c_offset[1:] == previous_end[:-1]))
-        named_at = np.where(self.c_named != _NO_SENDER, np.arange(len(order)), -1)
-        last_named = np.maximum.accumulate(named_at) if len(order) else named_at
-        previous_named = np.full(len(order), -1, dtype=np.int64)
-        previous_named[1:] = last_named[:-1]
-        previous_named = np.where((previous_named >= 0) & (previous_named >= np.repeat(self.c_start, self.c_end - self.c_start)),
-                                  previous_named, -1)
-        renamed = (self.c_named != _NO_SENDER) & (previous_named >= 0) & (
-            self.c_named != np.where(previous_named >= 0, self.c_named[np.maximum(previous_named, 0)], 0))
-        message_at = np.where(is_message, np.arange(len(order)), -1)
-        self.c_last_message = np.maximum.accumulate(message_at) if len(order) else message_at
-        next_named = np.where(self.c_named != _NO_SENDER, np.arange(len(order)), len(order))
-        self.c_next_named = np.minimum.accumulate(next_named[::-1])[::-1] if len(order) else next_named
-        self.c_end_in_term = self.c_offset + self.c_length
-        self.c_row_list = self.c_row.tolist()
+        aligned_length = np.where(is_message, (self.c_length.astype(np.int64) + 31) & ~31, 0)
+        boundary = np.ones(n, dtype=bool)  # a run cannot go on from the candidate before this one
+        boundary[1:] = ((c_stream_id[1:] != c_stream_id[:-1]) | (self.c_term[1:] != self.c_term[:-1])
+                        | (self.c_offset[1:] != self.c_offset[:-1] + aligned_length[:-1]))
+        del aligned_length
+        named_at = np.where(self.c_named != _NO_SENDER, positions, -1)
+        last_named = np.maximum.accumulate(named_at) if n else named_at
+        before = np.full(n, -1, dtype=np.int32)
+        before[1:] = last_named[:-1]
+        stream_start = np.repeat(self.c_start, self.c_end - self.c_start)
+        before = np.where(before >= stream_start, before, -1)  # the last candidate naming a sender before it
+        boundary |= (self.c_named != _NO_SENDER) & (before >= 0) & (self.c_named != self.c_named[np.maximum(before, 0)])
+        del named_at, last_named, before, stream_start
+        message_at = np.where(is_message, positions, -1)
+        self.c_last_message = np.maximum.accumulate(message_at) if n else message_at
+        next_named = np.where(self.c_named != _NO_SENDER, positions, n)
+        self.c_next_named = np.minimum.accumulate(next_named[::-1])[::-1] if n else next_named
+        eos_at = np.where(self.c_eos, positions, n)
+        self.c_next_eos = np.minimum.accumulate(eos_at[::-1])[::-1] if n else eos_at
+        del message_at, next_named, eos_at, is_message
         # The datagrams fed one by one that touch each stream: a run stops at the next of them, and each
         # makes its streams be checked again at their next candidate.
-        big = len(columns) + 1
+        big = count + 1
         candidate_key = c_stream_id * big + self.c_row
-        fed_key = np.unique(t_stream_id * big + t[:, 0])
+        fed_key = np.unique(t_stream_id * big + touched[:, 0])
         fed_before = np.searchsorted(fed_key, candidate_key)  # fed datagrams of its stream before each candidate
-        boundary = np.ones(len(order), dtype=bool)  # a run cannot go on from the candidate before this one
-        boundary[1:] = ~same_stream[1:] | ~continues[1:] | renamed[1:] | (fed_before[1:] != fed_before[:-1])
-        starts_at = np.append(np.flatnonzero(boundary), len(order))
-        self.c_run_end = starts_at[np.searchsorted(starts_at, np.arange(len(order)), side="right")]
+        boundary[1:] |= fed_before[1:] != fed_before[:-1]
+        del fed_before
+        starts_at = np.append(np.flatnonzero(boundary), n)
+        self.c_run_end = starts_at[np.searchsorted(starts_at, positions, side="right")].astype(np.int32)
+        del boundary, starts_at, positions
         after = np.searchsorted(candidate_key, fed_key, side="right")  # each fed datagram's next candidate
         fed_stream, fed_row = fed_key // big, fed_key % big
-        here = (after < len(order)) & (c_stream_id[np.minimum(after, len(order) - 1)] == fed_stream)
+        here = (after < n) & (c_stream_id[np.minimum(after, max(n - 1, 0))] == fed_stream) if n else after < 0
         self._touched_index: dict[int, list[tuple[int, int]]] = {}
         for row, stream, position in zip(fed_row[here].tolist(), fed_stream[here].tolist(), after[here].tolist(),
                                          strict=True):
             self._touched_index.setdefault(row, []).append((stream, position))
-        eos_at = np.where(self.c_eos, np.arange(len(order)), len(order))
-        self.c_next_eos = np.minimum.accumulate(eos_at[::-1])[::-1] if len(order) else eos_at
+        del candidate_key, fed_key, after, fed_stream, fed_row, here, c_stream_id
         status_order = np.argsort(s_stream_id, kind="stable")
         status_sorted = s_stream_id[status_order]
         self.s_packet = columns.index[all_status[status_order]]
@@ -329,6 +332,40 @@ class _Capture:
         self.status_sends = (owner[sent], columns.index[all_status[sent]], columns.ts_ns[all_status[sent]])
         self._stream_keys: dict[int, tuple] = {}
         self._stream_ids: dict[tuple, int] | None = None
+
+    def _fed_streams(self, fed: np.ndarray) -> np.ndarray:
+        """(row, src, sport, dst, dport, session, stream) of each stream a datagram fed one by one touches:
+        its DATA, PAD and SETUP frames' streams (read from the headers; the frames after the first of a
+        longer datagram decoded), or the stream a status message reports on.  A stream listed that the
+        decoder then does not touch (a datagram it finds corrupt) only ends a run early."""
+        c = self.columns
+        word = _typed(c.data, "<u8")
+        length = c.payload_length[fed]
+        inside = fed[(c.payload_offset[fed] >= 0) & (length >= 24)]
+        header = word[c.payload_offset[inside]]
+        frame_type = (header >> 48) & 0xFFFF
+        ids = word[c.payload_offset[inside] + 8]
+        keyed = []
+        for types, session, stream, reverse in (((0, 1, 5), ids >> 32, word[c.payload_offset[inside] + 16], False),
+                                                ((3,), ids, ids >> 32, True)):
+            pick = np.isin(frame_type, types)
+            rows = inside[pick]
+            a, b = (c.dst, c.dst_port) if reverse else (c.src, c.src_port)
+            d, e = (c.src, c.src_port) if reverse else (c.dst, c.dst_port)
+            keyed.append(np.stack([rows, a[rows], b[rows], d[rows], e[rows],
+                                   (session[pick] & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
+                                   (stream[pick] & 0xFFFFFFFF).astype(np.uint32).view(np.int32)], axis=1).astype(np.int64))
+        # Datagrams longer than their first DATA or PAD frame, and the ones whose header was not read.
+        frame_length = (header & 0xFFFFFFFF).astype(np.uint32).view(np.int32).astype(np.int64)
+        first = np.where(frame_type == 0, 32, (frame_length + 31) & ~31)
+        longer = inside[np.isin(frame_type, (0, 1)) & (c.payload_length[inside] > np.maximum(first, 32))]
+        unread = np.setdiff1d(fed, inside, assume_unique=True)
+        extra = []
+        for row in np.concatenate([longer, unread]).tolist():
+            extra.extend(self._streams_of(row))
+        if extra:
+            keyed.append(np.array(extra, dtype=np.int64).reshape(-1, 7))
+        return np.concatenate(keyed) if keyed else np.zeros((0, 7), dtype=np.int64)
 
     def _entries(self, data: memoryview, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """The entry of each message (``lengths`` bytes at ``starts``): the messages are grouped by
@@ -468,7 +505,7 @@ class _Capture:
         if pending != -1 and pending <= position:
             return
         self._pending[stream] = position
-        heapq.heappush(self._heap, (self.c_row_list[position], stream, position))
+        heapq.heappush(self._heap, (int(self.c_row[position]), stream, position))
 
     def _feed(self, packet: Packet) -> None:
         self.bulk.keyed += self.decoder.feed_keyed(packet, packet.index, capture=self.capture,
@@ -501,7 +538,7 @@ class _Capture:
             else:
                 applied = self._run(state, stream, position, end)
         if not applied:
-            self._feed_row(self.c_row_list[position])
+            self._feed_row(int(self.c_row[position]))
             applied = 1
         self._schedule(stream, position + applied)
 
@@ -539,8 +576,8 @@ class _Capture:
         if base + int(self.c_offset[position]) != next_position:
             return 0
         if not length_known:  # messages must lie within the assumed term (else it is corrected)
-            beyond = np.flatnonzero((self.c_kind[position:end] == _MESSAGE)
-                                    & (self.c_end_in_term[position:end] > term_length))
+            beyond = np.flatnonzero((self.c_kind[position:end] == _MESSAGE) & (
+                self.c_offset[position:end].astype(np.int64) + self.c_length[position:end] > term_length))
             if len(beyond):
                 end = position + int(beyond[0])
         if channel == "consensus":
@@ -557,12 +594,13 @@ class _Capture:
         last = end - 1
         last_message = int(self.c_last_message[last])
         if last_message >= position:
-            next_position = base + int(self.c_offset[last_message]) + int(self.c_aligned[last_message])
+            next_position = base + int(self.c_offset[last_message]) + ((int(self.c_length[last_message]) + 31) & ~31)
             state.end_position = next_position
-        highest = base + int(self.c_offset[last]) + int(self.c_aligned[last])
+        highest = next_position if last_message == last else base + int(self.c_offset[last])  # a heartbeat's position
         reassembler.skip_ahead(next_position, highest)
-        state.last_ts = int(self.c_ts[last])
-        state.last_packet = int(self.c_packet[last])
+        row = int(self.c_row[last])
+        state.last_ts = int(self.columns.ts_ns[row])
+        state.last_packet = int(self.columns.index[row])
         state.seen_data = True
         decoder.frames["DATA"] += end - position
         sends_as = sender if sender is not None else decoder.members.member_at_ip(self._stream_key(stream)[1])
@@ -592,10 +630,10 @@ class _Capture:
             if run_stream != stream or channel not in ("consensus", "log", "ingress"):
                 continue
             positions = np.arange(first, end)
-            made = self.c_packet[positions]
+            made = self.columns.index[self.c_row[positions]]
             held = positions[(self.c_kind[positions] == _MESSAGE) & (made > released) & (made < packet)]
             if down is not None:
-                held = held[self.c_ts[held] > down]
+                held = held[self.columns.ts_ns[self.c_row[held]] > down]
             if len(held):
                 self.dropped.append(held)
                 lost += len(held)
@@ -606,7 +644,8 @@ class _Capture:
         pieces = [np.stack([packets[owners == member], times[owners == member]], axis=1)]
         for _, first, end, _, _, _, _, sends_as in self.runs:
             if sends_as == member:
-                pieces.append(np.stack([self.c_packet[first:end], self.c_ts[first:end]], axis=1))
+                rows = self.c_row[first:end]
+                pieces.append(np.stack([self.columns.index[rows], self.columns.ts_ns[rows]], axis=1))
         return np.concatenate(pieces)
 
     # --- the runs' events ---------------------------------------------------------------------------
@@ -649,10 +688,11 @@ class _Capture:
         peer = np.concatenate([receiver[outs], sender[ins]])
         has_peer = np.concatenate([peer_of_out[outs], peer_of_in[ins]])
         picked = positions[picks]
-        ts = self.c_ts[picked]
-        packet = self.c_packet[picked]
+        picked_rows = self.c_row[picked]
+        ts = self.columns.ts_ns[picked_rows]
+        packet = self.columns.index[picked_rows]
         log = is_log[picks]
-        log_position = np.where(log, base[picks] + self.c_offset[picked] + self.c_aligned[picked], 0)
+        log_position = np.where(log, base[picks] + self.c_offset[picked] + ((self.c_length[picked].astype(np.int64) + 31) & ~31), 0)
         count = len(picks)
         columns = EventColumns(
             ts=ts, node=node, dir=direction, peer=np.where(has_peer, peer, 0), has_peer=has_peer,

@@ -176,6 +176,7 @@ def _decode_in_bulk(
     for index, (name, reader, _) in enumerate(readers):
         table = tables[index]
         feeder.feed(table, capture=index, progress=progress)
+        _read_through(captures[index][1])
         file = files[index]
         if len(table):
             file.first_ts_ns, file.last_ts_ns = table.time(0), table.time(len(table) - 1)
@@ -191,6 +192,14 @@ def _decode_in_bulk(
     columns = feeder.finish()
     problems += decoder.problems
     return _imported(columns, files, members, decoder, problems, notes + decoder.notes)
+
+
+def _read_through(data: bytes | bytearray | memoryview) -> None:
+    """The capture's bytes are read: a memory-mapped file's pages leave this process's resident memory
+    (they are read back from the page cache if anything looks again)."""
+    source = data.obj if isinstance(data, memoryview) else None
+    if isinstance(source, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        source.madvise(mmap.MADV_DONTNEED)
 
 
 def _imported(columns: EventColumns, files: list[CaptureFile], members: MemberMap, decoder: DatagramDecoder,
