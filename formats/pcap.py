@@ -481,10 +481,13 @@ class PcapReader:
         ends = records.ends if records.ends is not None else start + caplen
         ip = np.full(count, -1, dtype=np.int64)
         u8, be16, be32, be64 = _typed(data, "u1"), _typed(data, ">u2"), _typed(data, ">u4"), _typed(data, ">u8")
+        one_link = len(self.interfaces) == 1 and self.format == "pcap"  # a classic pcap: one link type
+        present = {int(link[0])} if one_link and count else set(np.unique(link).tolist())
         for link_type, header, test in _FAST_LINKS:
-            rows = np.flatnonzero((link == link_type) & (ends - start >= header + 28))
-            if not len(rows):
+            if link_type not in present:
                 continue
+            long_enough = ends - start >= header + 28
+            rows = np.flatnonzero(long_enough if one_link else (link == link_type) & long_enough)
             at = start[rows]
             if test == "ethertype":
                 ok = be16[at + header - 2] == ETHERTYPE_IPV4
@@ -518,33 +521,39 @@ class PcapReader:
         )
         if records.odd is not None:
             fast &= ~records.odd[rows]
-        rows, at, udp, udp_length = rows[fast], at[fast], udp[fast], udp_length[fast]
+        every = len(rows) == count and bool(fast.all())  # the common case: no row left for one at a time
+        if not every:
+            rows, at, udp, udp_length = rows[fast], at[fast], udp[fast], udp_length[fast]
         addresses = be64[at + 12]
         del word0, flags_protocol, total, room, fast
+
+        def mine(values: np.ndarray) -> np.ndarray:
+            return values if every else values[rows]
+
         names = _AddressBook()
         src = names.ipv4_ids(addresses >> 32)
         dst = names.ipv4_ids(addresses & 0xFFFFFFFF)
         columns = PacketColumns(
-            index=records.index[rows],
-            ts_ns=records.ts_ns[rows],
+            index=mine(records.index),
+            ts_ns=mine(records.ts_ns),
             src=src,
             src_port=(udp >> 48).astype(np.int32),
             dst=dst,
             dst_port=((udp >> 32) & 0xFFFF).astype(np.int32),
             payload_offset=at + 28,
             payload_length=(udp_length - 8).astype(np.int32),
-            file_offset=records.file_offset[rows],
-            interface_id=records.interface_id[rows],
-            caplen=records.caplen[rows],
-            origlen=records.origlen[rows],
-            has_ts=records.has_ts[rows] if records.has_ts is not None else None,
+            file_offset=mine(records.file_offset),
+            interface_id=mine(records.interface_id),
+            caplen=mine(records.caplen),
+            origlen=mine(records.origlen),
+            has_ts=mine(records.has_ts) if records.has_ts is not None else None,
             addresses=names.names,
             data=data,
         )
         self.udp_count += len(rows)
         # Everything else, one record at a time and in file order, as `packets` reads it.
         slow = np.ones(count, dtype=bool)
-        slow[rows] = False
+        slow[rows if not every else slice(None)] = False
         others = []
         dissect = self._dissect
         self._phase = 0

@@ -48,12 +48,20 @@ class Inferred:
     note: str
 
 
-def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -> list[int]:
+def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -> np.ndarray:
     gaps = []
     for ts in times.values():
         ts.sort()
         gaps += [b - a for a, b in zip(ts, ts[1:], strict=False) if low <= b - a <= high]
-    return gaps
+    return np.array(gaps, dtype=np.int64)
+
+
+def _gaps_of_rows(node: np.ndarray, peer: np.ndarray, ts: np.ndarray, low: int, high: int) -> np.ndarray:
+    """`_gaps` of sends given as arrays: each send's member, peer (None as a value no peer has) and time."""
+    order = np.lexsort((ts, peer, node))
+    node, peer, ts = node[order], peer[order], ts[order]
+    gaps = ts[1:] - ts[:-1]
+    return gaps[(node[1:] == node[:-1]) & (peer[1:] == peer[:-1]) & (gaps >= low) & (gaps <= high)]
 
 
 def _round(value_ns: int, step_ns: int) -> int:
@@ -73,8 +81,9 @@ def _near_counts(gaps: np.ndarray, centres: np.ndarray, spread: float) -> np.nda
     return np.searchsorted(gaps, centres + reach, side="right") - np.searchsorted(gaps, centres - reach, side="left")
 
 
-def _heartbeat_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
-    gaps = np.sort(np.array(_gaps(sends, 10 * MS, 2_000 * MS), dtype=np.int64))
+def _heartbeat_interval(gaps: np.ndarray) -> Inferred | None:
+    """From the gaps (10 ms to 2 s) between consecutive AppendPosition/CommitPosition sends to one peer."""
+    gaps = np.sort(gaps)
     if len(gaps) < 20:
         return None
     needed = max(10, len(gaps) * 3 // 100)
@@ -94,8 +103,9 @@ def _heartbeat_interval(sends: dict[tuple[int, int | None], list[int]]) -> Infer
                     f"{len(near)} of {len(gaps)} gaps between consecutive AppendPosition/CommitPosition sends")
 
 
-def _status_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
-    gaps = np.sort(np.array(_gaps(sends, 10 * MS, 1_000 * MS), dtype=np.int64))
+def _status_interval(gaps: np.ndarray) -> Inferred | None:
+    """From the gaps (10 ms to 1 s) between consecutive CanvassPosition sends to one peer."""
+    gaps = np.sort(gaps)
     if len(gaps) < 8:
         return None
     centres = np.unique(gaps)
@@ -157,7 +167,8 @@ def infer_settings(events: Iterable[Event] | EventColumns) -> list[Inferred]:
             heartbeats[(event.node, event.peer)].append(event.ts)
         elif event.type == "CanvassPosition":
             canvass[(event.node, event.peer)].append(event.ts)
-    found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _heartbeat_timeout(ordered)]
+    found = [_heartbeat_interval(_gaps(heartbeats, 10 * MS, 2_000 * MS)),
+             _status_interval(_gaps(canvass, 10 * MS, 1_000 * MS)), _heartbeat_timeout(ordered)]
     return [one for one in found if one is not None]
 
 
@@ -177,17 +188,14 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
     out, inward, local = (direction == DIRECTIONS.index(name) for name in ("out", "in", "local"))
     consensus = channel == CHANNELS.index("consensus")
 
-    def sends(mask: np.ndarray) -> dict[tuple[int, int | None], list[int]]:
-        rows = np.flatnonzero(mask)
-        by_pair: dict[tuple[int, int | None], list[int]] = defaultdict(list)
-        for member, known, other, when in zip(node[rows].tolist(), has_peer[rows].tolist(), peer[rows].tolist(),
-                                              ts[rows].tolist(), strict=True):
-            by_pair[(member, other if known else None)].append(when)
-        return by_pair
+    peer_or_none = np.where(has_peer, peer.astype(np.int64), 1 << 40)  # no peer: a value no peer has
 
-    heartbeats = sends(out & consensus & of_type("AppendPosition", "CommitPosition"))
+    def gaps(mask: np.ndarray, high: int) -> np.ndarray:
+        return _gaps_of_rows(node[mask], peer_or_none[mask], ts[mask], 10 * MS, high)
+
+    heartbeat_gaps = gaps(out & consensus & of_type("AppendPosition", "CommitPosition"), 2_000 * MS)
     canvass_rows = out & consensus & of_type("CanvassPosition")
-    canvass = sends(canvass_rows)
+    canvass_gaps = gaps(canvass_rows, 1_000 * MS)
     # _heartbeat_timeout: per member, a canvass begins an election when the last of its marks (a
     # CommitPosition/NewLeadershipTerm received, a canvass, a MemberStart) before it is not a canvass;
     # the leader is the sender of that mark when it is a CommitPosition/NewLeadershipTerm.
@@ -215,7 +223,7 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
         last = int(np.searchsorted(heard_rows[low:high], row, side="left")) - 1  # the last one before the canvass
         if last >= 0 and ts[row] - ts[heard_rows[low + last]] >= 1_000 * MS:
             samples.append(int(ts[row] - ts[heard_rows[low + last]]))
-    found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _timeout_from(samples)]
+    found = [_heartbeat_interval(heartbeat_gaps), _status_interval(canvass_gaps), _timeout_from(samples)]
     return [one for one in found if one is not None]
 
 

@@ -388,8 +388,9 @@ class _Capture:
             digest = np.zeros(len(rows), dtype=np.uint64)
             for k in range(words.shape[1]):  # a multiplicative hash of the words (collisions checked below)
                 digest = (digest ^ words[:, k]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(k + 1)
-            _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
-            inverse = inverse.reshape(-1)
+            inverse = np.unique(digest, return_inverse=True)[1].reshape(-1)
+            first = np.empty(int(inverse.max()) + 1, dtype=np.int64)
+            first[inverse] = np.arange(len(inverse))  # one member of each group (the last)
             if not (cells == cells[first[inverse]]).all():  # two payloads with one hash: tell them apart by bytes
                 entry[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
                 continue
@@ -712,20 +713,23 @@ def _int32(values: np.ndarray) -> np.ndarray:
 
 
 def _group(*keys: np.ndarray) -> np.ndarray:
-    """One number per distinct tuple of ``keys`` (int64 arrays of one length), numbered in sorted order:
-    packed into one int64 key when their ranges allow it (numbering pairs of columns first if need be)."""
+    """One number per distinct tuple of ``keys`` (int64 arrays of one length).
+
+    The tuples are hashed to one 64-bit number each and numbered by one sort of those; then every
+    member of a group is checked against the group's first tuple, so two tuples sharing a hash are
+    never taken for one (then the tuples themselves are sorted: slower, and exact)."""
     if not len(keys[0]):
         return np.zeros(0, dtype=np.int64)
-    lows = [int(k.min()) for k in keys]
-    widths = [max(1, (int(k.max()) - low).bit_length()) for k, low in zip(keys, lows, strict=True)]
-    if sum(widths) <= 62:
-        packed = np.zeros(len(keys[0]), dtype=np.int64)
-        for key, low, width in zip(keys, lows, widths, strict=True):
-            packed = (packed << width) | (key - low)
-        return np.unique(packed, return_inverse=True)[1].reshape(-1)
-    if len(keys) > 2:  # number the first half and the second half apart, then the pairs
-        half = len(keys) // 2
-        return _group(_group(*keys[:half]), _group(*keys[half:]))
+    digest = np.zeros(len(keys[0]), dtype=np.uint64)
+    for k, key in enumerate(keys):
+        digest = (digest ^ key.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(2 * k + 1)
+        digest ^= digest >> np.uint64(29)
+    numbers = np.unique(digest, return_inverse=True)[1].reshape(-1)
+    first = np.empty(int(numbers.max()) + 1, dtype=np.int64)
+    first[numbers] = np.arange(len(numbers))  # one member of each group (the last)
+    representative = first[numbers]
+    if all((key == key[representative]).all() for key in keys):
+        return numbers
     order = np.lexsort(keys[::-1])
     change = np.zeros(len(order), dtype=bool)
     change[0] = True
