@@ -301,6 +301,13 @@ _FAST_LINKS = (
 )
 
 
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` as int32 when they all fit (lengths and interface numbers nearly always do)."""
+    if not len(values) or (int(values.min()) >= -(1 << 31) and int(values.max()) < 1 << 31):
+        return values.astype(np.int32)
+    return values
+
+
 def _typed(data: memoryview, fmt: str) -> np.ndarray:
     """``data`` read as ``fmt`` values at every byte offset (a view: index it with offsets to gather)."""
     kind = np.dtype(fmt)
@@ -415,15 +422,8 @@ class PcapReader:
             append(offset)
             offset += 16 + unpack_caplen(data, offset + 8)[0]
         file_offset = np.frombuffer(offsets, dtype=np.int64) if offsets else np.zeros(0, np.int64)
-        wide = _typed(data, order + "u8")
-        times, lengths = wide[file_offset], wide[file_offset + 8]
-        if order == "<":
-            seconds, fraction = times & 0xFFFFFFFF, times >> 32
-            caplen, origlen = lengths & 0xFFFFFFFF, lengths >> 32
-        else:
-            seconds, fraction = times >> 32, times & 0xFFFFFFFF
-            caplen, origlen = lengths >> 32, lengths & 0xFFFFFFFF
-        caplen = caplen.astype(np.int64)
+        word = _typed(data, order + "u4")
+        caplen = word[file_offset + 8].astype(np.int64)
         bad = np.flatnonzero((caplen > limit) | (file_offset + 16 + caplen > size))
         count = len(file_offset)
         if len(bad):
@@ -437,12 +437,14 @@ class PcapReader:
             self._fatal(f"a 16-byte record header, only {size - offset} bytes left (file cut short)", offset)
         self.packet_count = count
         scale = self.interfaces[0].ts_multiplier
+        file_offset = file_offset[:count]
         records.index = np.arange(1, count + 1, dtype=np.int64)
-        records.ts_ns = seconds[:count].astype(np.int64) * 1_000_000_000 + fraction[:count].astype(np.int64) * scale
-        records.file_offset = file_offset[:count]
-        records.start = records.file_offset + 16
+        records.ts_ns = word[file_offset].astype(np.int64) * 1_000_000_000
+        records.ts_ns += word[file_offset + 4].astype(np.int64) * scale
+        records.file_offset = file_offset
+        records.start = file_offset + 16
         records.caplen = caplen[:count]
-        records.origlen = origlen[:count].astype(np.int64)
+        records.origlen = word[file_offset + 12].astype(np.int64)
         records.link_type = np.full(count, link_type, dtype=np.int32)
         records.interface_id = np.zeros(count, dtype=np.int64)
         return records
@@ -543,9 +545,9 @@ class PcapReader:
             payload_offset=at + 28,
             payload_length=(udp_length - 8).astype(np.int32),
             file_offset=mine(records.file_offset),
-            interface_id=mine(records.interface_id),
-            caplen=mine(records.caplen),
-            origlen=mine(records.origlen),
+            interface_id=_narrow(mine(records.interface_id)),
+            caplen=_narrow(mine(records.caplen)),
+            origlen=_narrow(mine(records.origlen)),
             has_ts=mine(records.has_ts) if records.has_ts is not None else None,
             addresses=names.names,
             data=data,

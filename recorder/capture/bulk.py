@@ -83,34 +83,35 @@ class BulkDecoder:
         self._entry_of: dict[bytes, int] = {}
         self._entry_named: list[int] = []  # the sender a consensus message names, per entry (or -1)
         self._entry_fed: list[bool] = []  # entries whose datagrams are always fed one by one
-        self._captures: dict[int, _Capture] = {}
+        self._captures: dict[int, _Capture] = {}  #: the capture being walked
+        self._made: list[tuple[EventColumns, list[np.ndarray]]] = []  #: the runs' events of those walked
 
     # --- feeding ----------------------------------------------------------------------------------
-    def feed(self, columns: PacketColumns, *, capture: int, progress: Callable[[int], None] | None = None) -> None:
-        """Every datagram of one capture, in packet order (times already filled in)."""
+    def feed(self, columns: PacketColumns, *, capture: int, progress: Callable[[int], None] | None = None,
+             sorted_out: Callable[[], None] | None = None) -> None:
+        """Every datagram of one capture, in packet order (times already filled in).  ``sorted_out`` is
+        called once the datagrams are sorted: from then on only those fed one by one are read again."""
         state = _Capture(self, columns, capture)
+        del columns  # the walk lets the capture's columns go before making its runs' events
         self._captures[capture] = state
+        state.fed_packets = state._packets(np.flatnonzero(state.kind == _FED))  # their bytes copied, before:
+        if sorted_out is not None:
+            sorted_out()
         state.walk(progress)
 
     def finish(self) -> EventColumns:
         """The decoder's `finish_keyed`, then every event of every capture, sorted, as columns."""
         self.keyed += self.decoder.finish_keyed()
+        self.decoder.bulk = None
         keyed = self.keyed
         python = EventColumns.from_events([event for _, event in keyed], entries=self.entries)
         keys = [np.fromiter((key[k] for key, _ in keyed), np.int64, len(keyed)) for k in range(5)]
-        parts, part_keys = [python], [keys]
-        made = None
-        for state in self._captures.values():
-            made = state.run_events()
-            if made is not None:
-                parts.append(made[0])
-                part_keys.append(made[1])
-        keys = [np.concatenate([k[i] for k in part_keys]) for i in range(5)]
-        order = np.lexsort(keys[::-1])
-        del keys, part_keys, made
-        # What was kept for the walk (and the capture's mapped bytes) can go now.
-        self._captures.clear()
-        self.decoder.bulk = None
+        self.keyed = []
+        parts = [python] + [columns for columns, _ in self._made]
+        part_keys = [keys] + [made_keys for _, made_keys in self._made]
+        self._made = []
+        order = _sort_order([np.concatenate([k[i] for k in part_keys]) for i in range(5)])
+        del part_keys
         return EventColumns.gathered(parts, order)
 
     # --- asked by the decoder -----------------------------------------------------------------------
@@ -194,7 +195,8 @@ class _Capture:
         frame_type = (header >> 48).astype(np.uint16)
         del header
         size = length[has]
-        minimum = np.select([frame_type == 3, frame_type == 2, frame_type == 6], [36, 28, 40], 1 << 40)
+        minimum = np.select([frame_type == 3, frame_type == 2, frame_type == 6], [36, 28, 40], (1 << 31) - 1)
+        minimum = minimum.astype(np.int32)
         counted = (version == 0) & (minimum <= frame_length) & (frame_length <= size)
         del minimum
         status = counted & (frame_type == 3)
@@ -244,7 +246,7 @@ class _Capture:
         touched = self._fed_streams(np.flatnonzero(kind == _FED))
         # One number per stream (source, destination, session, stream id), whichever way it was seen.
         src, sport, dst, dport = columns.src, columns.src_port, columns.dst, columns.dst_port
-        keys = [np.concatenate(parts).astype(np.int64) for parts in (
+        keys = [np.concatenate(parts).astype(np.int32) for parts in (
             (src[rows], dst[all_status], touched[:, 1]), (sport[rows], dport[all_status], touched[:, 2]),
             (dst[rows], src[all_status], touched[:, 3]), (dport[rows], sport[all_status], touched[:, 4]),
             (c_session, (status_word & 0xFFFFFFFF).astype(np.uint32).view(np.int32), touched[:, 5]),
@@ -391,7 +393,7 @@ class _Capture:
             inverse = np.unique(digest, return_inverse=True)[1].reshape(-1)
             first = np.empty(int(inverse.max()) + 1, dtype=np.int64)
             first[inverse] = np.arange(len(inverse))  # one member of each group (the last)
-            if not (cells == cells[first[inverse]]).all():  # two payloads with one hash: tell them apart by bytes
+            if not _same_rows(cells, first[inverse]):  # two payloads with one hash: tell them apart by bytes
                 entry[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
                 continue
             numbers = np.array([self.bulk.entry(cells[k, :length].tobytes()) for k in first.tolist()], dtype=np.int32)
@@ -435,9 +437,8 @@ class _Capture:
         for name, count in self.counted.items():
             if count:
                 decoder.frames[name] += count
-        fed = np.flatnonzero(self.kind == _FED)
-        packets = self._packets(fed)
-        fed = fed.tolist()
+        fed = np.flatnonzero(self.kind == _FED).tolist()
+        packets, self.fed_packets = self.fed_packets, None
         self._fed_count = 0
         self._pending = [-1] * self.stream_count
         self._states: list[Any] = [None] * self.stream_count
@@ -477,9 +478,20 @@ class _Capture:
             total = len(c.data)
             if total > done:
                 progress(total - done)
+        # The capture's events from its runs, now: its columns and the walk's arrays can then go (a
+        # later capture's status messages never ask about this one's streams).
+        self.c_ts = c.ts_ns[self.c_row]
+        self.c_packet = c.index[self.c_row]
+        self.columns = None  # the capture's columns can go before its runs' events are made
+        del c, file_offset, packets
+        made = self.run_events()
+        if made is not None:
+            self.bulk._made.append(made)
+        del self.bulk._captures[self.capture]
 
     def _packets(self, rows: np.ndarray) -> list[Packet]:
-        """The datagrams at ``rows``, as the decoder takes them (`formats.pcap.Packet`), made at once."""
+        """The datagrams at ``rows``, as the decoder takes them (`formats.pcap.Packet`), made at once,
+        their payloads copied out of the capture."""
         c = self.columns
         names = c.addresses
         offsets = c.payload_offset[rows].tolist()
@@ -494,7 +506,7 @@ class _Capture:
             if offset < 0 or (c.huge_ts and row in c.huge_ts):
                 out.append(c.packet(row))
                 continue
-            out.append(Packet(index, ts, names[src], sport, names[dst], dport, data[offset:offset + length],
+            out.append(Packet(index, ts, names[src], sport, names[dst], dport, bytes(data[offset:offset + length]),
                               file_offset, interface, caplen, origlen, offset))
         return out
 
@@ -689,9 +701,8 @@ class _Capture:
         peer = np.concatenate([receiver[outs], sender[ins]])
         has_peer = np.concatenate([peer_of_out[outs], peer_of_in[ins]])
         picked = positions[picks]
-        picked_rows = self.c_row[picked]
-        ts = self.columns.ts_ns[picked_rows]
-        packet = self.columns.index[picked_rows]
+        ts = self.c_ts[picked]
+        packet = self.c_packet[picked]
         log = is_log[picks]
         log_position = np.where(log, base[picks] + self.c_offset[picked] + ((self.c_length[picked].astype(np.int64) + 31) & ~31), 0)
         count = len(picks)
@@ -706,10 +717,25 @@ class _Capture:
         return columns, keys
 
 
-def _int32(values: np.ndarray) -> np.ndarray:
-    """Unsigned 32-bit values as Java's int (two's complement), in int64."""
-    values = values.astype(np.int64) & 0xFFFFFFFF
-    return np.where(values >= 1 << 31, values - (1 << 32), values)
+def _sort_order(keys: list[np.ndarray]) -> np.ndarray:
+    """The order of rows by ``keys`` (ts, capture, packet, order, in/out), the last four packed into one
+    number when they fit (two sorts instead of five)."""
+    ts, rest = keys[0], keys[1:]
+    if not len(ts):
+        return np.zeros(0, dtype=np.int64)
+    widths = [max(1, int(k.max()).bit_length()) if int(k.min()) >= 0 else 64 for k in rest]
+    if sum(widths) > 62:
+        return np.lexsort(keys[::-1])
+    packed = np.zeros(len(ts), dtype=np.int64)
+    for key, width in zip(rest, widths, strict=True):
+        packed = (packed << width) | key
+    return np.lexsort((packed, ts))
+
+
+def _same_rows(cells: np.ndarray, others: np.ndarray) -> bool:
+    """Whether each row of ``cells`` equals the row ``others`` names (compared a slice at a time)."""
+    step = 1 << 15
+    return all((cells[k:k + step] == cells[others[k:k + step]]).all() for k in range(0, len(cells), step))
 
 
 def _group(*keys: np.ndarray) -> np.ndarray:

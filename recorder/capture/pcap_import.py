@@ -162,7 +162,10 @@ def _decode_in_bulk(
     progress: Callable[[int], None] | None,
 ) -> PcapImport:
     readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
-    tables = [reader.columns() for _, reader, _ in readers]
+    tables = []
+    for (_, reader, _), (_, data) in zip(readers, captures, strict=True):
+        tables.append(reader.columns())
+        _read_through(data)
     missing = [_fill_times(table) for table in tables]
     notes: list[str] = []
     if members is None:
@@ -174,12 +177,15 @@ def _decode_in_bulk(
     feeder = BulkDecoder(decoder)
     problems: list[Problem] = []
     for index, (name, reader, _) in enumerate(readers):
-        table = tables[index]
-        feeder.feed(table, capture=index, progress=progress)
-        _read_through(captures[index][1])
         file = files[index]
+        table = tables[index]
         if len(table):
             file.first_ts_ns, file.last_ts_ns = table.time(0), table.time(len(table) - 1)
+        del table
+        # Handed over, not kept here: the walk lets the capture's columns go as soon as it can.
+        feeder.feed(tables.pop(index), capture=index, progress=progress,
+                    sorted_out=lambda data=captures[index][1]: _read_through(data))
+        tables.insert(index, None)
         file.packets = reader.packet_count
         file.udp_packets = reader.udp_count
         file.truncated = reader.truncated
@@ -195,8 +201,9 @@ def _decode_in_bulk(
 
 
 def _read_through(data: bytes | bytearray | memoryview) -> None:
-    """The capture's bytes are read: a memory-mapped file's pages leave this process's resident memory
-    (they are read back from the page cache if anything looks again)."""
+    """A pass over the capture's bytes is done: a memory-mapped file's pages leave this process's resident
+    memory (read back from the page cache by the next pass that looks), so that a large capture is not
+    held whole in memory on top of what is made of it."""
     source = data.obj if isinstance(data, memoryview) else None
     if isinstance(source, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         source.madvise(mmap.MADV_DONTNEED)
