@@ -178,19 +178,28 @@ class EventColumns:
                             entries=self.entries, others=self.others)
 
     def with_events(self, replacements: Mapping[int, Event]) -> EventColumns:
-        """These rows with some replaced by other events (e.g. a MemberStart given its settings)."""
+        """These rows with some replaced by other events (e.g. a MemberStart given its settings); the
+        columns those rows do not change are shared, not copied."""
         if not replacements:
             return self
-        arrays = {name: getattr(self, name).copy() for name in self._ROW_COLUMNS}
         others = list(self.others)
+        values: dict[int, tuple] = {}
         for row, event in replacements.items():
             kind, packet, position, captured, ref = _extra_shape(event.extra, others)
-            values = (event.ts, event.node, _DIRECTION[event.dir], 0 if event.peer is None else event.peer,
-                      event.peer is not None, _CHANNEL[event.channel],
-                      self.entries.add(event.type, event.fields, event.payload), kind, packet, position,
-                      captured is not None, 0 if captured is None else captured, ref)
-            for name, value in zip(self._ROW_COLUMNS, values, strict=True):
-                arrays[name][row] = value
+            values[row] = (event.ts, event.node, _DIRECTION[event.dir], 0 if event.peer is None else event.peer,
+                           event.peer is not None, _CHANNEL[event.channel],
+                           self.entries.add(event.type, event.fields, event.payload), kind, packet, position,
+                           captured is not None, 0 if captured is None else captured, ref)
+        arrays = {}
+        for k, name in enumerate(self._ROW_COLUMNS):
+            column = getattr(self, name)
+            if all(column[row] == value[k] for row, value in values.items()):
+                arrays[name] = column
+                continue
+            column = column.copy()
+            for row, value in values.items():
+                column[row] = value[k]
+            arrays[name] = column
         return EventColumns(**arrays, entries=self.entries, others=others)
 
     # --- reading --------------------------------------------------------------------------------
@@ -463,7 +472,8 @@ class _Texts:
             at = offsets[rows]
             for part in parts:
                 if isinstance(part, bytes):
-                    data[at[:, None] + np.arange(len(part))] = np.frombuffer(part, dtype=np.uint8)
+                    for k, byte in enumerate(part):  # a byte position at a time: no index array per byte
+                        data[at + k] = byte
                     at = at + len(part)
                 else:
                     at = _write_decimal(data, at, part)

@@ -42,7 +42,7 @@ import struct
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -93,6 +93,8 @@ _AF_INET6 = frozenset({10, 23, 24, 28, 30})
 # Wireshark refuses records larger than this for ordinary link types; a bigger caplen means the
 # record header is garbage, and reading on would swallow the records after it.
 MAX_RECORD_LENGTH = 262144
+#: `PcapReader.columns` reads a classic pcap a stretch of about this many bytes at a time.
+SEGMENT_BYTES = 1 << 22
 _MAX_PENDING_FRAGMENTED_DATAGRAMS = 1024
 
 _U16BE = struct.Struct("!H")
@@ -209,6 +211,25 @@ class PacketColumns:
     def packets(self) -> Iterator[Packet]:
         for row in range(len(self.index)):
             yield self.packet(row)
+
+    @classmethod
+    def joined(cls, parts: list[PacketColumns], addresses: list[str], data: memoryview) -> PacketColumns:
+        """Stretches of one capture read one after the other, as one set of columns."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(index=empty, ts_ns=empty, src=empty, src_port=empty, dst=empty, dst_port=empty,
+                       payload_offset=empty, payload_length=empty, file_offset=empty, interface_id=empty, caplen=empty,
+                       origlen=empty, has_ts=None, addresses=addresses, data=data)
+        names = ("index", "ts_ns", "src", "src_port", "dst", "dst_port", "payload_offset", "payload_length",
+                 "file_offset", "interface_id", "caplen", "origlen")
+        arrays = {name: np.concatenate([getattr(part, name) for part in parts]) for name in names}
+        has_ts = None
+        if any(part.has_ts is not None for part in parts):
+            has_ts = np.concatenate([part.has_ts if part.has_ts is not None else np.ones(len(part), dtype=bool)
+                                     for part in parts])
+        return cls(**arrays, has_ts=has_ts, addresses=addresses, data=data)
 
     def with_packets(self, packets: list[Packet], names: _AddressBook) -> PacketColumns:
         """These rows and ``packets`` (read one at a time), together in file order."""
@@ -379,75 +400,99 @@ class PcapReader:
             self.skipped["incomplete IP fragments"] += 1
         self._fragments.clear()
 
-    def columns(self) -> PacketColumns:
+    def columns(self, *, read: Callable[[int, int], None] | None = None) -> PacketColumns:
         """The same datagrams as `packets`, with the same problems and counts, as columns.
 
         Records in the common layout (IPv4 without options or fragments, UDP, over Ethernet without
-        VLAN tags, Linux cooked SLL/SLL2, NULL/LOOP or raw IP) are decoded for the whole file at once,
-        a handful of array operations per field; any other record goes through the same code as
-        `packets` one at a time.
+        VLAN tags, Linux cooked SLL/SLL2, NULL/LOOP or raw IP) are decoded a stretch of the file at a
+        time, a handful of array operations per field; any other record goes through the same code as
+        `packets` one at a time.  ``read(start, end)``, when given, is told of each stretch of bytes
+        [start, end) that has been read (a caller with the file memory-mapped may let those pages go).
         """
         self._reset()
         self._keys = []
-        records = self._classic_records() if self.format == "pcap" else self._pcapng_table()
         try:
-            return self._columns(records)
+            names = _AddressBook()
+            parts: list[PacketColumns] = []
+            others: list[Packet] = []
+            segments = self._classic_records() if self.format == "pcap" else iter([(self._pcapng_table(), None)])
+            for records, done in segments:
+                part, slow = self._fast_rows(records, names)
+                parts.append(part)
+                others += self._slow_rows(records, slow)
+                if read is not None and done is not None:
+                    read(*done)
+            self._incomplete_fragments()
+            columns = PacketColumns.joined(parts, names.names, self._data)
+            if others:
+                columns = columns.with_packets(others, names)
+            return columns
         finally:
             if self._keys:
                 order = sorted(range(len(self.problems)), key=self._keys.__getitem__)
                 self.problems = [self.problems[i] for i in order]
             self._keys = None
 
-    def _classic_records(self) -> _Records:
-        """Walk a classic pcap's record headers (the one loop over records in Python), then check them."""
+    def _classic_records(self) -> Iterator[tuple[_Records, tuple[int, int]]]:
+        """A classic pcap's records a stretch of about `SEGMENT_BYTES` at a time (the one loop over
+        records in Python walks their headers), each with the bytes [start, end) its records lie in."""
         data = self._data
         size = len(data)
-        records = _Records()
         if size < 24:
             self._fatal("a 24-byte pcap file header", 0)
-            return records
+            return
         order = "<" if int.from_bytes(data[:4], "little") in (PCAP_MAGIC_MICROSECONDS, PCAP_MAGIC_NANOSECONDS) else ">"
         magic, _major, _minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(order + "IHHiIII", data, 0)
         link_type = network & 0xFFFF
         self.interfaces.append(Interface(link_type, snaplen, 1 if magic == PCAP_MAGIC_NANOSECONDS else 1000, 1, 0))
         limit = max(snaplen, MAX_RECORD_LENGTH)
-        unpack_caplen = struct.Struct(order + "I").unpack_from
-        offsets = array("q")
-        append = offsets.append
-        offset = 24
-        last = size - 16
-        # As short as it can be; a record that is too long or runs past the end is found below (the
-        # walk may have gone on through garbage after it, which is then dropped).
-        while offset <= last:
-            append(offset)
-            offset += 16 + unpack_caplen(data, offset + 8)[0]
-        file_offset = np.frombuffer(offsets, dtype=np.int64) if offsets else np.zeros(0, np.int64)
-        word = _typed(data, order + "u4")
-        caplen = word[file_offset + 8].astype(np.int64)
-        bad = np.flatnonzero((caplen > limit) | (file_offset + 16 + caplen > size))
-        count = len(file_offset)
-        if len(bad):
-            count = int(bad[0])
-            at, length = int(file_offset[count]), int(caplen[count])
-            if length > limit:
-                self._fatal(f"a record of at most {limit} bytes, header says {length} (corrupt record header)", at)
-            else:
-                self._fatal(f"a record of {length} bytes, only {size - at - 16} left (file cut short)", at, count + 1)
-        elif offset < size:
-            self._fatal(f"a 16-byte record header, only {size - offset} bytes left (file cut short)", offset)
-        self.packet_count = count
         scale = self.interfaces[0].ts_multiplier
-        file_offset = file_offset[:count]
-        records.index = np.arange(1, count + 1, dtype=np.int64)
-        records.ts_ns = word[file_offset].astype(np.int64) * 1_000_000_000
-        records.ts_ns += word[file_offset + 4].astype(np.int64) * scale
-        records.file_offset = file_offset
-        records.start = file_offset + 16
-        records.caplen = caplen[:count]
-        records.origlen = word[file_offset + 12].astype(np.int64)
-        records.link_type = np.full(count, link_type, dtype=np.int32)
-        records.interface_id = np.zeros(count, dtype=np.int64)
-        return records
+        unpack_caplen = struct.Struct(order + "I").unpack_from
+        word = _typed(data, order + "u4")
+        offset = 24
+        count = 0
+        while offset <= size - 16:
+            offsets = array("q")
+            append = offsets.append
+            first = offset
+            # As short as it can be; a record that is too long or runs past the end is found below (the
+            # walk may have gone on through garbage after it, which is then dropped).
+            last = min(size - 16, offset + SEGMENT_BYTES)
+            while offset <= last:
+                append(offset)
+                offset += 16 + unpack_caplen(data, offset + 8)[0]
+            file_offset = np.frombuffer(offsets, dtype=np.int64)
+            caplen = word[file_offset + 8].astype(np.int64)
+            bad = np.flatnonzero((caplen > limit) | (file_offset + 16 + caplen > size))
+            if len(bad):
+                stop = int(bad[0])
+                at, length = int(file_offset[stop]), int(caplen[stop])
+                file_offset, caplen = file_offset[:stop], caplen[:stop]
+            records = _Records()
+            n = len(file_offset)
+            records.index = np.arange(count + 1, count + n + 1, dtype=np.int64)
+            records.ts_ns = word[file_offset].astype(np.int64) * 1_000_000_000
+            records.ts_ns += word[file_offset + 4].astype(np.int64) * scale
+            records.file_offset = file_offset
+            records.start = file_offset + 16
+            records.caplen = caplen
+            records.origlen = word[file_offset + 12].astype(np.int64)
+            records.link_type = np.full(n, link_type, dtype=np.int32)
+            records.interface_id = np.zeros(n, dtype=np.int64)
+            count += n
+            self.packet_count = count
+            if len(bad):
+                if length > limit:
+                    self._fatal(f"a record of at most {limit} bytes, header says {length} (corrupt record header)",
+                                at)
+                else:
+                    self._fatal(f"a record of {length} bytes, only {size - at - 16} left (file cut short)", at,
+                                count + 1)
+                yield records, (first, size)
+                return
+            yield records, (first, min(offset, size))
+        if offset < size:
+            self._fatal(f"a 16-byte record header, only {size - offset} bytes left (file cut short)", offset)
 
     def _pcapng_table(self) -> _Records:
         """A pcapng's packet records (block by block, in Python: the blocks vary too much to do otherwise)."""
@@ -475,7 +520,8 @@ class PcapReader:
         records.ends = np.fromiter((r[3] for r in rows), np.int64, count)
         return records
 
-    def _columns(self, records: _Records) -> PacketColumns:
+    def _fast_rows(self, records: _Records, names: _AddressBook) -> tuple[PacketColumns, np.ndarray]:
+        """The records in the common layout, as columns; and where the others are, to be read one by one."""
         data = self._data
         count = len(records.index)
         # The link header's length, where the link layer says the packet is IPv4; -1 where it does not.
@@ -532,15 +578,12 @@ class PcapReader:
         def mine(values: np.ndarray) -> np.ndarray:
             return values if every else values[rows]
 
-        names = _AddressBook()
-        src = names.ipv4_ids(addresses >> 32)
-        dst = names.ipv4_ids(addresses & 0xFFFFFFFF)
         columns = PacketColumns(
             index=mine(records.index),
             ts_ns=mine(records.ts_ns),
-            src=src,
+            src=names.ipv4_ids(addresses >> 32),
             src_port=(udp >> 48).astype(np.int32),
-            dst=dst,
+            dst=names.ipv4_ids(addresses & 0xFFFFFFFF),
             dst_port=((udp >> 32) & 0xFFFF).astype(np.int32),
             payload_offset=at + 28,
             payload_length=(udp_length - 8).astype(np.int32),
@@ -553,13 +596,21 @@ class PcapReader:
             data=data,
         )
         self.udp_count += len(rows)
-        # Everything else, one record at a time and in file order, as `packets` reads it.
+        if every:
+            return columns, np.zeros(0, dtype=np.int64)
         slow = np.ones(count, dtype=bool)
-        slow[rows if not every else slice(None)] = False
+        slow[rows] = False
+        return columns, np.flatnonzero(slow)
+
+    def _slow_rows(self, records: _Records, rows: np.ndarray) -> list[Packet]:
+        """These records one at a time and in file order, as `packets` reads them."""
+        data = self._data
         others = []
         dissect = self._dissect
         self._phase = 0
-        for row in np.flatnonzero(slow).tolist():
+        start, caplen, link = records.start, records.caplen, records.link_type
+        ends = records.ends if records.ends is not None else start + caplen
+        for row in rows.tolist():
             index = int(records.index[row])
             self._at = index
             ts = records.ts_objects[row] if records.ts_objects is not None else int(records.ts_ns[row])
@@ -570,10 +621,9 @@ class PcapReader:
                              int(records.origlen[row]))
             if packet is not None:
                 others.append(packet)
-        self._incomplete_fragments()
-        if others:
-            columns = columns.with_packets(others, names)
-        return columns
+        return others
+
+
 
     # --- classic pcap -------------------------------------------------------------------------
     def _classic(self) -> Iterator[Packet]:

@@ -258,6 +258,9 @@ class Built:
     def write(self, sink: Any) -> None:
         """The replay file (`table`'s bytes), written record batch by record batch when it can be."""
         if isinstance(self.events, EventColumns):
+            from recorder.capture.bulk import give_back_memory
+
+            give_back_memory()  # what building the incident freed, before the batches are made
             self.events.write_replay(sink, source=self.source(), cluster_members=self.cluster_members,
                                      metadata=self.metadata())
         else:

@@ -40,8 +40,10 @@ them.  Deterministic: no clocks, no threads.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -70,6 +72,8 @@ _IN, _OUT = DIRECTIONS.index("in"), DIRECTIONS.index("out")
 _CHANNEL = {name: code for code, name in enumerate(CHANNELS)}
 #: How often (in datagrams fed or runs applied) the progress callback hears about bytes read.
 PROGRESS_EVERY = 4096
+#: The capture's bytes are read a stretch of about this many at a time (see `BulkDecoder.feed`).
+STRETCH_BYTES = 1 << 22
 
 
 class BulkDecoder:
@@ -83,20 +87,21 @@ class BulkDecoder:
         self._entry_of: dict[bytes, int] = {}
         self._entry_named: list[int] = []  # the sender a consensus message names, per entry (or -1)
         self._entry_fed: list[bool] = []  # entries whose datagrams are always fed one by one
+        #: (length, 64-bit hash) of message bytes seen → (entry, the bytes, padded to 8): see `_entries`
+        self._by_digest: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
         self._captures: dict[int, _Capture] = {}  #: the capture being walked
         self._made: list[tuple[EventColumns, list[np.ndarray]]] = []  #: the runs' events of those walked
 
     # --- feeding ----------------------------------------------------------------------------------
     def feed(self, columns: PacketColumns, *, capture: int, progress: Callable[[int], None] | None = None,
-             sorted_out: Callable[[], None] | None = None) -> None:
-        """Every datagram of one capture, in packet order (times already filled in).  ``sorted_out`` is
-        called once the datagrams are sorted: from then on only those fed one by one are read again."""
-        state = _Capture(self, columns, capture)
+             read: Callable[[int, int], None] | None = None) -> None:
+        """Every datagram of one capture, in packet order (times already filled in).  ``read(start, end)``
+        is told of each stretch of the capture's bytes that has been read (a caller with the file memory
+        mapped may let those pages go: they are read a stretch at a time, never all at once)."""
+        state = _Capture(self, columns, capture, read)
         del columns  # the walk lets the capture's columns go before making its runs' events
         self._captures[capture] = state
-        state.fed_packets = state._packets(np.flatnonzero(state.kind == _FED))  # their bytes copied, before:
-        if sorted_out is not None:
-            sorted_out()
+        give_back_memory()  # the sorting's arrays, freed
         state.walk(progress)
 
     def finish(self) -> EventColumns:
@@ -168,8 +173,10 @@ def _decode_quietly(payload: bytes) -> tuple[Any, dict[str, Any], str] | None:
 class _Capture:
     """One capture's datagrams, sorted for the walk, and the runs found in it."""
 
-    def __init__(self, bulk: BulkDecoder, columns: PacketColumns, capture: int) -> None:
+    def __init__(self, bulk: BulkDecoder, columns: PacketColumns, capture: int,
+                 read: Callable[[int, int], None] | None = None) -> None:
         self.bulk = bulk
+        self.read = read
         self.decoder = bulk.decoder
         self.columns = columns
         self.capture = capture
@@ -184,11 +191,10 @@ class _Capture:
         offset = columns.payload_offset
         length = columns.payload_length
         kind = np.zeros(count, dtype=np.int8)  # _FED
-        word = _typed(data, "<u8")
         # The first frame's header where the payload is in the file (a rebuilt IP datagram is fed).
         has = np.flatnonzero((offset >= 0) & (length >= 8))
         at = offset[has]
-        header = word[at]
+        header, word1, word2 = self._heads(at)  # the payloads' first 24 bytes, as three words
         frame_length = (header & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         version = ((header >> 32) & 0xFF).astype(np.uint8)
         flags = ((header >> 40) & 0xFF).astype(np.uint8)
@@ -207,14 +213,14 @@ class _Capture:
                         "RTTM": int(np.count_nonzero(counted & (frame_type == 6))),
                         "SM": int(np.count_nonzero(regular))}
         all_status = has[status]  # regular ones and those asking for a SETUP: their stream's key is reversed
-        status_word = word[at[status]]
+        status_word = word1[status]
         del status, regular
         # DATA frames alone in their datagram: a heartbeat, or a whole message.
         is_data = ~counted & (frame_type == 1) & (size >= 32) & (version == 0)
         data_rows, data_at = has[is_data], at[is_data]
         frame_length, flags, size = frame_length[is_data], flags[is_data], size[is_data]
-        del counted, version, frame_type, is_data, at
-        second = word[data_at + 8]
+        second, word2 = word1[is_data], word2[is_data]
+        del counted, version, frame_type, is_data, at, word1
         term_offset = (second & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         aligned = (term_offset >= 0) & ((term_offset & 31) == 0)
         heartbeat = aligned & (frame_length == 0) & (size == 32)
@@ -223,6 +229,7 @@ class _Capture:
         del aligned, padded, size
         # A message's bytes, decoded once per distinct payload.
         entry = self._entries(data, data_at[message] + 32, frame_length[message].astype(np.int64) - 32)
+        del data
         fed = np.array(self.bulk._entry_fed + [True], dtype=bool)[entry]  # -1 (undecodable) is fed too
         message[np.flatnonzero(message)[fed]] = False
         entry = entry[~fed]
@@ -232,7 +239,7 @@ class _Capture:
         # The candidates' fields, in packet order.
         candidate = heartbeat | message
         rows = data_rows[candidate]
-        third = word[data_at[candidate] + 16]
+        third = word2[candidate]
         c_session = (second[candidate] >> 32).astype(np.uint32).view(np.int32)
         c_stream = (third & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         c_term = (third >> 32).astype(np.uint32).view(np.int32)
@@ -241,9 +248,13 @@ class _Capture:
         c_eos = heartbeat[candidate] & ((flags[candidate] & 0x20) != 0)
         c_entry = np.full(len(rows), -1, dtype=np.int32)
         c_entry[message[candidate]] = entry
-        del second, third, term_offset, frame_length, flags, heartbeat, message, candidate, data_rows, data_at, entry
-        # The datagrams fed one by one, and the streams each of them touches.
-        touched = self._fed_streams(np.flatnonzero(kind == _FED))
+        del second, third, word2, term_offset, frame_length, flags, heartbeat, message, candidate, data_rows, data_at
+        del entry
+        # The datagrams fed one by one (their bytes copied now, a stretch of the file at a time), and the
+        # streams each of them touches.
+        fed_rows = np.flatnonzero(kind == _FED)
+        self.fed_packets = self._packets(fed_rows)
+        touched = self._fed_streams(fed_rows)
         # One number per stream (source, destination, session, stream id), whichever way it was seen.
         src, sport, dst, dport = columns.src, columns.src_port, columns.dst, columns.dst_port
         keys = [np.concatenate(parts).astype(np.int32) for parts in (
@@ -337,74 +348,92 @@ class _Capture:
 
     def _fed_streams(self, fed: np.ndarray) -> np.ndarray:
         """(row, src, sport, dst, dport, session, stream) of each stream a datagram fed one by one touches:
-        its DATA, PAD and SETUP frames' streams (read from the headers; the frames after the first of a
-        longer datagram decoded), or the stream a status message reports on.  A stream listed that the
-        decoder then does not touch (a datagram it finds corrupt) only ends a run early."""
-        c = self.columns
-        word = _typed(c.data, "<u8")
-        length = c.payload_length[fed]
-        inside = fed[(c.payload_offset[fed] >= 0) & (length >= 24)]
-        header = word[c.payload_offset[inside]]
-        frame_type = (header >> 48) & 0xFFFF
-        ids = word[c.payload_offset[inside] + 8]
-        keyed = []
-        for types, session, stream, reverse in (((0, 1, 5), ids >> 32, word[c.payload_offset[inside] + 16], False),
-                                                ((3,), ids, ids >> 32, True)):
-            pick = np.isin(frame_type, types)
-            rows = inside[pick]
-            a, b = (c.dst, c.dst_port) if reverse else (c.src, c.src_port)
-            d, e = (c.src, c.src_port) if reverse else (c.dst, c.dst_port)
-            keyed.append(np.stack([rows, a[rows], b[rows], d[rows], e[rows],
-                                   (session[pick] & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
-                                   (stream[pick] & 0xFFFFFFFF).astype(np.uint32).view(np.int32)], axis=1).astype(np.int64))
-        # Datagrams longer than their first DATA or PAD frame, and the ones whose header was not read.
-        frame_length = (header & 0xFFFFFFFF).astype(np.uint32).view(np.int32).astype(np.int64)
-        first = np.where(frame_type == 0, 32, (frame_length + 31) & ~31)
-        longer = inside[np.isin(frame_type, (0, 1)) & (c.payload_length[inside] > np.maximum(first, 32))]
-        unread = np.setdiff1d(fed, inside, assume_unique=True)
-        extra = []
-        for row in np.concatenate([longer, unread]).tolist():
-            extra.extend(self._streams_of(row))
-        if extra:
-            keyed.append(np.array(extra, dtype=np.int64).reshape(-1, 7))
-        return np.concatenate(keyed) if keyed else np.zeros((0, 7), dtype=np.int64)
+        its DATA, PAD and SETUP frames' streams, or the stream a status message reports on (from the
+        copies `_packets` made).  A stream listed that the decoder then does not touch (a datagram it
+        finds corrupt) only ends a run early."""
+        touched: list[tuple] = []
+        for row, packet in zip(fed.tolist(), self.fed_packets, strict=True):
+            touched.extend(self._streams_of(row, packet.payload))
+        return np.array(touched, dtype=np.int64).reshape(-1, 7)
+
+    def _stretches(self, offsets: np.ndarray) -> Iterator[slice]:
+        """Consecutive rows (by ``offsets`` into the file, increasing) a stretch of about `STRETCH_BYTES`
+        at a time; after each, the caller's ``read`` hears that the stretch is done."""
+        if not len(offsets):
+            return
+        marks = np.searchsorted(offsets, np.arange(int(offsets[0]), int(offsets[-1]) + STRETCH_BYTES,
+                                                   STRETCH_BYTES)[1:], side="left")
+        start = 0
+        for end in [*marks.tolist(), len(offsets)]:
+            if end <= start:
+                continue
+            yield slice(start, end)
+            if self.read is not None:
+                self.read(int(offsets[start]), int(offsets[end - 1]))
+            start = end
+
+    def _heads(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The first 24 bytes of the payloads at ``at`` (file offsets, increasing), as three little-endian
+        words each (0 past the end of the file), read a stretch of the file at a time."""
+        word = _typed(self.columns.data, "<u8")
+        limit = len(word)
+        words = [np.zeros(len(at), dtype=np.uint64) for _ in range(3)]
+        for part in self._stretches(at):
+            where = at[part]
+            for k, out in enumerate(words):
+                inside = where + 8 * k < limit
+                out[part] = np.where(inside, word[np.where(inside, where + 8 * k, 0)], 0)
+        return words[0], words[1], words[2]
 
     def _entries(self, data: memoryview, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """The entry of each message (``lengths`` bytes at ``starts``): the messages are grouped by
-        their bytes with array operations, and each distinct one is decoded once (`BulkDecoder.entry`)."""
+        """The entry of each message (``lengths`` bytes at ``starts``, increasing): the messages of a
+        stretch of the file are grouped by their bytes with array operations (a 64-bit hash, each member
+        checked against the first bytes seen with that hash), and each distinct one is decoded once
+        (`BulkDecoder.entry`)."""
         entry = np.empty(len(starts), dtype=np.int32)
         raw = np.frombuffer(data, dtype=np.uint8)
-        for length in np.unique(lengths).tolist():
-            rows = np.flatnonzero(lengths == length)
-            if length == 0:
-                entry[rows] = self.bulk.entry(b"")
-                continue
-            # One row of bytes per message, copied out of a view of the file as overlapping windows.
-            windows = np.lib.stride_tricks.as_strided(raw, shape=(len(raw) - length + 1, length), strides=(1, 1),
-                                                      writeable=False)
-            cells = windows[starts[rows]]
-            width = -(-length // 8) * 8
-            if width != length:
-                cells = np.concatenate([cells, np.zeros((len(rows), width - length), np.uint8)], axis=1)
-            words = cells.view(np.uint64)
-            digest = np.zeros(len(rows), dtype=np.uint64)
-            for k in range(words.shape[1]):  # a multiplicative hash of the words (collisions checked below)
-                digest = (digest ^ words[:, k]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(k + 1)
-            inverse = np.unique(digest, return_inverse=True)[1].reshape(-1)
-            first = np.empty(int(inverse.max()) + 1, dtype=np.int64)
-            first[inverse] = np.arange(len(inverse))  # one member of each group (the last)
-            if not _same_rows(cells, first[inverse]):  # two payloads with one hash: tell them apart by bytes
-                entry[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
-                continue
-            numbers = np.array([self.bulk.entry(cells[k, :length].tobytes()) for k in first.tolist()], dtype=np.int32)
-            entry[rows] = numbers[inverse]
+        seen = self.bulk._by_digest
+        for part in self._stretches(starts):
+            part_starts, part_lengths = starts[part], lengths[part]
+            numbers = np.empty(len(part_starts), dtype=np.int32)
+            for length in np.unique(part_lengths).tolist():
+                rows = np.flatnonzero(part_lengths == length)
+                if length == 0:
+                    numbers[rows] = self.bulk.entry(b"")
+                    continue
+                # One row of bytes per message, copied out of a view of the file as overlapping windows.
+                windows = np.lib.stride_tricks.as_strided(raw, shape=(len(raw) - length + 1, length), strides=(1, 1),
+                                                          writeable=False)
+                cells = windows[part_starts[rows]]
+                width = -(-length // 8) * 8
+                if width != length:
+                    cells = np.concatenate([cells, np.zeros((len(rows), width - length), np.uint8)], axis=1)
+                words = cells.view(np.uint64)
+                digest = np.zeros(len(rows), dtype=np.uint64)
+                for k in range(words.shape[1]):  # a multiplicative hash of the words (collisions checked below)
+                    digest = (digest ^ words[:, k]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(k + 1)
+                distinct, inverse = np.unique(digest, return_inverse=True)
+                inverse = inverse.reshape(-1)
+                first = np.empty(len(distinct), dtype=np.int64)
+                first[inverse] = np.arange(len(inverse))  # one member of each group (the last)
+                known = []
+                for d, k in zip(distinct.tolist(), first.tolist(), strict=True):
+                    found = seen.get((length, d))
+                    if found is None:
+                        found = seen[(length, d)] = (self.bulk.entry(cells[k, :length].tobytes()), cells[k].copy())
+                    known.append(found)
+                expected = np.stack([cell for _, cell in known])
+                if not _same_rows(cells, inverse, expected):  # two payloads with one hash: tell them apart by bytes
+                    numbers[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
+                    continue
+                numbers[rows] = np.array([number for number, _ in known], dtype=np.int32)[inverse]
+            entry[part] = numbers
         return entry
 
-    def _streams_of(self, row: int) -> list[tuple]:
+    def _streams_of(self, row: int, payload: bytes | memoryview) -> list[tuple]:
         """The streams a datagram fed one by one touches: its DATA, PAD and SETUP frames' streams, or
         for a status message the stream it reports on."""
         c = self.columns
-        payload = c.payload(row)
         src, sport, dst, dport = int(c.src[row]), int(c.src_port[row]), int(c.dst[row]), int(c.dst_port[row])
         if len(payload) >= 16 and payload[6] == 3 and payload[7] == 0:  # a status message (any)
             session = int.from_bytes(payload[8:12], "little", signed=True)
@@ -468,10 +497,14 @@ class _Capture:
             else:
                 break
             steps += 1
-            if progress is not None and steps % PROGRESS_EVERY == 0:
-                at = int(file_offset[min(next_fed, len(c) - 1)]) if next_fed < 1 << 62 else done
+            if steps % PROGRESS_EVERY == 0:
+                current = min(next_fed, heap[0][0] if heap else next_fed)  # every row before it is done
+                at = int(file_offset[current]) if current < len(c) else done
                 if at > done:
-                    progress(at - done)
+                    if progress is not None:
+                        progress(at - done)
+                    if self.read is not None:  # the datagrams before it will not be read again
+                        self.read(0, at)
                     done = at
         decoder.datagrams += len(c) - self._fed_count
         if progress is not None:
@@ -488,26 +521,32 @@ class _Capture:
         if made is not None:
             self.bulk._made.append(made)
         del self.bulk._captures[self.capture]
+        give_back_memory()
 
     def _packets(self, rows: np.ndarray) -> list[Packet]:
-        """The datagrams at ``rows``, as the decoder takes them (`formats.pcap.Packet`), made at once,
-        their payloads copied out of the capture."""
+        """The datagrams at ``rows`` (in file order), as the decoder takes them (`formats.pcap.Packet`),
+        their payloads copied out of the capture a stretch at a time."""
         c = self.columns
-        names = c.addresses
-        offsets = c.payload_offset[rows].tolist()
-        lengths = c.payload_length[rows].tolist()
-        data = c.data
-        out = []
-        for row, index, ts, src, sport, dst, dport, offset, length, file_offset, interface, caplen, origlen in zip(
-                rows.tolist(), c.index[rows].tolist(), c.ts_ns[rows].tolist(), c.src[rows].tolist(),
-                c.src_port[rows].tolist(), c.dst[rows].tolist(), c.dst_port[rows].tolist(), offsets, lengths,
-                c.file_offset[rows].tolist(), c.interface_id[rows].tolist(), c.caplen[rows].tolist(),
-                c.origlen[rows].tolist(), strict=True):
-            if offset < 0 or (c.huge_ts and row in c.huge_ts):
-                out.append(c.packet(row))
-                continue
-            out.append(Packet(index, ts, names[src], sport, names[dst], dport, bytes(data[offset:offset + length]),
-                              file_offset, interface, caplen, origlen, offset))
+        out: list[Packet | None] = [None] * len(rows)
+        offsets = c.payload_offset[rows]
+        for k in np.flatnonzero(offsets < 0).tolist():  # rebuilt from IP fragments: not in the file
+            out[k] = c.packet(int(rows[k]))
+        inside = np.flatnonzero(offsets >= 0)
+        names, data = c.addresses, c.data
+        for part in self._stretches(offsets[inside]):
+            where = inside[part]
+            picked = rows[where]
+            for k, row, index, ts, src, sport, dst, dport, offset, length, file_offset, interface, caplen, origlen in zip(
+                    where.tolist(), picked.tolist(), c.index[picked].tolist(), c.ts_ns[picked].tolist(),
+                    c.src[picked].tolist(), c.src_port[picked].tolist(), c.dst[picked].tolist(),
+                    c.dst_port[picked].tolist(), c.payload_offset[picked].tolist(), c.payload_length[picked].tolist(),
+                    c.file_offset[picked].tolist(), c.interface_id[picked].tolist(), c.caplen[picked].tolist(),
+                    c.origlen[picked].tolist(), strict=True):
+                if c.huge_ts and row in c.huge_ts:
+                    out[k] = c.packet(row)._replace(payload=bytes(data[offset:offset + length]))
+                    continue
+                out[k] = Packet(index, ts, names[src], sport, names[dst], dport, bytes(data[offset:offset + length]),
+                                file_offset, interface, caplen, origlen, offset)
         return out
 
     def _schedule(self, stream: int, position: int) -> None:
@@ -717,6 +756,25 @@ class _Capture:
         return columns, keys
 
 
+def give_back_memory() -> None:
+    """Return the C heap's free memory to the system (glibc's ``malloc_trim``; nothing elsewhere).
+
+    A conversion makes and drops arrays of hundreds of megabytes; glibc keeps what was freed for the
+    next allocation, so the process's resident memory would stay at its high-water mark in every
+    later step."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
 def _sort_order(keys: list[np.ndarray]) -> np.ndarray:
     """The order of rows by ``keys`` (ts, capture, packet, order, in/out), the last four packed into one
     number when they fit (two sorts instead of five)."""
@@ -732,10 +790,12 @@ def _sort_order(keys: list[np.ndarray]) -> np.ndarray:
     return np.lexsort((packed, ts))
 
 
-def _same_rows(cells: np.ndarray, others: np.ndarray) -> bool:
-    """Whether each row of ``cells`` equals the row ``others`` names (compared a slice at a time)."""
+def _same_rows(cells: np.ndarray, others: np.ndarray, rows: np.ndarray | None = None) -> bool:
+    """Whether each row of ``cells`` equals the row ``others`` names (of ``rows``, else of ``cells``),
+    compared a slice at a time."""
+    rows = cells if rows is None else rows
     step = 1 << 15
-    return all((cells[k:k + step] == cells[others[k:k + step]]).all() for k in range(0, len(cells), step))
+    return all((cells[k:k + step] == rows[others[k:k + step]]).all() for k in range(0, len(cells), step))
 
 
 def _group(*keys: np.ndarray) -> np.ndarray:

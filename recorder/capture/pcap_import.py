@@ -34,7 +34,7 @@ from formats.event_columns import EventColumns
 from formats.events import Event
 from formats.pcap import PacketColumns, PcapReader
 from formats.replay_file import gc_paused
-from recorder.capture.bulk import BulkDecoder
+from recorder.capture.bulk import BulkDecoder, give_back_memory
 from recorder.capture.datagrams import (
     DEFAULT_STREAMS,
     DatagramDecoder,
@@ -164,8 +164,7 @@ def _decode_in_bulk(
     readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
     tables = []
     for (_, reader, _), (_, data) in zip(readers, captures, strict=True):
-        tables.append(reader.columns())
-        _read_through(data)
+        tables.append(reader.columns(read=lambda start, end, data=data: _read_through(data, start, end)))
     missing = [_fill_times(table) for table in tables]
     notes: list[str] = []
     if members is None:
@@ -184,7 +183,7 @@ def _decode_in_bulk(
         del table
         # Handed over, not kept here: the walk lets the capture's columns go as soon as it can.
         feeder.feed(tables.pop(index), capture=index, progress=progress,
-                    sorted_out=lambda data=captures[index][1]: _read_through(data))
+                    read=lambda start, end, data=captures[index][1]: _read_through(data, start, end))
         tables.insert(index, None)
         file.packets = reader.packet_count
         file.udp_packets = reader.udp_count
@@ -196,17 +195,23 @@ def _decode_in_bulk(
         for error in reader.problems:
             problems.append(Problem("capture file", error.expected, name, None, error.offset))
     columns = feeder.finish()
+    give_back_memory()
     problems += decoder.problems
     return _imported(columns, files, members, decoder, problems, notes + decoder.notes)
 
 
-def _read_through(data: bytes | bytearray | memoryview) -> None:
-    """A pass over the capture's bytes is done: a memory-mapped file's pages leave this process's resident
-    memory (read back from the page cache by the next pass that looks), so that a large capture is not
-    held whole in memory on top of what is made of it."""
+def _read_through(data: bytes | bytearray | memoryview, start: int = 0, end: int | None = None) -> None:
+    """A pass over the capture's bytes [start, end) is done: a memory-mapped file's pages there leave this
+    process's resident memory (read back from the page cache by the next pass that looks), so that a
+    large capture is not held whole in memory on top of what is made of it."""
     source = data.obj if isinstance(data, memoryview) else None
-    if isinstance(source, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        source.madvise(mmap.MADV_DONTNEED)
+    if not isinstance(source, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    end = len(source) if end is None else end
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages only: the edges may hold the next records
+    last = end if end >= len(source) else end // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        source.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def _imported(columns: EventColumns, files: list[CaptureFile], members: MemberMap, decoder: DatagramDecoder,
