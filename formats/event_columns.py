@@ -213,6 +213,10 @@ class EventColumns:
         of_entry = np.fromiter((number[t] for t in self.entries.types), np.int32, len(self.entries.types))
         return (of_entry[self.entry] if len(self.entry) else np.zeros(0, np.int32)), names
 
+    def nodes(self) -> list[int]:
+        """The members the rows are about, sorted."""
+        return distinct_rows(self.node)[:, 0].tolist()
+
     def rows_of_type(self, *names: str) -> np.ndarray:
         """The rows whose type is one of ``names``, in order."""
         wanted = np.fromiter((t in names for t in self.entries.types), bool, len(self.entries.types))
@@ -278,7 +282,8 @@ def distinct_rows(*columns: np.ndarray) -> np.ndarray:
         packed = np.zeros(len(columns[0]), dtype=np.int64)
         for column, low, width in zip(columns, lows, widths, strict=True):
             packed = (packed << width) | (column.astype(np.int64) - low)
-        packed = np.unique(packed)
+        # Few distinct values in a small range are counted rather than sorted.
+        packed = np.flatnonzero(np.bincount(packed)) if sum(widths) <= 22 else np.unique(packed)
         out = np.empty((len(packed), len(columns)), dtype=np.int64)
         for k in range(len(columns) - 1, -1, -1):
             out[:, k] = (packed & ((1 << widths[k]) - 1)) + lows[k]
@@ -347,8 +352,9 @@ class _TablePlan:
         for column, codes, names_of in (("dir", columns.dir, DIRECTIONS), ("channel", columns.channel, CHANNELS),
                                         ("type", type_of_entry[columns.entry] if len(columns.entry) else
                                          np.zeros(0, np.int32), type_names)):
-            present, first = np.unique(codes, return_index=True)
-            order = present[np.argsort(first, kind="stable")]
+            present = np.flatnonzero(np.bincount(codes, minlength=1)) if len(codes) else np.zeros(0, np.int64)
+            first = np.array([int(np.argmax(codes == code)) for code in present.tolist()], dtype=np.int64)
+            order = present[np.argsort(first, kind="stable")]  # the values in order of first appearance
             remap = np.zeros(max(len(names_of), 1), dtype=np.int32)
             remap[order] = np.arange(len(order), dtype=np.int32)
             self.codes[column] = remap[codes] if len(codes) else codes.astype(np.int32)

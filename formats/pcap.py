@@ -278,6 +278,8 @@ class _AddressBook:
     def __init__(self) -> None:
         self.names: list[str] = []
         self._ids: dict[str, int] = {}
+        self._known = np.zeros(0, dtype=np.uint64)  # IPv4 addresses seen, sorted
+        self._known_ids = np.zeros(0, dtype=np.int32)
 
     def id(self, name: str) -> int:
         number = self._ids.get(name)
@@ -287,11 +289,21 @@ class _AddressBook:
         return number
 
     def ipv4_ids(self, addresses: np.ndarray) -> np.ndarray:
+        """The numbers of IPv4 addresses (as integers): a capture has a handful, looked up by binary search."""
         if not len(addresses):
             return np.zeros(0, dtype=np.int32)
-        distinct, inverse = np.unique(addresses, return_inverse=True)
-        ids = np.array([self.id(_ipv4_name(int(a).to_bytes(4, "big"))) for a in distinct.tolist()], dtype=np.int32)
-        return ids[inverse.reshape(-1)]
+        addresses = addresses.astype(np.uint64)
+        place = np.searchsorted(self._known, addresses)
+        hit = (place < len(self._known)) & (self._known[np.minimum(place, max(len(self._known) - 1, 0))] == addresses
+                                            if len(self._known) else np.zeros(len(addresses), dtype=bool))
+        if not hit.all():
+            for address in np.unique(addresses[~hit]).tolist():
+                number = self.id(_ipv4_name(int(address).to_bytes(4, "big")))
+                at = int(np.searchsorted(self._known, address))
+                self._known = np.insert(self._known, at, np.uint64(address))
+                self._known_ids = np.insert(self._known_ids, at, number)
+            place = np.searchsorted(self._known, addresses)
+        return self._known_ids[place]
 
 
 class _Records:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from engine.config import Config
@@ -279,8 +278,8 @@ class Built:
         return ConvertResult(
             out=out,
             events=len(self.events),
-            nodes=tuple(sorted(set(np.unique(self.events.node).tolist()) if isinstance(self.events, EventColumns)
-                               else {e.node for e in self.events})),
+            nodes=tuple(self.events.nodes() if isinstance(self.events, EventColumns)
+                        else sorted({e.node for e in self.events})),
             inputs=tuple(self.inputs),
             cluster_members=self.cluster_members,
             capture=self.captured.summary() if self.captured is not None else None,

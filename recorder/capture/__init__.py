@@ -95,7 +95,7 @@ class CaptureLoad:
             codes, names = self.columns.type_codes()
             counts = {names[code]: count for code, count in enumerate(np.bincount(codes, minlength=len(names)).tolist())
                       if count}
-            nodes = sorted(set(np.unique(self.columns.node).tolist()))
+            nodes = self.columns.nodes()
             total = len(self.columns)
         else:
             counts = {}

@@ -74,6 +74,8 @@ _CHANNEL = {name: code for code, name in enumerate(CHANNELS)}
 PROGRESS_EVERY = 4096
 #: The capture's bytes are read a stretch of about this many at a time (see `BulkDecoder.feed`).
 STRETCH_BYTES = 1 << 22
+#: Odd 64-bit multipliers, one per 8 bytes of a message, for the hash `_Capture._entries` groups by.
+_MULTIPLIERS = (np.random.default_rng(13).integers(0, 1 << 62, 8192, dtype=np.uint64) << np.uint64(1)) | np.uint64(1)
 
 
 class BulkDecoder:
@@ -195,11 +197,12 @@ class _Capture:
         has = np.flatnonzero((offset >= 0) & (length >= 8))
         at = offset[has]
         header, word1, word2 = self._heads(at)  # the payloads' first 24 bytes, as three words
+        heads = (has, header, word1, word2)  # kept for the streams of the datagrams fed one by one
         frame_length = (header & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         version = ((header >> 32) & 0xFF).astype(np.uint8)
         flags = ((header >> 40) & 0xFF).astype(np.uint8)
         frame_type = (header >> 48).astype(np.uint16)
-        del header
+        del header  # (still in ``heads``)
         size = length[has]
         minimum = np.select([frame_type == 3, frame_type == 2, frame_type == 6], [36, 28, 40], (1 << 31) - 1)
         minimum = minimum.astype(np.int32)
@@ -220,7 +223,7 @@ class _Capture:
         data_rows, data_at = has[is_data], at[is_data]
         frame_length, flags, size = frame_length[is_data], flags[is_data], size[is_data]
         second, word2 = word1[is_data], word2[is_data]
-        del counted, version, frame_type, is_data, at, word1
+        del counted, version, frame_type, is_data, at
         term_offset = (second & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         aligned = (term_offset >= 0) & ((term_offset & 31) == 0)
         heartbeat = aligned & (frame_length == 0) & (size == 32)
@@ -254,7 +257,8 @@ class _Capture:
         # streams each of them touches.
         fed_rows = np.flatnonzero(kind == _FED)
         self.fed_packets = self._packets(fed_rows)
-        touched = self._fed_streams(fed_rows)
+        touched = self._fed_streams(fed_rows, heads)
+        del heads
         # One number per stream (source, destination, session, stream id), whichever way it was seen.
         src, sport, dst, dport = columns.src, columns.src_port, columns.dst, columns.dst_port
         keys = [np.concatenate(parts).astype(np.int32) for parts in (
@@ -269,6 +273,10 @@ class _Capture:
         first[stream_of[::-1]] = np.arange(len(stream_of))[::-1]  # a representative of each stream
         self.key_parts = [k[first] for k in keys]
         del keys, first
+        # How many streams (destinations) each stream's publication (source, session, stream id) has.
+        src_k, sport_k, _, _, session_k, stream_k = self.key_parts
+        publication_of = _group(src_k, sport_k, session_k, stream_k)
+        self.publication_streams = np.bincount(publication_of)[publication_of] if len(publication_of) else publication_of
         self.stream_count = streams
         n_candidates, n_status = len(rows), len(all_status)
         c_stream_id = stream_of[:n_candidates]
@@ -312,6 +320,8 @@ class _Capture:
         self.c_last_message = np.maximum.accumulate(message_at) if n else message_at
         next_named = np.where(self.c_named != _NO_SENDER, positions, n)
         self.c_next_named = np.minimum.accumulate(next_named[::-1])[::-1] if n else next_named
+        next_message = np.where(is_message, positions, n)
+        self.c_next_message = np.minimum.accumulate(next_message[::-1])[::-1] if n else next_message
         eos_at = np.where(self.c_eos, positions, n)
         self.c_next_eos = np.minimum.accumulate(eos_at[::-1])[::-1] if n else eos_at
         del message_at, next_named, eos_at, is_message
@@ -346,15 +356,41 @@ class _Capture:
         self._stream_keys: dict[int, tuple] = {}
         self._stream_ids: dict[tuple, int] | None = None
 
-    def _fed_streams(self, fed: np.ndarray) -> np.ndarray:
+    def _fed_streams(self, fed: np.ndarray, heads: tuple[np.ndarray, ...]) -> np.ndarray:
         """(row, src, sport, dst, dport, session, stream) of each stream a datagram fed one by one touches:
-        its DATA, PAD and SETUP frames' streams, or the stream a status message reports on (from the
-        copies `_packets` made).  A stream listed that the decoder then does not touch (a datagram it
-        finds corrupt) only ends a run early."""
-        touched: list[tuple] = []
+        its DATA, PAD and SETUP frames' streams, or the stream a status message reports on.  Read from
+        the first frame's header (``heads``: rows, and their payloads' first three words) where the
+        datagram is that frame alone, else from the frames `_packets` copied.  A stream listed that the
+        decoder then does not touch (a datagram it finds corrupt) only ends a run early."""
+        c = self.columns
+        has, header, word1, word2 = heads
+        at = np.searchsorted(has, fed)
+        known = (at < len(has)) & (has[np.minimum(at, max(len(has) - 1, 0))] == fed) if len(has) else fed < 0
+        rows, at = fed[known], at[known]
+        frame_type = (header[at] >> np.uint64(48)) & np.uint64(0xFFFF)
+        frame_length = (header[at] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+        size = c.payload_length[rows].astype(np.int64)
+        first = np.where(frame_type == 0, 32, (frame_length + 31) & ~31)
+        alone = ~(np.isin(frame_type, (0, 1)) & (size > np.maximum(first, 32)))  # else: more frames after it
+        keyed = []
+        for types, session, stream, reverse in (((0, 1, 5), word1 >> np.uint64(32), word2, False),
+                                                ((3,), word1, word1 >> np.uint64(32), True)):
+            pick = np.isin(frame_type, types) & alone
+            picked = rows[pick]
+            a, b = (c.dst, c.dst_port) if reverse else (c.src, c.src_port)
+            d, e = (c.src, c.src_port) if reverse else (c.dst, c.dst_port)
+            keyed.append(np.stack([picked, a[picked], b[picked], d[picked], e[picked],
+                                   (session[at[pick]] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32),
+                                   (stream[at[pick]] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)],
+                                  axis=1).astype(np.int64))
+        slow = set(fed[~known].tolist()) | set(rows[~alone].tolist())
+        extra = []
         for row, packet in zip(fed.tolist(), self.fed_packets, strict=True):
-            touched.extend(self._streams_of(row, packet.payload))
-        return np.array(touched, dtype=np.int64).reshape(-1, 7)
+            if row in slow:
+                extra.extend(self._streams_of(row, packet.payload))
+        if extra:
+            keyed.append(np.array(extra, dtype=np.int64).reshape(-1, 7))
+        return np.concatenate(keyed) if keyed else np.zeros((0, 7), dtype=np.int64)
 
     def _stretches(self, offsets: np.ndarray) -> Iterator[slice]:
         """Consecutive rows (by ``offsets`` into the file, increasing) a stretch of about `STRETCH_BYTES`
@@ -376,13 +412,17 @@ class _Capture:
         """The first 24 bytes of the payloads at ``at`` (file offsets, increasing), as three little-endian
         words each (0 past the end of the file), read a stretch of the file at a time."""
         word = _typed(self.columns.data, "<u8")
-        limit = len(word)
         words = [np.zeros(len(at), dtype=np.uint64) for _ in range(3)]
+        whole = int(np.searchsorted(at, len(word) - 16, side="left"))  # before it, all three words are in the file
         for part in self._stretches(at):
-            where = at[part]
+            inside = slice(part.start, min(part.stop, whole))
+            where = at[inside]
             for k, out in enumerate(words):
-                inside = where + 8 * k < limit
-                out[part] = np.where(inside, word[np.where(inside, where + 8 * k, 0)], 0)
+                out[inside] = word[where + 8 * k]
+        for row in range(whole, len(at)):  # the last few payloads, near the end of the file
+            for k, out in enumerate(words):
+                if at[row] + 8 * k < len(word):
+                    out[row] = word[at[row] + 8 * k]
         return words[0], words[1], words[2]
 
     def _entries(self, data: memoryview, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -409,9 +449,7 @@ class _Capture:
                 if width != length:
                     cells = np.concatenate([cells, np.zeros((len(rows), width - length), np.uint8)], axis=1)
                 words = cells.view(np.uint64)
-                digest = np.zeros(len(rows), dtype=np.uint64)
-                for k in range(words.shape[1]):  # a multiplicative hash of the words (collisions checked below)
-                    digest = (digest ^ words[:, k]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(k + 1)
+                digest = words @ _MULTIPLIERS[:words.shape[1]]  # a hash of the words (collisions checked below)
                 distinct, inverse = np.unique(digest, return_inverse=True)
                 inverse = inverse.reshape(-1)
                 first = np.empty(len(distinct), dtype=np.int64)
@@ -613,9 +651,20 @@ class _Capture:
         sender = publication.sender
         channel = state.channel
         if (decoder.local_members is not None or decoder.observer is not None or state.awaiting_setup
-                or state.join is not None or state.arrivals or state.unreceived
-                or (sender is None and channel != "ingress")):
+                or state.arrivals or state.unreceived):
             return 0
+        if sender is None and channel != "ingress":
+            # Heartbeats alone may pass before the sender is known, on a publication with no other stream
+            # that could name it meanwhile (the log's are named by another stream's NewLeadershipTerm).
+            if channel == "log" or self.publication_streams[stream] != 1:
+                return 0
+            end = min(end, int(self.c_next_message[position]))
+        if state.join is not None:  # a new image: its first frame must be at or past the join position
+            join, join_shift, join_initial = state.join
+            term = int(self.c_term[position])
+            at = ((((term - join_initial + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000) << join_shift)
+            if at + int(self.c_offset[position]) < join:
+                return 0
         reassembler = state.reassembler
         if channel == "log" and not state.eos_seen and reassembler.end_of_stream and state.receiver is not None:
             return 0
@@ -650,6 +699,7 @@ class _Capture:
             state.end_position = next_position
         highest = next_position if last_message == last else base + int(self.c_offset[last])  # a heartbeat's position
         reassembler.skip_ahead(next_position, highest)
+        state.join = None  # from here on the reassembler's own position rules (as `_on_term_frame` says)
         row = int(self.c_row[last])
         state.last_ts = int(self.columns.ts_ns[row])
         state.last_packet = int(self.columns.index[row])
