@@ -345,6 +345,14 @@ class _TablePlan:
         for name in names:
             values = [None if c is None else c.get(name) for c in canonical]
             self.name_arrays[name] = replay_file._typed_arrays([values])[0]
+        # Fixed-width ones (int64, bool) are taken row by row as numpy arrays: each entry's value (0 where
+        # null, as pyarrow leaves it) and whether it is there.
+        self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for name, array in self.name_arrays.items():
+            if pa.types.is_int64(array.type) or pa.types.is_boolean(array.type):
+                valid = np.asarray(array.is_valid())
+                values = np.asarray(array.fill_null(False if pa.types.is_boolean(array.type) else 0))
+                self.fixed[name] = (values, valid)
         # The dictionaries of dir, channel and type, in order of first appearance over the whole table.
         self.dictionaries = {}
         self.codes = {}
@@ -398,8 +406,11 @@ class _TablePlan:
             "fields": self._entry_cells(self.fields_text, entry, end, last),
             "extra": self._extra(start, end, last),
         }
+        entry_rows = c.entry[part]
         for name, values in self.name_arrays.items():
-            arrays[name] = self._entry_cells(values, entry, end, last)
+            fixed = self.fixed.get(name)
+            arrays[name] = (_fixed_cells(values.type, *fixed, entry_rows) if fixed is not None
+                            else self._entry_cells(values, entry, end, last))
         batch = pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
         return batch.replace_schema_metadata(self.metadata)
 
@@ -515,6 +526,16 @@ def _write_decimal(data: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.n
         data[(digits_end - 1 - place)[has]] = (remaining[has] % 10).astype(np.uint8) + ord("0")
         remaining //= 10
     return digits_end
+
+
+def _fixed_cells(kind: pa.DataType, values: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """``take`` of an int64 or bool column (one value per entry) by entry numbers, made with numpy."""
+    present = valid[rows]
+    nulls = len(rows) - int(np.count_nonzero(present))
+    validity = pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None
+    taken = values[rows]
+    data = pa.py_buffer(np.packbits(taken, bitorder="little") if pa.types.is_boolean(kind) else taken)
+    return pa.Array.from_buffers(kind, len(rows), [validity, data], null_count=nulls)
 
 
 def _value_lengths(values: pa.Array) -> np.ndarray:
