@@ -265,7 +265,7 @@ class EventColumns:
         options = ipc.IpcWriteOptions(compression=compression)
         pool = pa.default_memory_pool()
         with ipc.new_file(sink, plan.schema, options=options) as writer:
-            for batch in plan.batches(BATCH_ROWS):
+            for batch in plan.batches(BATCH_ROWS) if len(self) else ():  # no rows: no record batch, as write_table
                 writer.write_batch(batch)
                 del batch
                 pool.release_unused()  # a batch's buffers back to the system: memory stays one batch deep

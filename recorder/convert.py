@@ -315,6 +315,7 @@ def build(
     members: str | None = None,
     progress: Callable[[int], None] | None = None,
     config: Mapping[str, Any] | None = None,
+    bulk: bool = True,
 ) -> Built:
     """Read ``inputs`` (files, cluster dirs, incident directories, tarballs) into one incident's events.
 
@@ -323,6 +324,8 @@ def build(
     are read together by `recorder.capture`, with ``members`` (the cluster members string) and
     ``progress`` (called with bytes read).  ``config`` (Aeron property → value) goes into every
     member's MemberStart; a bad property is a `ValueError` raised before anything is read.
+    ``bulk=False`` takes the reference path (`recorder.capture.load_captures`): the same events, and
+    the same replay file, made one `Event` at a time.
     """
     if not inputs:
         raise ValueError("no inputs given")
@@ -341,7 +344,8 @@ def build(
         capture_paths = [path for path, kind in zip(paths, kinds, strict=True) if kind.captures]
         if capture_paths:
             kind_of = "auto" if format in (None, "auto") else format
-            captured = capture.load_captures(capture_paths, members=members, format=kind_of, progress=progress)
+            captured = capture.load_captures(capture_paths, members=members, format=kind_of, progress=progress,
+                                             bulk=bulk)
         in_bulk = captured is not None and captured.columns is not None and len(capture_paths) == len(paths)
         loaded = []
         for path, kind in zip(paths, kinds, strict=True):

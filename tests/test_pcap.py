@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats import pcap as pcap_module
 from formats.errors import DecodeError
 from formats.pcap import (
     LINKTYPE_ETHERNET,
@@ -448,12 +449,16 @@ def test_damaged_captures_never_raise_while_reading(data):
     assert all(isinstance(problem, DecodeError) for problem in reader.problems)
 
 
-def test_columns_read_the_fuzzers_mutations_of_the_real_captures_as_packets_does():
+@pytest.mark.parametrize("segment", [pcap_module.SEGMENT_BYTES, 700])
+def test_columns_read_the_fuzzers_mutations_of_the_real_captures_as_packets_does(segment, monkeypatch):
     """The mutation fuzzer's inputs (real and sample captures, bit flips, cuts, splices, ...): the
-    columnar reading gives the same packets, problems and counts as the packet-at-a-time one."""
+    columnar reading gives the same packets, problems and counts as the packet-at-a-time one, whether
+    a classic pcap is read in one stretch or in stretches of a few records (a cut, a damaged record,
+    an IP fragment falling in a later stretch than the one it completes)."""
     from tests.fuzzing import make_input
 
-    for index in range(300):
+    monkeypatch.setattr(pcap_module, "SEGMENT_BYTES", segment)
+    for index in range(300 if segment == pcap_module.SEGMENT_BYTES else 150):
         data = make_input("pcap", 13, index)
         try:
             reader = PcapReader(data, source="test.pcap")

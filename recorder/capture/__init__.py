@@ -150,8 +150,13 @@ def load_captures(
     format: str = "auto",
     streams: Streams = DEFAULT_STREAMS,
     progress: Callable[[int], None] | None = None,
+    bulk: bool = True,
 ) -> CaptureLoad:
-    """Read a mix of captures, agent logs and cluster directories into one incident's events."""
+    """Read a mix of captures, agent logs and cluster directories into one incident's events.
+
+    Captures are decoded in bulk and, without agent logs, the incident's events are kept as columns
+    (`CaptureLoad.columns`); ``bulk=False`` decodes every datagram one at a time and builds `Event`
+    values throughout: the reference the tests hold the bulk path to."""
     if format not in FORMATS:
         raise DecodeError(f"unknown capture format {format!r} (known: {', '.join(FORMATS)})")
     kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": [], "recording": []}
@@ -202,7 +207,8 @@ def load_captures(
     load.notes += recording_notes
     captured = None
     if kinds["pcap"] or recordings:
-        captured = import_pcaps(kinds["pcap"], member_map, streams=streams, progress=progress, extra=recordings)
+        captured = import_pcaps(kinds["pcap"], member_map, streams=streams, progress=progress, extra=recordings,
+                                bulk=bulk)
     if captured is not None:
         if member_map is None:
             member_map = captured.members
@@ -218,7 +224,7 @@ def load_captures(
             "skipped": dict(captured.summary.skipped),
         }
 
-    if captured is not None and not kinds["agent-log"]:
+    if bulk and captured is not None and not kinds["agent-log"]:
         load.columns = _assembled(load, captured, directories, member_map)
         load.evidence += wire_evidence(load.columns)
         if not len(load.columns):

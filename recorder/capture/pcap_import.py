@@ -386,6 +386,7 @@ def import_pcaps(
     streams: Streams = DEFAULT_STREAMS,
     progress: Callable[[int], None] | None = None,
     extra: Sequence[tuple[str, bytes | bytearray | memoryview]] = (),
+    bulk: bool = True,
 ) -> PcapImport:
     """Memory-map each capture file and decode them together, with ``extra`` captures already in
     memory (a `recount record` recording turned into pcap bytes).
@@ -403,7 +404,7 @@ def import_pcaps(
             mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         captures.append((name, memoryview(mapped)))
     captures.extend(extra)
-    return decode_captures(captures, members, streams=streams, progress=progress)
+    return decode_captures(captures, members, streams=streams, progress=progress, bulk=bulk)
 
 
 PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
