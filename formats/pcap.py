@@ -19,6 +19,11 @@ closed while they live, so copy with ``bytes()`` whatever must outlive the file.
 Packet numbers (``Packet.index``) count every packet record in the file from 1, UDP or not, as
 Wireshark's ``frame.number`` does, so a user can find the same packet in Wireshark.
 
+`PcapReader.columns` reads the same datagrams as `PacketColumns` (numpy arrays, one row per
+datagram): records in the common layout (IPv4 without options or fragments, UDP, over Ethernet,
+SLL, SLL2, NULL, LOOP or raw IP) a stretch of the file at a time with array operations, anything
+else through the same per-packet code as `packets`, with the same problems in the same order.
+
 Bad input never stops the reading of what is good.  `PcapReader.packets()` yields every complete
 UDP datagram; what it could not use goes to ``reader.problems`` (`DecodeError`s naming the file,
 the byte offset and the packet number) and ``reader.skipped`` (counts by reason, e.g. non-UDP

@@ -63,6 +63,11 @@ messages are reported ("not received").  A capture without status messages relea
 `finish`.
 
 Deterministic: no clocks, no threads; output order is ``(ts, capture, packet, order)``.
+
+`recorder.capture.bulk` feeds a whole capture, passing over the steady traffic of each stream in
+runs and feeding the rest here one datagram at a time; while it does, ``bulk`` answers what the
+decoder would otherwise have kept from the datagrams it did not see (when a stream's status
+messages came, which held events a run made, what a member sent).
 """
 
 from __future__ import annotations

@@ -1,9 +1,16 @@
 """pcap and pcapng captures in: one or several files → datagrams → events (`datagrams.DatagramDecoder`).
 
-Files are memory-mapped and read by `formats.pcap.PcapReader`, which yields each UDP datagram and
-keeps going past what it cannot use: a file cut short (tcpdump killed) gives every whole packet
-before the cut, then a problem naming the offset; non-UDP packets are counted.  Everything read is
-decoded; everything skipped is reported with its file, packet number or byte offset, and why.
+Files are memory-mapped and read by `formats.pcap.PcapReader`, which keeps going past what it cannot
+use: a file cut short (tcpdump killed) gives every whole packet before the cut, then a problem naming
+the offset; non-UDP packets are counted.  Everything read is decoded; everything skipped is reported
+with its file, packet number or byte offset, and why.
+
+In bulk (the default): each capture is read as columns (`PcapReader.columns`) and its steady traffic
+decoded as arrays (`recorder.capture.bulk`), the events kept as `formats.event_columns.EventColumns`.
+A mapped file is read a stretch at a time and each stretch's pages are let go once read, and the C
+heap's free memory is handed back between steps (`bulk.give_back_memory`), so that a large capture
+is never held whole in memory on top of what is made of it.  ``bulk=False`` reads and feeds every
+datagram one at a time: the same events, problems and notes (the reference the tests compare with).
 
 Several captures of one incident (one per host) are decoded together: a first pass over each file
 finds which members' hosts it was taken on (`members.local_members`: the member addresses present
