@@ -32,6 +32,8 @@ from formats.events import CHANNELS, DIRECTIONS, MESSAGE_CLASSES, Event
 #: ``extra_kind`` values: no extra; ``{"packet"}``; ``{"logPosition", "packet"}``; another mapping.
 EXTRA_NONE, EXTRA_PACKET, EXTRA_LOG, EXTRA_OTHER = 0, 1, 2, 3
 BATCH_ROWS = 65536  #: rows per record batch, as `replay_file.write_table` cuts them
+#: How far past a batch (in rows) its text columns are made to bring the next rows' bytes (`_rows_to_cover`).
+NEAR_ROWS = (16, 256, 4096)
 
 _DIRECTION = {name: code for code, name in enumerate(DIRECTIONS)}
 _CHANNEL = {name: code for code, name in enumerate(CHANNELS)}
@@ -417,13 +419,16 @@ class _TablePlan:
     def _entry_cells(self, values: pa.Array, entry: pa.Array, end: int, last: bool) -> pa.Array:
         """``values`` (one per entry) for these rows; a text or binary column also brings the bytes of
         the rows after them that the IPC writer copies along (see `_following`)."""
-        cells = values.take(entry)
         if last or not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
-            return cells
+            return values.take(entry)
         lengths = self._entry_lengths(values)
-        return _following(cells, lambda rows: lengths[self.columns.entry[rows]],
-                          lambda rows: values.take(pa.array(self.columns.entry[rows], type=pa.int32())), end,
-                          len(self.columns))
+        rows = self.columns.entry
+        start = end - len(entry)
+        more = _rows_to_cover(lambda a, b: lengths[rows[a:b]], int(lengths[rows[start:end]].sum()), end, len(rows))
+        if more is None:
+            return _following(values.take(entry), lambda r: lengths[rows[r]],
+                              lambda r: values.take(pa.array(rows[r], type=pa.int32())), end, len(rows))
+        return values.take(pa.array(rows[start:end + more], type=pa.int32())).slice(0, len(entry))
 
     def _entry_lengths(self, values: pa.Array) -> np.ndarray:
         cached = self._lengths.get(id(values))
@@ -433,11 +438,15 @@ class _TablePlan:
 
     def _extra(self, start: int, end: int, last: bool = True) -> pa.Array:
         """The extra column's JSON text (`replay_file._encode_extra`'s, written from the columns)."""
-        cells = self._extra_texts(start, end)
         if last:
-            return cells
-        return _following(cells, lambda rows: _value_lengths(self._extra_texts(int(rows[0]), int(rows[-1]) + 1)),
-                          lambda rows: self._extra_texts(int(rows[0]), int(rows[-1]) + 1), end, len(self.columns))
+            return self._extra_texts(start, end)
+        own = _value_lengths(self._extra_texts(start, end)).sum()  # (the texts are cheap to make twice)
+        more = _rows_to_cover(lambda a, b: _value_lengths(self._extra_texts(a, b)), int(own), end, len(self.columns))
+        if more is None:
+            return _following(self._extra_texts(start, end),
+                              lambda r: _value_lengths(self._extra_texts(int(r[0]), int(r[-1]) + 1)),
+                              lambda r: self._extra_texts(int(r[0]), int(r[-1]) + 1), end, len(self.columns))
+        return self._extra_texts(start, end + more).slice(0, end - start)
 
     def _extra_texts(self, start: int, end: int) -> pa.Array:
         """Rows ``start`` to ``end`` of the extra column: the usual shapes composed as bytes with array
@@ -552,6 +561,27 @@ def _value_range(cells: pa.Array) -> tuple[int, int]:
         return 0, 0
     offsets = np.frombuffer(cells.buffers()[1], dtype=np.int32, count=len(cells) + 1, offset=cells.offset * 4)
     return int(offsets[0]), int(offsets[-1])
+
+
+def _rows_to_cover(lengths_of, used: int, end: int, total: int) -> int | None:
+    """How many rows after ``end`` a batch's text column must be made with (then sliced off again), for
+    its value buffer to hold the bytes `replay_file.write_table`'s slices bring along (see `_following`):
+    enough rows for the bytes up to the next multiple of 64 after ``used``, or every row to the end.
+    None when those bytes lie too far on (rows of nothing in between): `_following` copies them."""
+    wanted = (-used) % 64
+    if not wanted:
+        return 0
+    found = 0
+    for window in NEAR_ROWS:
+        stop = min(total, end + window)
+        lengths = lengths_of(end, stop)
+        covered = np.cumsum(lengths) + found if len(lengths) else lengths
+        if len(covered) and covered[-1] >= wanted:
+            return int(np.searchsorted(covered, wanted, side="left")) + 1
+        if stop >= total:
+            return total - end
+        found = 0  # the next window starts again from ``end``
+    return None
 
 
 def _following(cells: pa.Array, lengths_of, cells_of, end: int, total: int) -> pa.Array:

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from formats import cluster_codecs as cc
-from formats import replay_file
+from formats import event_columns, replay_file
 from formats.event_columns import BATCH_ROWS, EventColumns
 from formats.events import Event
 
@@ -79,7 +79,10 @@ def _many_events(count: int) -> list[Event]:
     return events
 
 
-def test_more_rows_than_a_record_batch_of_every_kind_write_the_same_bytes():
+@pytest.mark.parametrize("near", [event_columns.NEAR_ROWS, (1,)], ids=["near", "copied"])
+def test_more_rows_than_a_record_batch_of_every_kind_write_the_same_bytes(near, monkeypatch):
+    """The next rows' bytes a batch brings along: made with the batch (near) or copied after it."""
+    monkeypatch.setattr(event_columns, "NEAR_ROWS", near)
     events = _many_events(BATCH_ROWS * 2 + 777)
     meta = {"source": "many", "cluster_members": "0,a:1", "metadata": {"recount.aeronEvidence": "[]"}}
     columns = EventColumns.from_events(events)

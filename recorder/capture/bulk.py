@@ -75,7 +75,15 @@ PROGRESS_EVERY = 4096
 #: The capture's bytes are read a stretch of about this many at a time (see `BulkDecoder.feed`).
 STRETCH_BYTES = 1 << 22
 #: Odd 64-bit multipliers, one per 8 bytes of a message, for the hash `_Capture._entries` groups by.
-_MULTIPLIERS = (np.random.default_rng(13).integers(0, 1 << 62, 8192, dtype=np.uint64) << np.uint64(1)) | np.uint64(1)
+def _splitmix(count: int) -> np.ndarray:
+    """``count`` well-mixed odd 64-bit numbers (SplitMix64 over 1, 2, 3, ...), the same on every run."""
+    x = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (x ^ (x >> np.uint64(31))) | np.uint64(1)
+
+
+_MULTIPLIERS = _splitmix(8192)
 
 
 class BulkDecoder:
