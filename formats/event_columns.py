@@ -26,6 +26,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+try:  # the take kernel itself: pyarrow.compute's Python wrappers take 40 ms to import, a tenth of a start-up
+    from pyarrow._compute import call_function as _call_function
+except ImportError:  # pragma: no cover - a pyarrow that moved it
+    from pyarrow.compute import call_function as _call_function
+
 from formats import replay_file
 from formats.events import CHANNELS, DIRECTIONS, MESSAGE_CLASSES, Event
 
@@ -344,17 +349,16 @@ class _TablePlan:
         # One array per field name, over the entries (a name's type from the values of used entries).
         names = sorted({name for c in canonical if c is not None for name in c if name not in replay_file.BASE_COLUMNS})
         self.name_arrays: dict[str, pa.Array] = {}
-        for name in names:
-            values = [None if c is None else c.get(name) for c in canonical]
-            self.name_arrays[name] = replay_file._typed_arrays([values])[0]
         # Fixed-width ones (int64, bool) are taken row by row as numpy arrays: each entry's value (0 where
         # null, as pyarrow leaves it) and whether it is there.
         self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for name, array in self.name_arrays.items():
+        for name in names:
+            values = [None if c is None else c.get(name) for c in canonical]
+            array = self.name_arrays[name] = replay_file._typed_arrays([values])[0]
             if pa.types.is_int64(array.type) or pa.types.is_boolean(array.type):
-                valid = np.asarray(array.is_valid())
-                values = np.asarray(array.fill_null(False if pa.types.is_boolean(array.type) else 0))
-                self.fixed[name] = (values, valid)
+                kind = bool if pa.types.is_boolean(array.type) else np.int64
+                self.fixed[name] = (np.array([0 if v is None else v for v in values], dtype=kind),
+                                    np.array([v is not None for v in values], dtype=bool))
         # The dictionaries of dir, channel and type, in order of first appearance over the whole table.
         self.dictionaries = {}
         self.codes = {}
@@ -420,15 +424,15 @@ class _TablePlan:
         """``values`` (one per entry) for these rows; a text or binary column also brings the bytes of
         the rows after them that the IPC writer copies along (see `_following`)."""
         if last or not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
-            return values.take(entry)
+            return _take(values, entry)
         lengths = self._entry_lengths(values)
         rows = self.columns.entry
         start = end - len(entry)
         more = _rows_to_cover(lambda a, b: lengths[rows[a:b]], int(lengths[rows[start:end]].sum()), end, len(rows))
         if more is None:
-            return _following(values.take(entry), lambda r: lengths[rows[r]],
-                              lambda r: values.take(pa.array(rows[r], type=pa.int32())), end, len(rows))
-        return values.take(pa.array(rows[start:end + more], type=pa.int32())).slice(0, len(entry))
+            return _following(_take(values, entry), lambda r: lengths[rows[r]],
+                              lambda r: _take(values, pa.array(rows[r], type=pa.int32())), end, len(rows))
+        return _take(values, pa.array(rows[start:end + more], type=pa.int32())).slice(0, len(entry))
 
     def _entry_lengths(self, values: pa.Array) -> np.ndarray:
         cached = self._lengths.get(id(values))
@@ -545,6 +549,11 @@ def _fixed_cells(kind: pa.DataType, values: np.ndarray, valid: np.ndarray, rows:
     taken = values[rows]
     data = pa.py_buffer(np.packbits(taken, bitorder="little") if pa.types.is_boolean(kind) else taken)
     return pa.Array.from_buffers(kind, len(rows), [validity, data], null_count=nulls)
+
+
+def _take(values: pa.Array, rows: pa.Array) -> pa.Array:
+    """``values.take(rows)``, calling the kernel directly."""
+    return _call_function("take", [values, rows])
 
 
 def _value_lengths(values: pa.Array) -> np.ndarray:
