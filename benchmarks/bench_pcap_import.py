@@ -106,10 +106,11 @@ def repeated_capture(path: Path, packets: int, keep_ports: set[int]) -> tuple[by
     return bytes(out), per_copy, copies
 
 
-def run(argv: list[str], *, env: dict[str, str] | None = None, stdout=subprocess.DEVNULL) -> dict:
+def run(argv: list[str], *, env: dict[str, str] | None = None, stdout=subprocess.DEVNULL, cwd: Path | None = None
+        ) -> dict:
     """One child process: wall seconds, its own peak RSS (MB) and CPU seconds, exit status."""
     started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env)
+    child = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=cwd)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -128,7 +129,7 @@ def recount_runner(checkout: Path, pcap: Path, out: Path, members: str, pycache:
     argv = [sys.executable, "-m", "cli", "convert", str(pcap), "-o", str(out), "--force", "--members", members]
 
     def once() -> dict:
-        figures = run(argv, env=env)
+        figures = run(argv, env=env, cwd=checkout)  # ``python -m`` looks in the working directory first
         figures["sha256"] = hashlib.sha256(out.read_bytes()).hexdigest()
         return figures
 
