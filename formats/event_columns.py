@@ -444,8 +444,13 @@ class _TablePlan:
         """The extra column's JSON text (`replay_file._encode_extra`'s, written from the columns)."""
         if last:
             return self._extra_texts(start, end)
-        own = _value_lengths(self._extra_texts(start, end)).sum()  # (the texts are cheap to make twice)
-        more = _rows_to_cover(lambda a, b: _value_lengths(self._extra_texts(a, b)), int(own), end, len(self.columns))
+        total = len(self.columns)
+        texts = self._extra_texts(start, min(total, end + NEAR_ROWS[0]))  # a few rows more: usually enough
+        lengths = _value_lengths(texts)
+        own = int(lengths[:end - start].sum())
+        if end + NEAR_ROWS[0] >= total or int(lengths[end - start:].sum()) >= (-own) % 64:
+            return texts.slice(0, end - start)
+        more = _rows_to_cover(lambda a, b: _value_lengths(self._extra_texts(a, b)), own, end, total)
         if more is None:
             return _following(self._extra_texts(start, end),
                               lambda r: _value_lengths(self._extra_texts(int(r[0]), int(r[-1]) + 1)),
