@@ -5,13 +5,14 @@ repeated in memory until it is at least ``--megabytes`` large (each copy's recor
 bytes; only the file header is not repeated), then decoded in three stages, each timed on its own:
 
 1. ``pcap``: `formats.pcap.PcapReader` — link, IP and UDP layers, one `Packet` per datagram;
-2. ``frames``: the above plus `formats.udp.decode_datagram` on every payload;
-3. ``messages``: the above plus one `formats.reassembly.Reassembler` per (source, session, stream).
+2. ``columns``: `PcapReader.columns` — the same datagrams as arrays (what `recount convert` reads);
+3. ``frames``: ``pcap`` plus `formats.udp.decode_datagram` on every payload;
+4. ``messages``: the above plus one `formats.reassembly.Reassembler` per (source, session, stream).
 
 Figures are per core (one process, one thread).  With ``--tshark`` the same bytes are also decoded
 by tshark with Aeron's dissector (``-d udp.port==N,aeron`` for every Aeron port, fields out), for a
 side-by-side figure; the comparison that matters for issue 4 (the whole pcap -> replay path) is
-made by the importer's own benchmark.
+made by the importer's own benchmark (benchmarks/bench_pcap_import.py, the whole command beside tshark).
 
     python benchmarks/bench_pcap_decode.py
     python benchmarks/bench_pcap_decode.py --megabytes 100 --tshark --json
@@ -58,6 +59,10 @@ def stage_pcap(data: bytes) -> int:
     for _ in PcapReader(data).packets():
         count += 1
     return count
+
+
+def stage_columns(data: bytes) -> int:
+    return len(PcapReader(data).columns())
 
 
 def stage_frames(data: bytes) -> int:
@@ -161,6 +166,7 @@ def main() -> int:
         "python": sys.version.split()[0],
         "stages": {
             "pcap": timed(stage_pcap, data, packets),
+            "columns": timed(stage_columns, data, packets),
             "frames": timed(stage_frames, data, packets),
             "messages": timed(lambda data: stage_messages(data, per_copy), data, packets),
         },

@@ -1,35 +1,46 @@
-"""Throughput of the whole import: pcap → events → replay file, per core, beside tshark on the same bytes.
+"""`recount convert` of a large pcap beside tshark on the same file: wall time, packets/s, peak memory.
 
 The real capture of a 3-member Aeron 1.47.3 cluster (../shared/reference/aeron-1.47.3-capture) is
-repeated until it is at least ``--megabytes`` large.  Each copy is made a *new* stretch of traffic,
-so that the importer does the full work on it instead of dropping it as retransmissions: its
-packets are moved later in time by the capture's length, and its publishers' ephemeral UDP ports
+repeated until it holds at least ``--packets`` packets.  Each copy is made a *new* stretch of
+traffic, so that the importer does the full work on it instead of dropping it as retransmissions:
+its packets are moved later in time by the capture's length, and its publishers' ephemeral UDP ports
 (every port that is not a member endpoint or the client's egress endpoint) are shifted by the copy's
 number, which makes every publication of the copy a new stream.  (The UDP checksums are then
 stale; neither recount nor tshark, whose UDP checksum check is off by default, looks at them.)
 
-Timed, in one process and thread (CPU time of the process, so per core):
+Each round runs, one after the other in a fresh process each and in an order that alternates from
+round to round (paired runs: the machine's load hits both alike):
 
-* ``recount``: `recorder.capture.pcap_import.decode_captures` (pcap, frames, reassembly, SBE,
-  events) and `formats.replay_file` building the Arrow table and writing the IPC file to memory;
-* ``tshark`` (when installed): ``tshark -r FILE -d udp.port==P,aeron ... -T fields -e ...`` decoding
-  the same file with Wireshark's Aeron dissector (frame fields out), CPU time of the child process.
+* ``recount``: ``python -m cli convert FILE -o OUT.arrow --members ...``, this checkout's code, the
+  whole command as a user runs it (start-up, decoding, writing the replay file);
+* ``before`` (with ``--before DIR``): the same command run from another checkout (say, a ``git
+  worktree`` of the commit before a change), whose replay file must be byte-identical;
+* ``tshark``: ``tshark -n --enable-heuristic aeron_udp -r FILE -T fields -e frame.number -e
+  aeron.data.*``, Wireshark's Aeron dissector writing each frame's fields to a file.
 
-    python benchmarks/bench_pcap_import.py
-    python benchmarks/bench_pcap_import.py --megabytes 100 --json
-    python benchmarks/bench_pcap_import.py --runs 3          # the fastest of three recount runs
-    python benchmarks/bench_pcap_import.py --pcap samples/x/host0.pcap --members '0,...'
+Figures are medians over the rounds: wall-clock seconds, packets per second, peak resident memory
+(the child's own ``ru_maxrss``, from ``os.wait4``), and the ratios to tshark.  Each command runs once
+untimed first (the capture in the page cache, recount's bytecode written, as an installed recount
+has it).  The capture is built
+by a child process of its own: a child's ``ru_maxrss`` starts from its parent's peak (fork), so the
+process that runs the commands stays small.
 
-Target (issue 4): recount ≥ 5× tshark per core.
+    python benchmarks/bench_pcap_import.py                       # 400k packets, 3 rounds
+    python benchmarks/bench_pcap_import.py --rounds 5 --json
+    python benchmarks/bench_pcap_import.py --before /tmp/recount-before   # figures before and after
+
+Target (issue 13): recount ≥ 5× tshark's packets/s, with peak memory at most tshark's.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
-import resource
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -41,14 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import pyarrow as pa  # noqa: E402
-
-from formats import replay_file  # noqa: E402
-from formats.pcap import PcapReader  # noqa: E402
-from recorder.capture.members import MemberMap  # noqa: E402
-from recorder.capture.pcap_import import decode_captures  # noqa: E402
-
 CAPTURE = ROOT.parent / "shared" / "reference" / "aeron-1.47.3-capture" / "a_clean_start"
+CLIENT_EGRESS_PORT = 20900  # the client's egress endpoint in the real captures
 TSHARK_FIELDS = ("frame.number", "aeron.data.session_id", "aeron.data.stream_id", "aeron.data.term_id",
                  "aeron.data.term_offset", "aeron.data.frame_length", "aeron.data.flags")
 
@@ -58,33 +63,39 @@ def readme_members() -> str:
     return re.search(r"`(0,127\.0\.0\.1:[^`]+)`", text).group(1)
 
 
-def fixed_ports(members: MemberMap, extra: set[int]) -> set[int]:
+def fixed_ports(members, extra: set[int]) -> set[int]:
     ports = set(extra)
     for member in members.members:
         ports |= {e.port for e in member.endpoints.values()}
     return ports
 
 
-def repeated_capture(path: Path, megabytes: int, keep_ports: set[int]) -> tuple[bytes, int]:
-    """The capture repeated to ``megabytes``, each copy a new stretch of traffic; and packets per copy."""
+def repeated_capture(path: Path, packets: int, keep_ports: set[int]) -> tuple[bytes, int, int]:
+    """The capture repeated to at least ``packets`` packets, each copy a new stretch of traffic; the
+    packets per copy, and the copies."""
+    from formats.pcap import PcapReader
+
     data = path.read_bytes()
     reader = PcapReader(data)
     if reader.format != "pcap":
         raise SystemExit(f"{path}: the benchmark repeats classic pcap files only")
     little = data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1")
     order = "<" if little else ">"
-    packets = list(reader.packets())
-    first, last = packets[0].ts_ns, packets[-1].ts_ns
+    udp_packets = list(reader.packets())
+    per_copy = reader.packet_count
+    first, last = udp_packets[0].ts_ns, udp_packets[-1].ts_ns
     span_seconds = (last - first) // 1_000_000_000 + 1
     header, body = data[:24], data[24:]
-    copies = max(1, -(-megabytes * 1_000_000 // len(body)))
+    copies = max(1, -(-packets // per_copy))
     out = bytearray(header)
     for copy in range(copies):
         chunk = bytearray(body)
-        for packet in packets:
-            record = packet.file_offset - 24
-            seconds = struct.unpack_from(order + "I", chunk, record)[0]
-            struct.pack_into(order + "I", chunk, record, seconds + copy * span_seconds)
+        offset = 0
+        while offset < len(chunk):  # every record's time, UDP or not
+            seconds, _, caplen, _ = struct.unpack_from(order + "IIII", chunk, offset)
+            struct.pack_into(order + "I", chunk, offset, seconds + copy * span_seconds)
+            offset += 16 + caplen
+        for packet in udp_packets:
             if packet.payload_offset is None:
                 continue
             udp = packet.payload_offset - 24 - 8
@@ -92,95 +103,140 @@ def repeated_capture(path: Path, megabytes: int, keep_ports: set[int]) -> tuple[
                 if port not in keep_ports:
                     struct.pack_into("!H", chunk, at, (port + copy) % 65536)
         out += chunk
-    return bytes(out), len(packets)
+    return bytes(out), per_copy, copies
 
 
-def bench_recount(data: bytes, members: MemberMap) -> dict:
-    started_cpu, started_wall = time.process_time(), time.perf_counter()
-    result = decode_captures([("bench.pcap", data)], members)
-    decoded_cpu = time.process_time()
-    table = replay_file.events_to_table(result.events, source="bench.pcap", cluster_members=members.text)
-    sink = pa.BufferOutputStream()
-    replay_file.write_table(table, sink)
-    size = sink.getvalue().size
-    cpu = time.process_time() - started_cpu
+def run(argv: list[str], *, env: dict[str, str] | None = None, stdout=subprocess.DEVNULL, cwd: Path | None = None
+        ) -> dict:
+    """One child process: wall seconds, its own peak RSS (MB) and CPU seconds, exit status."""
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    error = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} ... exited {child.returncode}:\n{error[-2000:]}")
+    return {"wallSeconds": wall, "peakRssMb": usage.ru_maxrss / 1024, "cpuSeconds": usage.ru_utime + usage.ru_stime}
+
+
+def recount_runner(checkout: Path, pcap: Path, out: Path, members: str, pycache: Path):
+    # As an installed recount runs: its modules' bytecode cached (in a folder of the benchmark's own, so
+    # the checkout is left alone), which a warm-up run writes first.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(checkout), PYTHONPYCACHEPREFIX=str(pycache))
+    argv = [sys.executable, "-m", "cli", "convert", str(pcap), "-o", str(out), "--force", "--members", members]
+
+    def once() -> dict:
+        figures = run(argv, env=env, cwd=checkout)  # ``python -m`` looks in the working directory first
+        figures["sha256"] = hashlib.sha256(out.read_bytes()).hexdigest()
+        return figures
+
+    return once
+
+
+def tshark_runner(tshark: str, pcap: Path, out: Path):
+    argv = [tshark, "-n", "--enable-heuristic", "aeron_udp", "-r", str(pcap), "-T", "fields"]
+    argv += [x for name in TSHARK_FIELDS for x in ("-e", name)]
+
+    def once() -> dict:
+        with open(out, "wb") as sink:
+            figures = run(argv, stdout=sink)
+        figures["rows"] = out.read_bytes().count(b"\n")
+        return figures
+
+    return once
+
+
+def summarise(results: list[dict], packets: int) -> dict:
+    wall = statistics.median(r["wallSeconds"] for r in results)
     return {
-        "cpuSeconds": cpu,
-        "wallSeconds": time.perf_counter() - started_wall,
-        "decodeCpuSeconds": decoded_cpu - started_cpu,
-        "events": len(result.events),
-        "datagrams": result.summary.datagrams,
-        "replayFileBytes": size,
-        "problems": len(result.problems),
+        "wallSeconds": round(wall, 3),
+        "packetsPerSecond": round(packets / wall),
+        "peakRssMb": round(statistics.median(r["peakRssMb"] for r in results), 1),
+        "cpuSeconds": round(statistics.median(r["cpuSeconds"] for r in results), 3),
+        "runs": [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in results],
     }
-
-
-def bench_tshark(data: bytes, ports: set[int]) -> dict | None:
-    tshark = shutil.which("tshark")
-    if tshark is None:
-        return None
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "bench.pcap"
-        path.write_bytes(data)
-        arguments = [tshark, "-n", "-r", str(path)]
-        for port in sorted(ports):
-            arguments += ["-d", f"udp.port=={port},aeron"]
-        arguments += ["-T", "fields"] + [x for f in TSHARK_FIELDS for x in ("-e", f)]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        done = subprocess.run(arguments, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    lines = done.stdout.count(b"\n")
-    return {"cpuSeconds": cpu, "wallSeconds": wall, "rows": lines, "exitCode": done.returncode}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pcap", type=Path, default=CAPTURE / "capture.pcap")
+    parser.add_argument("--pcap", type=Path, default=CAPTURE / "capture.pcap", help="a classic pcap to repeat")
     parser.add_argument("--members", default=None, help="members string (default: the capture README's)")
-    parser.add_argument("--megabytes", type=int, default=50)
+    parser.add_argument("--packets", type=int, default=400_000, help="repeat the capture to at least this many")
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds (the median is reported)")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another checkout of recount to time the same way (its replay file must be identical)")
     parser.add_argument("--no-tshark", action="store_true")
-    parser.add_argument("--runs", type=int, default=1, help="time recount this many times; report the fastest run"
-                        " (CPU time still varies on a busy machine)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--make", type=Path, default=None, help=argparse.SUPPRESS)  # the child that builds it
     options = parser.parse_args(argv)
-    members = MemberMap.parse(options.members or readme_members())
-    keep = fixed_ports(members, {20900})  # the client's egress endpoint in the real capture
-    data, per_copy = repeated_capture(options.pcap, options.megabytes, keep)
-    megabytes = len(data) / 1e6
-    recount = min((bench_recount(data, members) for _ in range(max(1, options.runs))), key=lambda r: r["cpuSeconds"])
-    tshark = None if options.no_tshark else bench_tshark(data, keep)
-    report = {
-        "input": str(options.pcap),
-        "megabytes": round(megabytes, 1),
-        "packetsPerCopy": per_copy,
-        "recount": {
-            **recount,
-            "megabytesPerSecond": megabytes / recount["cpuSeconds"],
-            "eventsPerSecond": recount["events"] / recount["cpuSeconds"],
-            "datagramsPerSecond": recount["datagrams"] / recount["cpuSeconds"],
-        },
-    }
-    if tshark is not None:
-        report["tshark"] = {**tshark, "megabytesPerSecond": megabytes / tshark["cpuSeconds"]}
-        report["speedupPerCore"] = tshark["cpuSeconds"] / recount["cpuSeconds"]
+    members_text = options.members or readme_members()
+    if options.make is not None:
+        from recorder.capture.members import MemberMap
+
+        keep = fixed_ports(MemberMap.parse(members_text), {CLIENT_EGRESS_PORT})
+        data, per_copy, copies = repeated_capture(options.pcap, options.packets, keep)
+        options.make.write_bytes(data)
+        print(json.dumps({"perCopy": per_copy, "copies": copies, "bytes": len(data)}))
+        return 0
+    tshark = None if options.no_tshark else shutil.which("tshark")
+    with tempfile.TemporaryDirectory(prefix="bench-pcap-import-") as directory:
+        folder = Path(directory)
+        pcap = folder / "bench.pcap"
+        made = subprocess.run([sys.executable, __file__, "--pcap", str(options.pcap), "--members", members_text,
+                               "--packets", str(options.packets), "--make", str(pcap)],
+                              capture_output=True, text=True, check=True)
+        built = json.loads(made.stdout)
+        per_copy, copies = built["perCopy"], built["copies"]
+        packets = per_copy * copies
+        runners = {"recount": recount_runner(ROOT, pcap, folder / "after.arrow", members_text, folder / "pycache")}
+        if options.before is not None:
+            runners["before"] = recount_runner(options.before.resolve(), pcap, folder / "before.arrow", members_text,
+                                               folder / "pycache-before")
+        if tshark is not None:
+            runners["tshark"] = tshark_runner(tshark, pcap, folder / "tshark.tsv")
+        results: dict[str, list[dict]] = {name: [] for name in runners}
+        names = list(runners)
+        for runner in runners.values():  # warm-up, not timed: bytecode written, the capture in the page cache
+            runner()
+        for round_number in range(max(1, options.rounds)):
+            turn = names[round_number % len(names):] + names[: round_number % len(names)]
+            if round_number % 2:
+                turn.reverse()
+            for name in turn:
+                results[name].append(runners[name]())
+    report: dict = {"input": str(options.pcap), "copies": copies, "packets": packets,
+                    "megabytes": round(built["bytes"] / 1e6, 1), "rounds": max(1, options.rounds)}
+    for name, runs in results.items():
+        report[name] = summarise(runs, packets)
+    hashes = {name: {r["sha256"] for r in runs} for name, runs in results.items() if name != "tshark"}
+    report["replayFileSha256"] = {name: sorted(h) for name, h in hashes.items()}
+    if "before" in hashes:
+        report["identicalToBefore"] = hashes["before"] == hashes["recount"] and len(hashes["recount"]) == 1
+    if "tshark" in report:
+        t = report["tshark"]
+        for name in hashes:
+            report[name]["speedupOverTshark"] = round(t["wallSeconds"] / report[name]["wallSeconds"], 2)
+            report[name]["memoryOfTshark"] = round(report[name]["peakRssMb"] / t["peakRssMb"], 2)
     if options.json:
         print(json.dumps(report, indent=2))
         return 0
-    r = report["recount"]
-    print(f"input: {report['input']} repeated to {report['megabytes']} MB ({r['datagrams']} datagrams)")
-    print(f"recount pcap → replay file: {r['cpuSeconds']:.2f} s CPU ({r['decodeCpuSeconds']:.2f} s decoding),"
-          f" {r['megabytesPerSecond']:.1f} MB/s, {r['eventsPerSecond']:,.0f} events/s,"
-          f" {r['datagramsPerSecond']:,.0f} datagrams/s per core; {r['events']} events, {r['problems']} problems")
-    if tshark is not None:
-        t = report["tshark"]
-        print(f"tshark -d udp.port==P,aeron -T fields: {t['cpuSeconds']:.2f} s CPU, {t['megabytesPerSecond']:.1f} MB/s"
-              f" ({t['rows']} rows, exit {t['exitCode']})")
-        print(f"recount is {report['speedupPerCore']:.1f}× tshark per core (target ≥ 5×)")
+    print(f"input: {report['input']} repeated {report['copies']}× = {packets:,} packets, {report['megabytes']} MB;"
+          f" {report['rounds']} paired rounds, medians")
+    for name in results:
+        r = report[name]
+        ratio = (f"  {r['speedupOverTshark']:.2f}× tshark's speed, {r['memoryOfTshark']:.2f}× its memory"
+                 if "speedupOverTshark" in r else "")
+        print(f"  {name:<8} {r['wallSeconds']:7.3f} s wall  {r['packetsPerSecond']:>9,} packets/s"
+              f"  {r['peakRssMb']:6.1f} MB peak RSS  ({r['cpuSeconds']:.2f} s CPU){ratio}")
+    if "identicalToBefore" in report:
+        print(f"  replay file identical to before: {'yes' if report['identicalToBefore'] else 'NO'}")
+    if tshark is None:
+        print("  tshark: not run (not installed, or --no-tshark)")
     else:
-        print("tshark: not run (not installed, or --no-tshark)")
+        print("  target (issue 13): recount ≥ 5× tshark's speed, at most its memory")
     return 0
 
 

@@ -9,5 +9,6 @@ expected, and nothing else.  `formats` imports nothing else of recount's; `engin
 - `sbe`, `cluster_codecs`: SBE framing and the 54 messages of the cluster schema (111 v12).
 - `recording_log`, `node_state`, `mark_file`: a member's cluster-directory files.
 - `udp`, `reassembly`, `pcap`, `agent_log`: transport frames, captures and aeron-agent logs.
-- `events`, `replay_file`, `describe`: recount's event model, its Arrow file and one-line descriptions.
+- `events`, `replay_file`, `describe`: recount's event model, its Arrow file and one-line descriptions;
+  `event_columns`: events held as columns, and the replay file written from them a batch at a time.
 """

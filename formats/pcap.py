@@ -19,6 +19,11 @@ closed while they live, so copy with ``bytes()`` whatever must outlive the file.
 Packet numbers (``Packet.index``) count every packet record in the file from 1, UDP or not, as
 Wireshark's ``frame.number`` does, so a user can find the same packet in Wireshark.
 
+`PcapReader.columns` reads the same datagrams as `PacketColumns` (numpy arrays, one row per
+datagram): records in the common layout (IPv4 without options or fragments, UDP, over Ethernet,
+SLL, SLL2, NULL, LOOP or raw IP) a stretch of the file at a time with array operations, anything
+else through the same per-packet code as `packets`, with the same problems in the same order.
+
 Bad input never stops the reading of what is good.  `PcapReader.packets()` yields every complete
 UDP datagram; what it could not use goes to ``reader.problems`` (`DecodeError`s naming the file,
 the byte offset and the packet number) and ``reader.skipped`` (counts by reason, e.g. non-UDP
@@ -46,10 +51,13 @@ from __future__ import annotations
 import socket
 import struct
 import sys
+from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+import numpy as np
 
 from formats.errors import DecodeError
 
@@ -98,6 +106,8 @@ _AF_INET6 = frozenset({10, 23, 24, 28, 30})
 # Wireshark refuses records larger than this for ordinary link types; a bigger caplen means the
 # record header is garbage, and reading on would swallow the records after it.
 MAX_RECORD_LENGTH = 262144
+#: `PcapReader.columns` reads a classic pcap a stretch of about this many bytes at a time.
+SEGMENT_BYTES = 1 << 22
 _MAX_PENDING_FRAGMENTED_DATAGRAMS = 1024
 
 _U16BE = struct.Struct("!H")
@@ -165,6 +175,208 @@ class _Fragments:
     first_offset: int = 0
 
 
+class PacketColumns:
+    """The UDP datagrams of a capture as arrays, row by row in file order (`PcapReader.columns`).
+
+    One row per datagram, as `PcapReader.packets` yields them: ``index``, ``ts_ns``, ``src`` and
+    ``dst`` (numbers into ``addresses``), ``src_port``, ``dst_port``, where the payload is
+    (``payload_offset`` into ``data`` and ``payload_length``; -1 and ``loose[row]`` for a datagram
+    rebuilt from IP fragments), ``file_offset``, ``interface_id``, ``caplen`` and ``origlen``.
+    ``has_ts`` is None when every packet has a time, else False where it has none (pcapng Simple
+    Packet Blocks; ``ts_ns`` is 0 there).  A time beyond int64 nanoseconds (a damaged pcapng) is in
+    ``huge_ts[row]`` (``ts_ns`` 0).  `packet` gives one row as the `Packet` `packets` yields.
+    """
+
+    __slots__ = ("index", "ts_ns", "src", "src_port", "dst", "dst_port", "payload_offset", "payload_length",
+                 "file_offset", "interface_id", "caplen", "origlen", "has_ts", "addresses", "data", "loose",
+                 "huge_ts")
+
+    def __init__(self, *, index, ts_ns, src, src_port, dst, dst_port, payload_offset, payload_length, file_offset,
+                 interface_id, caplen, origlen, has_ts, addresses: list[str], data: memoryview,
+                 loose: dict[int, bytes] | None = None, huge_ts: dict[int, int] | None = None) -> None:
+        self.index, self.ts_ns = index, ts_ns
+        self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
+        self.payload_offset, self.payload_length = payload_offset, payload_length
+        self.file_offset, self.interface_id, self.caplen, self.origlen = file_offset, interface_id, caplen, origlen
+        self.has_ts = has_ts
+        self.addresses = addresses
+        self.data = data
+        self.loose = loose if loose is not None else {}
+        self.huge_ts = huge_ts if huge_ts is not None else {}
+
+    def time(self, row: int) -> int | None:
+        if self.has_ts is not None and not self.has_ts[row]:
+            return None
+        return self.huge_ts[row] if self.huge_ts and row in self.huge_ts else int(self.ts_ns[row])
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def payload(self, row: int) -> memoryview | bytes:
+        offset = int(self.payload_offset[row])
+        if offset < 0:
+            return self.loose[row]
+        return self.data[offset : offset + int(self.payload_length[row])]
+
+    def packet(self, row: int) -> Packet:
+        offset = int(self.payload_offset[row])
+        return Packet(
+            int(self.index[row]),
+            self.time(row),
+            self.addresses[self.src[row]],
+            int(self.src_port[row]),
+            self.addresses[self.dst[row]],
+            int(self.dst_port[row]),
+            self.payload(row),
+            int(self.file_offset[row]),
+            int(self.interface_id[row]),
+            int(self.caplen[row]),
+            int(self.origlen[row]),
+            None if offset < 0 else offset,
+        )
+
+    def packets(self) -> Iterator[Packet]:
+        for row in range(len(self.index)):
+            yield self.packet(row)
+
+    @classmethod
+    def joined(cls, parts: list[PacketColumns], addresses: list[str], data: memoryview) -> PacketColumns:
+        """Stretches of one capture read one after the other, as one set of columns."""
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(index=empty, ts_ns=empty, src=empty, src_port=empty, dst=empty, dst_port=empty,
+                       payload_offset=empty, payload_length=empty, file_offset=empty, interface_id=empty, caplen=empty,
+                       origlen=empty, has_ts=None, addresses=addresses, data=data)
+        names = ("index", "ts_ns", "src", "src_port", "dst", "dst_port", "payload_offset", "payload_length",
+                 "file_offset", "interface_id", "caplen", "origlen")
+        arrays = {name: np.concatenate([getattr(part, name) for part in parts]) for name in names}
+        has_ts = None
+        if any(part.has_ts is not None for part in parts):
+            has_ts = np.concatenate([part.has_ts if part.has_ts is not None else np.ones(len(part), dtype=bool)
+                                     for part in parts])
+        return cls(**arrays, has_ts=has_ts, addresses=addresses, data=data)
+
+    def with_packets(self, packets: list[Packet], names: _AddressBook) -> PacketColumns:
+        """These rows and ``packets`` (read one at a time), together in file order."""
+        count = len(packets)
+        extra = {
+            "index": np.fromiter((p.index for p in packets), np.int64, count),
+            "ts_ns": np.fromiter((p.ts_ns if p.ts_ns is not None and _INT64_MIN <= p.ts_ns <= _INT64_MAX else 0
+                                  for p in packets), np.int64, count),
+            "src": np.fromiter((names.id(p.src_ip) for p in packets), np.int32, count),
+            "src_port": np.fromiter((p.src_port for p in packets), np.int32, count),
+            "dst": np.fromiter((names.id(p.dst_ip) for p in packets), np.int32, count),
+            "dst_port": np.fromiter((p.dst_port for p in packets), np.int32, count),
+            "payload_offset": np.fromiter((-1 if p.payload_offset is None else p.payload_offset for p in packets),
+                                          np.int64, count),
+            "payload_length": np.fromiter((len(p.payload) for p in packets), np.int32, count),
+            "file_offset": np.fromiter((p.file_offset for p in packets), np.int64, count),
+            "interface_id": np.fromiter((p.interface_id for p in packets), np.int64, count),
+            "caplen": np.fromiter((p.caplen for p in packets), np.int64, count),
+            "origlen": np.fromiter((p.origlen for p in packets), np.int64, count),
+        }
+        order = np.argsort(np.concatenate([self.index, extra["index"]]), kind="stable")
+        merged = {name: np.concatenate([getattr(self, name), values])[order] for name, values in extra.items()}
+        missing = [p.ts_ns is None for p in packets]
+        has_ts = None
+        if self.has_ts is not None or any(missing):
+            mine = self.has_ts if self.has_ts is not None else np.ones(len(self.index), dtype=bool)
+            has_ts = np.concatenate([mine, ~np.array(missing, dtype=bool)])[order]
+        where = np.empty(len(order), dtype=np.int64)
+        where[order] = np.arange(len(order))
+        first = len(self.index)
+        loose = {int(where[first + k]): bytes(p.payload) for k, p in enumerate(packets) if p.payload_offset is None}
+        loose.update({int(where[row]): payload for row, payload in self.loose.items()})
+        huge = {int(where[first + k]): p.ts_ns for k, p in enumerate(packets)
+                if p.ts_ns is not None and not _INT64_MIN <= p.ts_ns <= _INT64_MAX}
+        huge.update({int(where[row]): ts for row, ts in self.huge_ts.items()})
+        return PacketColumns(**merged, has_ts=has_ts, addresses=names.names, data=self.data, loose=loose,
+                             huge_ts=huge)
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class _AddressBook:
+    """IP addresses as numbers into one list of their text forms."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+        self._known = np.zeros(0, dtype=np.uint64)  # IPv4 addresses seen, sorted
+        self._known_ids = np.zeros(0, dtype=np.int32)
+
+    def id(self, name: str) -> int:
+        number = self._ids.get(name)
+        if number is None:
+            number = self._ids[name] = len(self.names)
+            self.names.append(name)
+        return number
+
+    def ipv4_ids(self, addresses: np.ndarray) -> np.ndarray:
+        """The numbers of IPv4 addresses (as integers): a capture has a handful, looked up by binary search."""
+        if not len(addresses):
+            return np.zeros(0, dtype=np.int32)
+        addresses = addresses.astype(np.uint64)
+        place = np.searchsorted(self._known, addresses)
+        hit = (place < len(self._known)) & (self._known[np.minimum(place, max(len(self._known) - 1, 0))] == addresses
+                                            if len(self._known) else np.zeros(len(addresses), dtype=bool))
+        if not hit.all():
+            for address in np.unique(addresses[~hit]).tolist():
+                number = self.id(_ipv4_name(int(address).to_bytes(4, "big")))
+                at = int(np.searchsorted(self._known, address))
+                self._known = np.insert(self._known, at, np.uint64(address))
+                self._known_ids = np.insert(self._known_ids, at, number)
+            place = np.searchsorted(self._known, addresses)
+        return self._known_ids[place]
+
+
+class _Records:
+    """Packet records found by a walk over the file, before their layers are read (`PcapReader.columns`)."""
+
+    __slots__ = ("index", "ts_ns", "has_ts", "file_offset", "start", "ends", "caplen", "origlen", "link_type",
+                 "interface_id", "odd", "ts_objects")
+
+    def __init__(self) -> None:
+        empty = np.zeros(0, dtype=np.int64)
+        self.index = self.ts_ns = self.file_offset = self.start = self.caplen = self.origlen = empty
+        self.link_type = np.zeros(0, dtype=np.int32)
+        self.interface_id = np.zeros(0, dtype=np.int64)
+        self.has_ts = self.ends = self.odd = None
+        self.ts_objects: list | None = None
+
+
+#: Link types whose IPv4 packets `PcapReader.columns` reads as arrays: (link type, link header
+#: length, how the link header says "IPv4").
+_FAST_LINKS = (
+    (LINKTYPE_ETHERNET, 14, "ethertype"),
+    (LINKTYPE_LINUX_SLL, 16, "ethertype"),
+    (LINKTYPE_LINUX_SLL2, 20, "sll2"),
+    (LINKTYPE_NULL, 4, "null"),
+    (LINKTYPE_LOOP, 4, "loop"),
+    (LINKTYPE_RAW, 0, "raw"),
+    (LINKTYPE_IPV4, 0, "raw"),
+)
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` as int32 when they all fit (lengths and interface numbers nearly always do)."""
+    if not len(values) or (int(values.min()) >= -(1 << 31) and int(values.max()) < 1 << 31):
+        return values.astype(np.int32)
+    return values
+
+
+def _typed(data: memoryview, fmt: str) -> np.ndarray:
+    """``data`` read as ``fmt`` values at every byte offset (a view: index it with offsets to gather)."""
+    kind = np.dtype(fmt)
+    count = max(0, len(data) - kind.itemsize + 1)
+    if not count:
+        return np.zeros(0, dtype=kind)
+    return np.ndarray((count,), dtype=kind, buffer=data, offset=0, strides=(1,))
+
+
 class PcapReader:
     """Reads one capture held in memory.  See the module docstring for what is kept and reported."""
 
@@ -201,6 +413,11 @@ class PcapReader:
         self.interfaces: list[Interface] = []
         self._fragments: dict[tuple, _Fragments] = {}
         self._reported_link_types: set[int] = set()
+        # Where a problem belongs in file order, for `columns`, which finds them out of order: after
+        # packet ``_at``'s own problems (phase 0) or after the blocks that follow it (phase 1).
+        self._at: float = 0
+        self._phase = 0
+        self._keys: list[tuple[float, int]] | None = None
 
     # --- public -------------------------------------------------------------------------------
     def packets(self) -> Iterator[Packet]:
@@ -210,6 +427,10 @@ class PcapReader:
             yield from self._classic()
         else:
             yield from self._pcapng()
+        self._incomplete_fragments()
+
+    def _incomplete_fragments(self) -> None:
+        self._at = float("inf")
         for key, pending in self._fragments.items():
             self._problem(
                 f"IP fragments from packet {pending.first_index} on never completed the datagram"
@@ -218,6 +439,231 @@ class PcapReader:
             )
             self.skipped["incomplete IP fragments"] += 1
         self._fragments.clear()
+
+    def columns(self, *, read: Callable[[int, int], None] | None = None) -> PacketColumns:
+        """The same datagrams as `packets`, with the same problems and counts, as columns.
+
+        Records in the common layout (IPv4 without options or fragments, UDP, over Ethernet without
+        VLAN tags, Linux cooked SLL/SLL2, NULL/LOOP or raw IP) are decoded a stretch of the file at a
+        time, a handful of array operations per field; any other record goes through the same code as
+        `packets` one at a time.  ``read(start, end)``, when given, is told of each stretch of bytes
+        [start, end) that has been read (a caller with the file memory-mapped may let those pages go).
+        """
+        self._reset()
+        self._keys = []
+        try:
+            names = _AddressBook()
+            parts: list[PacketColumns] = []
+            others: list[Packet] = []
+            segments = self._classic_records() if self.format == "pcap" else iter([(self._pcapng_table(), None)])
+            for records, done in segments:
+                part, slow = self._fast_rows(records, names)
+                parts.append(part)
+                others += self._slow_rows(records, slow)
+                if read is not None and done is not None:
+                    read(*done)
+            self._incomplete_fragments()
+            columns = PacketColumns.joined(parts, names.names, self._data)
+            if others:
+                columns = columns.with_packets(others, names)
+            return columns
+        finally:
+            if self._keys:
+                order = sorted(range(len(self.problems)), key=self._keys.__getitem__)
+                self.problems = [self.problems[i] for i in order]
+            self._keys = None
+
+    def _classic_records(self) -> Iterator[tuple[_Records, tuple[int, int]]]:
+        """A classic pcap's records a stretch of about `SEGMENT_BYTES` at a time (the one loop over
+        records in Python walks their headers), each with the bytes [start, end) its records lie in."""
+        data = self._data
+        size = len(data)
+        if size < 24:
+            self._fatal("a 24-byte pcap file header", 0)
+            return
+        order = "<" if int.from_bytes(data[:4], "little") in (PCAP_MAGIC_MICROSECONDS, PCAP_MAGIC_NANOSECONDS) else ">"
+        magic, _major, _minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(order + "IHHiIII", data, 0)
+        link_type = network & 0xFFFF
+        self.interfaces.append(Interface(link_type, snaplen, 1 if magic == PCAP_MAGIC_NANOSECONDS else 1000, 1, 0))
+        limit = max(snaplen, MAX_RECORD_LENGTH)
+        scale = self.interfaces[0].ts_multiplier
+        unpack_caplen = struct.Struct(order + "I").unpack_from
+        word = _typed(data, order + "u4")
+        offset = 24
+        count = 0
+        while offset <= size - 16:
+            offsets = array("q")
+            append = offsets.append
+            first = offset
+            # As short as it can be; a record that is too long or runs past the end is found below (the
+            # walk may have gone on through garbage after it, which is then dropped).
+            last = min(size - 16, offset + SEGMENT_BYTES)
+            while offset <= last:
+                append(offset)
+                offset += 16 + unpack_caplen(data, offset + 8)[0]
+            file_offset = np.frombuffer(offsets, dtype=np.int64)
+            caplen = word[file_offset + 8].astype(np.int64)
+            bad = np.flatnonzero((caplen > limit) | (file_offset + 16 + caplen > size))
+            if len(bad):
+                stop = int(bad[0])
+                at, length = int(file_offset[stop]), int(caplen[stop])
+                file_offset, caplen = file_offset[:stop], caplen[:stop]
+            records = _Records()
+            n = len(file_offset)
+            records.index = np.arange(count + 1, count + n + 1, dtype=np.int64)
+            records.ts_ns = word[file_offset].astype(np.int64) * 1_000_000_000
+            records.ts_ns += word[file_offset + 4].astype(np.int64) * scale
+            records.file_offset = file_offset
+            records.start = file_offset + 16
+            records.caplen = caplen
+            records.origlen = word[file_offset + 12].astype(np.int64)
+            records.link_type = np.full(n, link_type, dtype=np.int32)
+            records.interface_id = np.zeros(n, dtype=np.int64)
+            count += n
+            self.packet_count = count
+            if len(bad):
+                if length > limit:
+                    self._fatal(f"a record of at most {limit} bytes, header says {length} (corrupt record header)",
+                                at)
+                else:
+                    self._fatal(f"a record of {length} bytes, only {size - at - 16} left (file cut short)", at,
+                                count + 1)
+                yield records, (first, size)
+                return
+            yield records, (first, min(offset, size))
+        if offset < size:
+            self._fatal(f"a 16-byte record header, only {size - offset} bytes left (file cut short)", offset)
+
+    def _pcapng_table(self) -> _Records:
+        """A pcapng's packet records (block by block, in Python: the blocks vary too much to do otherwise)."""
+        rows = list(self._pcapng_records())
+        records = _Records()
+        count = len(rows)
+        records.index = np.fromiter((r[4] for r in rows), np.int64, count)
+        missing = [i for i, r in enumerate(rows) if r[5] is None]
+        if missing:
+            records.has_ts = np.ones(count, dtype=bool)
+            records.has_ts[missing] = False
+        times = [r[5] for r in rows]
+        huge = [t is not None and not _INT64_MIN <= t <= _INT64_MAX for t in times]
+        if any(huge):  # a time beyond int64 nanoseconds: such records take the one-by-one path
+            records.odd = np.array(huge, dtype=bool)
+            records.ts_objects = times
+            times = [0 if h else t for t, h in zip(times, huge, strict=True)]
+        records.ts_ns = np.fromiter((0 if t is None else t for t in times), np.int64, count)
+        records.file_offset = np.fromiter((r[6] for r in rows), np.int64, count)
+        records.start = np.fromiter((r[2] for r in rows), np.int64, count)
+        records.caplen = np.fromiter((r[8] for r in rows), np.int64, count)
+        records.origlen = np.fromiter((r[9] for r in rows), np.int64, count)
+        records.link_type = np.fromiter((r[0] for r in rows), np.int32, count)
+        records.interface_id = np.fromiter((r[7] for r in rows), np.int64, count)
+        records.ends = np.fromiter((r[3] for r in rows), np.int64, count)
+        return records
+
+    def _fast_rows(self, records: _Records, names: _AddressBook) -> tuple[PacketColumns, np.ndarray]:
+        """The records in the common layout, as columns; and where the others are, to be read one by one."""
+        data = self._data
+        count = len(records.index)
+        # The link header's length, where the link layer says the packet is IPv4; -1 where it does not.
+        start, caplen, link = records.start, records.caplen, records.link_type
+        ends = records.ends if records.ends is not None else start + caplen
+        ip = np.full(count, -1, dtype=np.int64)
+        u8, be16, be32, be64 = _typed(data, "u1"), _typed(data, ">u2"), _typed(data, ">u4"), _typed(data, ">u8")
+        one_link = len(self.interfaces) == 1 and self.format == "pcap"  # a classic pcap: one link type
+        present = {int(link[0])} if one_link and count else set(np.unique(link).tolist())
+        for link_type, header, test in _FAST_LINKS:
+            if link_type not in present:
+                continue
+            long_enough = ends - start >= header + 28
+            rows = np.flatnonzero(long_enough if one_link else (link == link_type) & long_enough)
+            at = start[rows]
+            if test == "ethertype":
+                ok = be16[at + header - 2] == ETHERTYPE_IPV4
+            elif test == "sll2":
+                ok = be16[at] == ETHERTYPE_IPV4
+            elif test == "null":
+                family = _typed(data, "<u4")[at]
+                family = np.where(family > 0xFFFF, be32[at], family)
+                ok = family == _AF_INET
+            elif test == "loop":
+                ok = be32[at] == _AF_INET
+            else:  # raw: the IP version in the first nibble
+                ok = (u8[at] >> 4) == 4
+            ip[rows[ok]] = at[ok] + header
+        rows = np.flatnonzero(ip >= 0)
+        at = ip[rows]
+        word0 = be32[at]  # version/IHL, TOS, total length
+        flags_protocol = be64[at + 4]  # identification, flags/fragment offset, TTL, protocol, checksum
+        udp = be64[at + 20]  # ports, UDP length, checksum
+        total = (word0 & 0xFFFF).astype(np.int64)
+        udp_length = ((udp >> 16) & 0xFFFF).astype(np.int64)
+        room = ends[rows] - at
+        fast = (
+            ((word0 >> 24) == 0x45)
+            & (((flags_protocol >> 16) & 0xFF) == IP_PROTOCOL_UDP)
+            & (((flags_protocol >> 32) & 0x3FFF) == 0)
+            & (total >= 28)
+            & (total <= room)
+            & (udp_length >= 8)
+            & (udp_length <= total - 20)
+        )
+        if records.odd is not None:
+            fast &= ~records.odd[rows]
+        every = len(rows) == count and bool(fast.all())  # the common case: no row left for one at a time
+        if not every:
+            rows, at, udp, udp_length = rows[fast], at[fast], udp[fast], udp_length[fast]
+        addresses = be64[at + 12]
+        del word0, flags_protocol, total, room, fast
+
+        def mine(values: np.ndarray) -> np.ndarray:
+            return values if every else values[rows]
+
+        columns = PacketColumns(
+            index=mine(records.index),
+            ts_ns=mine(records.ts_ns),
+            src=names.ipv4_ids(addresses >> 32),
+            src_port=(udp >> 48).astype(np.int32),
+            dst=names.ipv4_ids(addresses & 0xFFFFFFFF),
+            dst_port=((udp >> 32) & 0xFFFF).astype(np.int32),
+            payload_offset=at + 28,
+            payload_length=(udp_length - 8).astype(np.int32),
+            file_offset=mine(records.file_offset),
+            interface_id=_narrow(mine(records.interface_id)),
+            caplen=_narrow(mine(records.caplen)),
+            origlen=_narrow(mine(records.origlen)),
+            has_ts=mine(records.has_ts) if records.has_ts is not None else None,
+            addresses=names.names,
+            data=data,
+        )
+        self.udp_count += len(rows)
+        if every:
+            return columns, np.zeros(0, dtype=np.int64)
+        slow = np.ones(count, dtype=bool)
+        slow[rows] = False
+        return columns, np.flatnonzero(slow)
+
+    def _slow_rows(self, records: _Records, rows: np.ndarray) -> list[Packet]:
+        """These records one at a time and in file order, as `packets` reads them."""
+        data = self._data
+        others = []
+        dissect = self._dissect
+        self._phase = 0
+        start, caplen, link = records.start, records.caplen, records.link_type
+        ends = records.ends if records.ends is not None else start + caplen
+        for row in rows.tolist():
+            index = int(records.index[row])
+            self._at = index
+            ts = records.ts_objects[row] if records.ts_objects is not None else int(records.ts_ns[row])
+            if records.has_ts is not None and not records.has_ts[row]:
+                ts = None
+            packet = dissect(int(link[row]), data, int(start[row]), int(ends[row]), index, ts,
+                             int(records.file_offset[row]), int(records.interface_id[row]), int(caplen[row]),
+                             int(records.origlen[row]))
+            if packet is not None:
+                others.append(packet)
+        return others
+
+
 
     # --- classic pcap -------------------------------------------------------------------------
     def _classic(self) -> Iterator[Packet]:
@@ -322,13 +768,21 @@ class PcapReader:
 
     # --- pcapng -------------------------------------------------------------------------------
     def _pcapng(self) -> Iterator[Packet]:
+        dissect = self._dissect
+        for record in self._pcapng_records():
+            packet = dissect(*record)
+            if packet is not None:
+                yield packet
+
+    def _pcapng_records(self) -> Iterator[tuple]:
+        """Each packet block's record, as the arguments of `_dissect`, in file order; what is wrong
+        with a block goes to ``problems`` (a block that cannot be walked past ends the reading)."""
         data = self._data
         size = len(data)
         offset = 0
         order = "<"
         block_header = struct.Struct("<II")
         index = 0
-        dissect = self._dissect
         while offset < size:
             if size - offset < 12:
                 self._fatal(
@@ -373,7 +827,7 @@ class PcapReader:
             body_end = offset + block_length - 4
             if block_type == PCAPNG_ENHANCED_PACKET or block_type == PCAPNG_OBSOLETE_PACKET:
                 index += 1
-                self.packet_count = index
+                self.packet_count = self._at = index
                 if body_end - body < 20:
                     self._problem("a packet block body of at least 20 bytes", offset, index)
                     offset += block_length
@@ -393,23 +847,11 @@ class PcapReader:
                 else:
                     interface = self.interfaces[interface_id]
                     ts = ((high << 32) | low) * interface.ts_multiplier // interface.ts_divisor
-                    packet = dissect(
-                        interface.link_type,
-                        data,
-                        start,
-                        end,
-                        index,
-                        ts + interface.ts_offset_ns,
-                        offset,
-                        interface_id,
-                        caplen,
-                        origlen,
-                    )
-                    if packet is not None:
-                        yield packet
+                    yield (interface.link_type, data, start, end, index, ts + interface.ts_offset_ns, offset,
+                           interface_id, caplen, origlen)
             elif block_type == PCAPNG_SIMPLE_PACKET:
                 index += 1
-                self.packet_count = index
+                self.packet_count = self._at = index
                 if not self.interfaces:
                     self._problem("an interface description block before simple packets", offset, index)
                 elif body_end - body < 4:
@@ -421,22 +863,12 @@ class PcapReader:
                     if interface.snaplen:
                         caplen = min(caplen, interface.snaplen)
                     start = body + 4
-                    packet = dissect(
-                        interface.link_type,
-                        data,
-                        start,
-                        start + caplen,
-                        index,
-                        None,
-                        offset,
-                        0,
-                        caplen,
-                        origlen,
-                    )
-                    if packet is not None:
-                        yield packet
+                    yield (interface.link_type, data, start, start + caplen, index, None, offset, 0, caplen,
+                           origlen)
             elif block_type == PCAPNG_INTERFACE_DESCRIPTION:
+                self._phase = 1  # a problem here comes after those of the packet before it
                 self._interface(data, body, body_end, order, offset)
+                self._phase = 0
             offset += block_length
 
     def _interface(self, data, body: int, body_end: int, order: str, offset: int) -> None:
@@ -784,9 +1216,12 @@ class PcapReader:
     def _problem(self, expected: str, offset: int | None, index: int | None = None) -> None:
         where = f"packet {index}: " if index is not None else ""
         self.problems.append(DecodeError(where + expected, source=self.source, offset=offset))
+        if self._keys is not None:
+            self._keys.append((self._at, self._phase))
 
     def _fatal(self, expected: str, offset: int, index: int | None = None) -> None:
         self.truncated = True
+        self._at = float("inf")  # nothing is read after it
         self._problem(expected, offset, index)
 
 

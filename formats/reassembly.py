@@ -196,6 +196,25 @@ class Reassembler:
         self._pending[position] = frame
         return self._drain(flush=False)
 
+    def steady(self) -> tuple[int, int, int, int, bool] | None:
+        """While nothing waits, nothing is half assembled and no hole is open: (initial term id,
+        position bits, rebuild position, term length, whether the term length is known); else None.
+
+        In that state a whole message (B|E) at the rebuild position is returned at once and moves it
+        on, and a heartbeat at it changes nothing but the highest position: a caller that has checked
+        a run of such frames itself may pass over them with `skip_ahead`."""
+        if (self._shift is None or self._next is None or self._pending or self._assembly_start is not None
+                or self._gap_start is not None):
+            return None
+        return self._initial_term_id, self._shift, self._next, self._term_length, self._length_known
+
+    def skip_ahead(self, next_position: int, highest: int) -> None:
+        """The state after in-order whole messages and heartbeats (see `steady`) up to ``next_position``,
+        the publisher having shown ``highest``; their messages are the caller's to make."""
+        self._next = next_position
+        if highest > self._highest:
+            self._highest = highest
+
     def finish(self) -> list[Message | Gap]:
         """The capture has ended: give up on holes, messages left open and unseen data."""
         out = self._drain(flush=True)

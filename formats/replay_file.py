@@ -33,7 +33,6 @@ from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from formats.errors import DecodeError
@@ -234,6 +233,8 @@ def _name_columns(canonical: list[dict[str, Any]], ids: list[int], distinct: dic
         where = None
     else:
         # Stable: within a group the rows stay in event order.
+        import pyarrow.compute as pc  # here, not at the top: converting a capture never needs it
+
         order_array = pc.sort_indices(pa.array(shape_of, type=pa.int32()))
         order = order_array.to_pylist()
         where = pc.sort_indices(order_array)  # the inverse permutation: each event's place in group order
@@ -448,6 +449,8 @@ def _json_object(text: str | None, column: str, row: int, name: str) -> dict[str
 
 def _check_events_columns(table: pa.Table, name: str) -> None:
     """Values the engine relies on: no nulls where contract §2 has none, known dir and channel names."""
+    import pyarrow.compute as pc
+
     for column in ("seq", "ts", "node", "dir", "channel", "type"):
         values = table.column(column)
         if values.null_count:

@@ -35,6 +35,7 @@ import pyarrow as pa
 from engine.model.config import Config
 from formats import replay_file
 from formats.errors import DecodeError
+from formats.event_columns import EventColumns
 from formats.events import Event, parse_jsonl
 from recorder import capture, discovery
 from recorder.version_evidence import to_metadata
@@ -236,9 +237,12 @@ def merge(loaded: Sequence[LoadedEvents]) -> list[Event]:
 
 @dataclass(slots=True)
 class Built:
-    """One incident's events in replay order, and what was found, assumed and noted on the way."""
+    """One incident's events in replay order, and what was found, assumed and noted on the way.
 
-    events: list[Event]
+    ``events`` are `EventColumns` when the inputs were captures read in bulk (no agent logs, nothing
+    else to merge): a replay file is then written from the columns without an object per event."""
+
+    events: list[Event] | EventColumns
     inputs: list[str]
     cluster_members: str | None
     captured: Any | None  #: `recorder.capture.CaptureLoad` when there were captures
@@ -246,9 +250,25 @@ class Built:
     notes: list[str]
 
     def table(self) -> pa.Table:
-        source = ",".join(os.path.basename(str(p).rstrip("/")) for p in self.inputs)
-        return replay_file.events_to_table(self.events, source=source, cluster_members=self.cluster_members,
+        if isinstance(self.events, EventColumns):
+            return self.events.to_table(source=self.source(), cluster_members=self.cluster_members,
+                                        metadata=self.metadata())
+        return replay_file.events_to_table(self.events, source=self.source(), cluster_members=self.cluster_members,
                                            metadata=self.metadata())
+
+    def write(self, sink: Any) -> None:
+        """The replay file (`table`'s bytes), written record batch by record batch when it can be."""
+        if isinstance(self.events, EventColumns):
+            from recorder.capture.bulk import give_back_memory
+
+            give_back_memory()  # what building the incident freed, before the batches are made
+            self.events.write_replay(sink, source=self.source(), cluster_members=self.cluster_members,
+                                     metadata=self.metadata())
+        else:
+            replay_file.write_table(self.table(), sink)
+
+    def source(self) -> str:
+        return ",".join(os.path.basename(str(p).rstrip("/")) for p in self.inputs)
 
     def metadata(self) -> dict[str, str] | None:
         """What the captures show of the Aeron version (`recorder.version_evidence`), for the file's metadata."""
@@ -260,7 +280,8 @@ class Built:
         return ConvertResult(
             out=out,
             events=len(self.events),
-            nodes=tuple(sorted({e.node for e in self.events})),
+            nodes=tuple(self.events.nodes() if isinstance(self.events, EventColumns)
+                        else sorted({e.node for e in self.events})),
             inputs=tuple(self.inputs),
             cluster_members=self.cluster_members,
             capture=self.captured.summary() if self.captured is not None else None,
@@ -296,6 +317,7 @@ def build(
     members: str | None = None,
     progress: Callable[[int], None] | None = None,
     config: Mapping[str, Any] | None = None,
+    bulk: bool = True,
 ) -> Built:
     """Read ``inputs`` (files, cluster dirs, incident directories, tarballs) into one incident's events.
 
@@ -304,6 +326,8 @@ def build(
     are read together by `recorder.capture`, with ``members`` (the cluster members string) and
     ``progress`` (called with bytes read).  ``config`` (Aeron property → value) goes into every
     member's MemberStart; a bad property is a `ValueError` raised before anything is read.
+    ``bulk=False`` takes the reference path (`recorder.capture.load_captures`): the same events, and
+    the same replay file, made one `Event` at a time.
     """
     if not inputs:
         raise ValueError("no inputs given")
@@ -322,26 +346,44 @@ def build(
         capture_paths = [path for path, kind in zip(paths, kinds, strict=True) if kind.captures]
         if capture_paths:
             kind_of = "auto" if format in (None, "auto") else format
-            captured = capture.load_captures(capture_paths, members=members, format=kind_of, progress=progress)
+            captured = capture.load_captures(capture_paths, members=members, format=kind_of, progress=progress,
+                                             bulk=bulk)
+        in_bulk = captured is not None and captured.columns is not None and len(capture_paths) == len(paths)
         loaded = []
         for path, kind in zip(paths, kinds, strict=True):
             if not kind.captures:
                 loaded.append(load(path, format=kind.name, readers=READERS))
-            elif path == capture_paths[0]:
+            elif path == capture_paths[0] and not in_bulk:
                 loaded.append(_loaded_captures(captured))
-    events = merge(loaded)
-    if not events:
+    # Captures alone, read in bulk: one input, already in time order (what `merge` would keep).
+    events = captured.columns if in_bulk else merge(loaded)
+    if not len(events):
         raise DecodeError("holds no events (expected at least one JSON Lines event or decodable capture)",
                           source=", ".join(names))
     if properties:
-        events = with_config(events, properties)
+        events = _member_starts_changed(events, lambda starts: (with_config(starts, properties), None))[0]
     if captured is not None:  # settings the wire shows plainly (recorder.settings); --config wins
         from recorder.settings import apply_inferred, infer_settings
 
-        events, inferred_notes = apply_inferred(events, infer_settings(events))
+        inferred = infer_settings(events)
+        events, inferred_notes = _member_starts_changed(events, lambda starts: apply_inferred(starts, inferred))
         notes = list(notes) + inferred_notes
-    members = members or next((one.cluster_members for one in loaded if one.cluster_members), None)
+    members = members or ((captured.cluster_members or None) if in_bulk else
+                          next((one.cluster_members for one in loaded if one.cluster_members), None))
     return Built(events, paths, members, captured, expanded.found, notes)
+
+
+def _member_starts_changed(events: list[Event] | EventColumns,
+                           change: Callable[[list[Event]], tuple[list[Event], Any]]) -> tuple[Any, Any]:
+    """``change`` (which replaces MemberStart events and passes the others through) applied to
+    ``events``: on columns, only their MemberStart rows are made into events and changed."""
+    if not isinstance(events, EventColumns):
+        return change(list(events))
+    rows = events.rows_of_type("MemberStart").tolist()
+    starts = [events.event(row) for row in rows]
+    changed, extra = change(starts)
+    replaced = {row: new for row, new, old in zip(rows, changed, starts, strict=True) if new is not old}
+    return events.with_events(replaced), extra
 
 
 def check_output(out: str | Path, *, force: bool = False) -> Path:
@@ -360,12 +402,16 @@ def check_output(out: str | Path, *, force: bool = False) -> Path:
     return out
 
 
-def write_atomically(table: pa.Table, out: Path) -> None:
-    """``table`` as the replay file ``out``, written aside then renamed; errors name ``out``."""
+def write_atomically(table: pa.Table | Built, out: Path) -> None:
+    """``table`` (or a `Built` incident's replay file) as ``out``, written aside then renamed; errors
+    name ``out``."""
     temporary = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     try:
         with pa.OSFile(str(temporary), "wb") as sink:
-            replay_file.write_table(table, sink)
+            if isinstance(table, Built):
+                table.write(sink)
+            else:
+                replay_file.write_table(table, sink)
         os.replace(temporary, out)
     except OSError as error:
         reason = error.strerror or str(error).replace(str(temporary), str(out))
@@ -389,7 +435,7 @@ def convert(
     `check_output`, `build`, `Built.table`, `write_atomically`.  See `build` for the inputs and options."""
     out = check_output(out, force=force)
     built = build(inputs, format=format, members=members, progress=progress, config=config)
-    write_atomically(built.table(), out)
+    write_atomically(built, out)
     return built.result(str(out))
 
 

@@ -18,9 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from formats.cluster_members import parse_cluster_members
 from formats.errors import DecodeError
-from formats.events import Event
+from formats.event_columns import EventColumns, distinct_rows
+from formats.events import CHANNELS, DIRECTIONS, Event
 
 #: The endpoints a replay needs to tell who sent and who received what (the others are often unused).
 _NEEDED = ("consensus", "log")
@@ -87,19 +90,30 @@ def _unknown_endpoints(text: str | None) -> tuple[list[int], dict[int, tuple[str
     return [entry.id for entry in entries], unknown
 
 
-def coverage(events: Iterable[Event], cluster_members: str | None = None) -> Coverage:
+def _distinct_sides(columns: EventColumns) -> list[tuple[int, str, str, int | None]]:
+    """(node, dir, channel, peer) of ``columns``' rows, each distinct one once."""
+    distinct = distinct_rows(columns.node, columns.dir, columns.channel, columns.has_peer,
+                             np.where(columns.has_peer, columns.peer, 0))
+    return [(node, DIRECTIONS[direction], CHANNELS[channel], peer if known else None)
+            for node, direction, channel, known, peer in distinct.tolist()]
+
+
+def coverage(events: Iterable[Event] | EventColumns, cluster_members: str | None = None) -> Coverage:
     """Which members' side ``events`` show (see the module docstring)."""
     received: dict[int, set[int]] = {}
     senders: set[int] = set()
     nodes: set[int] = set()
-    for event in events:
-        nodes.add(event.node)
-        if event.channel != "consensus" or event.peer is None or event.peer == event.node:
+    # Only sets are kept, so events held as columns are read once per distinct (node, dir, channel, peer).
+    sides = (_distinct_sides(events) if isinstance(events, EventColumns)
+             else ((e.node, e.dir, e.channel, e.peer) for e in events))
+    for node, direction, channel, peer in sides:
+        nodes.add(node)
+        if channel != "consensus" or peer is None or peer == node:
             continue
-        if event.dir == "in":
-            sender, receiver = event.peer, event.node
-        elif event.dir == "out":
-            sender, receiver = event.node, event.peer
+        if direction == "in":
+            sender, receiver = peer, node
+        elif direction == "out":
+            sender, receiver = node, peer
         else:
             continue
         senders.add(sender)

@@ -34,12 +34,17 @@ Nothing is inferred from too few samples.  Pure: events in, values out.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from engine.model.config import Config
-from formats.events import Event
+from formats.event_columns import EventColumns
+from formats.events import CHANNELS, DIRECTIONS, Event
 
 MS = 1_000_000
 HEARTBEAT_INTERVAL = "aeron.cluster.leader.heartbeat.interval"
@@ -57,55 +62,72 @@ class Inferred:
     note: str
 
 
-def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -> list[int]:
+def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -> np.ndarray:
     gaps = []
     for ts in times.values():
         ts.sort()
         gaps += [b - a for a, b in zip(ts, ts[1:], strict=False) if low <= b - a <= high]
-    return gaps
+    return np.array(gaps, dtype=np.int64)
 
 
-def _cluster(gaps: list[int], centre: int, spread: float) -> list[int]:
-    return [g for g in gaps if abs(g - centre) <= centre * spread]
+def _gaps_of_rows(node: np.ndarray, peer: np.ndarray, ts: np.ndarray, low: int, high: int) -> np.ndarray:
+    """`_gaps` of sends given as arrays: each send's member, peer (None as a value no peer has) and time."""
+    order = np.lexsort((ts, peer, node))
+    node, peer, ts = node[order], peer[order], ts[order]
+    gaps = ts[1:] - ts[:-1]
+    return gaps[(node[1:] == node[:-1]) & (peer[1:] == peer[:-1]) & (gaps >= low) & (gaps <= high)]
 
 
 def _round(value_ns: int, step_ns: int) -> int:
     return max(step_ns, (value_ns + step_ns // 2) // step_ns * step_ns)
 
 
-def _heartbeat_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
-    gaps = _gaps(sends, 10 * MS, 2_000 * MS)
+def _near(gaps: np.ndarray, centre: int, spread: float) -> np.ndarray:
+    """The sorted ``gaps`` within ``centre * spread`` of ``centre`` (the integers within the float
+    bound are one slice of them)."""
+    reach = math.floor(centre * spread)
+    return gaps[np.searchsorted(gaps, centre - reach, side="left"):np.searchsorted(gaps, centre + reach, side="right")]
+
+
+def _near_counts(gaps: np.ndarray, centres: np.ndarray, spread: float) -> np.ndarray:
+    """How many of the sorted ``gaps`` `_near` finds around each of ``centres``."""
+    reach = np.array([math.floor(c * spread) for c in centres.tolist()], dtype=np.int64)
+    return np.searchsorted(gaps, centres + reach, side="right") - np.searchsorted(gaps, centres - reach, side="left")
+
+
+def _heartbeat_interval(gaps: np.ndarray) -> Inferred | None:
+    """From the gaps (10 ms to 2 s) between consecutive AppendPosition/CommitPosition sends to one peer."""
+    gaps = np.sort(gaps)
     if len(gaps) < 20:
         return None
     needed = max(10, len(gaps) * 3 // 100)
-    peaks = [(centre, _cluster(gaps, centre, 0.03)) for centre in sorted({g // MS * MS for g in gaps})]
-    peaks = [(centre, near) for centre, near in peaks if len(near) >= needed]
+    centres = np.unique(gaps // MS * MS)
+    counts = _near_counts(gaps, centres, 0.03)
+    peaks = [(centre, count) for centre, count in zip(centres.tolist(), counts.tolist(), strict=True)
+             if count >= needed]
     if not peaks:
         return None
     # The heartbeat is the longest regular gap; of the peaks near it (jitter spreads one peak over a
     # few ms) the best supported, measured at its low end (a gap is the interval plus a duty cycle).
     longest = peaks[-1][0]
-    _, near = max((p for p in peaks if p[0] >= longest * 0.8), key=lambda p: (len(p[1]), p[0]))
-    near.sort()
-    value = _round(near[len(near) // 10], 10 * MS)
+    centre, _ = max((p for p in peaks if p[0] >= longest * 0.8), key=lambda p: (p[1], p[0]))
+    near = _near(gaps, centre, 0.03)
+    value = _round(int(near[len(near) // 10]), 10 * MS)
     return Inferred(HEARTBEAT_INTERVAL, value, f"{HEARTBEAT_INTERVAL}={value // MS}ms inferred from "
                     f"{len(near)} of {len(gaps)} gaps between consecutive AppendPosition/CommitPosition sends")
-    return None
 
 
-def _status_interval(sends: dict[tuple[int, int | None], list[int]]) -> Inferred | None:
-    gaps = _gaps(sends, 10 * MS, 1_000 * MS)
+def _status_interval(gaps: np.ndarray) -> Inferred | None:
+    """From the gaps (10 ms to 1 s) between consecutive CanvassPosition sends to one peer."""
+    gaps = np.sort(gaps)
     if len(gaps) < 8:
         return None
-    best: list[int] = []
-    for centre in sorted(set(gaps)):
-        near = _cluster(gaps, centre, 0.05)
-        if len(near) > len(best):
-            best = near
+    centres = np.unique(gaps)
+    counts = _near_counts(gaps, centres, 0.05)
+    best = _near(gaps, int(centres[int(np.argmax(counts))]), 0.05)  # the first centre with the most gaps near it
     if len(best) < max(4, len(gaps) // 4):
         return None
-    best.sort()
-    value = _round(best[len(best) // 10], 10 * MS)  # its low end: a gap is the interval plus a duty cycle
+    value = _round(int(best[len(best) // 10]), 10 * MS)  # its low end: a gap is the interval plus a duty cycle
     return Inferred(STATUS_INTERVAL, value, f"{STATUS_INTERVAL}={value // MS}ms inferred from {len(best)} of "
                     f"{len(gaps)} gaps between consecutive CanvassPosition sends")
 
@@ -133,6 +155,10 @@ def _heartbeat_timeout(events: list[Event]) -> Inferred | None:
         elif event.dir == "local" and event.type == "MemberStart":
             leader_of.pop(event.node, None)
             canvassing.discard(event.node)
+    return _timeout_from(samples)
+
+
+def _timeout_from(samples: list[int]) -> Inferred | None:
     if not samples:
         return None
     shortest = min(samples)
@@ -141,8 +167,9 @@ def _heartbeat_timeout(events: list[Event]) -> Inferred | None:
                     f"follower(s) canvassing {shortest / 1e9:.3f}s after their leader's last message")
 
 
-def _election_timeout(events: list[Event]) -> Inferred | None:
-    """Ballots that timed out (back to CANVASS), each member's agent-log times; see the module docstring."""
+def _election_timeout(events: list[Event], wire_samples: Callable[[], list[int]]) -> Inferred | None:
+    """Ballots that timed out (back to CANVASS), each member's agent-log times, else ``wire_samples()``
+    (`_ballots_on_the_wire`); see the module docstring.  Only ``events``' local ones are read."""
     entered: dict[int, tuple[str, int]] = {}  # member -> (state, when it entered it)
     samples: list[int] = []
     lower: list[tuple[int, str]] = []  # (ns the timeout must exceed, why)
@@ -167,7 +194,7 @@ def _election_timeout(events: list[Event]) -> Inferred | None:
         entered[event.node] = (target, event.ts)
     where = "in the agent logs"
     if not samples:
-        samples, where = _ballots_on_the_wire(events), "on the wire (from a RequestVote or granted Vote to the next CanvassPosition)"
+        samples, where = wire_samples(), "on the wire (from a RequestVote or granted Vote to the next CanvassPosition)"
         if len(samples) < 2:
             return None
     samples.sort()
@@ -202,8 +229,10 @@ def _ballots_on_the_wire(events: list[Event]) -> list[int]:
     return samples
 
 
-def infer_settings(events: Iterable[Event]) -> list[Inferred]:
+def infer_settings(events: Iterable[Event] | EventColumns) -> list[Inferred]:
     """What the capture's sends show of the members' settings (possibly nothing)."""
+    if isinstance(events, EventColumns):
+        return _infer_from_columns(events)
     ordered = sorted(events, key=lambda e: e.ts)
     heartbeats: dict[tuple[int, int | None], list[int]] = defaultdict(list)
     canvass: dict[tuple[int, int | None], list[int]] = defaultdict(list)
@@ -214,9 +243,106 @@ def infer_settings(events: Iterable[Event]) -> list[Inferred]:
             heartbeats[(event.node, event.peer)].append(event.ts)
         elif event.type == "CanvassPosition":
             canvass[(event.node, event.peer)].append(event.ts)
-    found = [_heartbeat_interval(heartbeats), _status_interval(canvass), _heartbeat_timeout(ordered),
-             _election_timeout(ordered)]
+    found = [_heartbeat_interval(_gaps(heartbeats, 10 * MS, 2_000 * MS)),
+             _status_interval(_gaps(canvass, 10 * MS, 1_000 * MS)), _heartbeat_timeout(ordered),
+             _election_timeout(ordered, lambda: _ballots_on_the_wire(ordered))]
     return [one for one in found if one is not None]
+
+
+def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
+    """`infer_settings` of events held as columns: the same sends gathered with array operations, and
+    the silences of `_heartbeat_timeout` found from the few canvasses that begin an election."""
+    order = np.argsort(columns.ts, kind="stable")
+    ts, node, direction = columns.ts[order], columns.node[order], columns.dir[order]
+    has_peer, peer, channel = columns.has_peer[order], columns.peer[order], columns.channel[order]
+    codes, names = columns.type_codes()
+    kind = codes[order]
+
+    def of_type(*wanted: str) -> np.ndarray:
+        numbers = [names.index(name) for name in wanted if name in names]
+        return np.isin(kind, numbers)
+
+    out, inward, local = (direction == DIRECTIONS.index(name) for name in ("out", "in", "local"))
+    consensus = channel == CHANNELS.index("consensus")
+
+    peer_or_none = np.where(has_peer, peer.astype(np.int64), 1 << 40)  # no peer: a value no peer has
+
+    def gaps(mask: np.ndarray, high: int) -> np.ndarray:
+        return _gaps_of_rows(node[mask], peer_or_none[mask], ts[mask], 10 * MS, high)
+
+    heartbeat_gaps = gaps(out & consensus & of_type("AppendPosition", "CommitPosition"), 2_000 * MS)
+    canvass_rows = out & consensus & of_type("CanvassPosition")
+    canvass_gaps = gaps(canvass_rows, 1_000 * MS)
+    # _heartbeat_timeout: per member, a canvass begins an election when the last of its marks (a
+    # CommitPosition/NewLeadershipTerm received, a canvass, a MemberStart) before it is not a canvass;
+    # the leader is the sender of that mark when it is a CommitPosition/NewLeadershipTerm.
+    received = inward & has_peer & (consensus | (channel == CHANNELS.index("log")))
+    leads = received & of_type("CommitPosition", "NewLeadershipTerm")
+    starts = local & of_type("MemberStart")
+    marks = np.flatnonzero(leads | canvass_rows | starts)
+    marks = marks[np.argsort(node[marks], kind="stable")]
+    heard_rows = np.flatnonzero(received)  # by (member, peer), each in order
+    heard_pair = (node[heard_rows] << 32) + peer[heard_rows]
+    by_pair = np.argsort(heard_pair, kind="stable")
+    heard_rows, heard_pair = heard_rows[by_pair], heard_pair[by_pair]
+    samples: list[int] = []
+    for k, row in enumerate(marks.tolist()):
+        if not canvass_rows[row]:
+            continue
+        before = marks[k - 1] if k and node[marks[k - 1]] == node[row] else None
+        if before is not None and canvass_rows[before]:
+            continue  # still canvassing
+        if before is None or not leads[before]:
+            continue  # no leader known: its leader_of entry was never set or was taken
+        pair = (int(node[row]) << 32) + int(peer[before])
+        low = int(np.searchsorted(heard_pair, pair, side="left"))
+        high = int(np.searchsorted(heard_pair, pair, side="right"))
+        last = int(np.searchsorted(heard_rows[low:high], row, side="left")) - 1  # the last one before the canvass
+        if last >= 0 and ts[row] - ts[heard_rows[low + last]] >= 1_000 * MS:
+            samples.append(int(ts[row] - ts[heard_rows[low + last]]))
+    # _election_timeout: the agent logs' ballots (local rows, few), else the ballots on the wire.
+    ballots = [columns.event(int(order[row])) for row in np.flatnonzero(local & of_type("MemberStart",
+                                                                                         "ElectionStateChange"))]
+    granted = np.fromiter((t == "Vote" and f.get("vote") in ("TRUE", True) for t, f
+                           in zip(columns.entries.types, columns.entries.fields, strict=True)), bool,
+                          len(columns.entries.types))[columns.entry[order]] if len(order) else np.zeros(0, bool)
+    on_wire = functools.partial(
+        _ballots_of_rows, node, ts,
+        begins=out & consensus & (of_type("RequestVote") | granted),
+        ends=canvass_rows,
+        resets=(starts | (inward & of_type("NewLeadershipTerm"))
+                | (out & consensus & of_type("NewLeadershipTerm", "AppendPosition", "CommitPosition"))))
+    found = [_heartbeat_interval(heartbeat_gaps), _status_interval(canvass_gaps), _timeout_from(samples),
+             _election_timeout(ballots, on_wire)]
+    return [one for one in found if one is not None]
+
+
+def _ballots_of_rows(node: np.ndarray, ts: np.ndarray, *, begins: np.ndarray, ends: np.ndarray,
+                     resets: np.ndarray) -> list[int]:
+    """`_ballots_on_the_wire` of rows in time order: per member, from the first row that ``begins`` a
+    ballot after the last row that ``ends`` one (a CanvassPosition, a sample if a ballot began) or
+    ``resets`` it, to the next row that ends one."""
+    rows = np.flatnonzero(begins | ends | resets)
+    rows = rows[np.argsort(node[rows], kind="stable")]  # by member, each in time order
+    count = len(rows)
+    if not count:
+        return []
+    member = node[rows]
+    positions = np.arange(count)
+    new_member = np.ones(count, dtype=bool)
+    new_member[1:] = member[1:] != member[:-1]
+    group_start = np.maximum.accumulate(np.where(new_member, positions, 0))  # each row's member's first row
+    boundary = ends[rows] | resets[rows]
+    last_boundary = np.maximum.accumulate(np.where(boundary, positions, -1))
+    before = np.full(count, -1, dtype=np.int64)
+    before[1:] = last_boundary[:-1]
+    before = np.maximum(before, group_start - 1)  # the last boundary before each row, within its member
+    begin_at = np.where(begins[rows], positions, count)
+    next_begin = np.append(np.minimum.accumulate(begin_at[::-1])[::-1], count)
+    closing = np.flatnonzero(ends[rows])
+    first = next_begin[before[closing] + 1]
+    taken = first < closing
+    return (ts[rows[closing[taken]]] - ts[rows[first[taken]]]).tolist()
 
 
 def apply_inferred(events: Iterable[Event], inferred: Iterable[Inferred]) -> tuple[list[Event], list[str]]:

@@ -23,7 +23,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from engine.versions import SCHEMA_VERSION_LINES
+from formats.event_columns import EventColumns
 from formats.events import Event
 
 METADATA_KEY = "recount.aeronEvidence"
@@ -31,9 +34,11 @@ CLUSTER_SCHEMA_ID = 111
 _HEADER = struct.Struct("<HHHH")
 
 
-def schema_versions(events: Iterable[Event]) -> dict[int, int]:
+def schema_versions(events: Iterable[Event] | EventColumns) -> dict[int, int]:
     """Captured messages by the cluster schema version in their SBE header."""
     counts: Counter[int] = Counter()
+    if isinstance(events, EventColumns):
+        return _schema_versions_of_columns(events)
     for event in events:
         payload = event.payload
         if payload is None or len(payload) < 8 or not (event.extra and "packet" in event.extra):
@@ -44,7 +49,27 @@ def schema_versions(events: Iterable[Event]) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
-def wire_evidence(events: Iterable[Event]) -> list[dict[str, Any]]:
+def _schema_versions_of_columns(columns: EventColumns) -> dict[int, int]:
+    """`schema_versions` of events held as columns: counted per entry (distinct payload), then weighed."""
+    from formats.event_columns import EXTRA_LOG, EXTRA_OTHER, EXTRA_PACKET
+
+    kinds = columns.extra_kind
+    with_packet = (kinds == EXTRA_PACKET) | (kinds == EXTRA_LOG)
+    for row in np.flatnonzero(kinds == EXTRA_OTHER).tolist():
+        with_packet[row] = "packet" in columns.others[columns.extra_ref[row]]
+    rows_per_entry = np.bincount(columns.entry[with_packet], minlength=len(columns.entries))
+    counts: Counter[int] = Counter()
+    for entry in np.flatnonzero(rows_per_entry).tolist():
+        payload = columns.entries.payloads[entry]
+        if payload is None or len(payload) < 8:
+            continue
+        _, _, schema_id, version = _HEADER.unpack_from(payload, 0)
+        if schema_id == CLUSTER_SCHEMA_ID:
+            counts[version] += int(rows_per_entry[entry])
+    return dict(sorted(counts.items()))
+
+
+def wire_evidence(events: Iterable[Event] | EventColumns) -> list[dict[str, Any]]:
     items = []
     for version, count in schema_versions(events).items():
         first, last = SCHEMA_VERSION_LINES.get(version, ("1.51", None) if version > 16 else ("1.40", "1.40"))

@@ -15,8 +15,9 @@ from formats.udp import (
     fragment_message,
     heartbeat,
 )
-from recorder.capture.datagrams import Datagram, DatagramDecoder, Streams
+from recorder.capture.datagrams import DatagramDecoder, Streams
 from recorder.capture.members import MemberMap
+from recorder.record.reader import Datagram
 
 MEMBERS = MemberMap.parse(
     "0,127.0.0.1:20002,127.0.0.1:20003,127.0.0.1:20004,127.0.0.1:20005,127.0.0.1:20001|"

@@ -19,8 +19,9 @@ from formats import cluster_codecs as cc
 from formats import replay_file
 from formats.events import Event, new_event
 from formats.udp import BEGIN_FLAG, END_FLAG, DataFrame, encode_frame
-from recorder.capture.datagrams import Datagram, DatagramDecoder
+from recorder.capture.datagrams import DatagramDecoder
 from recorder.capture.members import MemberMap
+from recorder.record.reader import Datagram
 
 DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 MEMBERS = MemberMap.parse("0,10.0.0.1:1,10.0.0.1:2,10.0.0.1:3,10.0.0.1:4,10.0.0.1:5|"

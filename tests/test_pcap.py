@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats import pcap as pcap_module
 from formats.errors import DecodeError
 from formats.pcap import (
     LINKTYPE_ETHERNET,
@@ -171,8 +172,52 @@ def opb(interface: int, ts_units: int, data: bytes, order="<") -> bytes:
 
 
 def read(data: bytes) -> tuple[list, PcapReader]:
+    """The packets of ``data``, one by one; and, checked on the way, that `PcapReader.columns` reads
+    the same packets with the same problems and counts (every capture built here is read both ways)."""
     reader = PcapReader(data, source="test.pcap")
-    return list(reader.packets()), reader
+    packets = list(reader.packets())
+    assert_columns_read_the_same(data, packets, reader)
+    return packets, reader
+
+
+def assert_columns_read_the_same(data: bytes, packets: list, reader: PcapReader) -> None:
+    columnar = PcapReader(data, source="test.pcap")
+    rows = list(columnar.columns().packets())
+    assert [_packet_values(p) for p in rows] == [_packet_values(p) for p in packets]
+    assert [(str(e), e.offset) for e in columnar.problems] == [(str(e), e.offset) for e in reader.problems]
+    assert (columnar.skipped, columnar.truncated, columnar.packet_count, columnar.udp_count, columnar.interfaces,
+            columnar.unreachable) == (reader.skipped, reader.truncated, reader.packet_count, reader.udp_count,
+                                      reader.interfaces, reader.unreachable)
+
+
+def _packet_values(packet) -> tuple:
+    return (*packet[:6], bytes(packet.payload), *packet[7:])
+
+
+def test_icmp_port_unreachable_answers_are_kept_in_file_order_by_packets_and_by_columns():
+    """ICMP and ICMPv6 port unreachable quoting a UDP datagram, among UDP datagrams and other ICMP, over
+    Ethernet and raw IP: `columns` (whose common layout is UDP only) keeps the same evidence, in file
+    order, as `packets`, and counts the same."""
+    quoted4 = ipv4(b"", src="10.0.0.2", dst="10.0.0.1", sport=41000, dport=20003)[:28]
+    quoted6 = ipv6(b"", src="fd00::2", dst="fd00::1", sport=41001, dport=20103)[:48]
+    unreachable4 = ipv4(struct.pack("!BBHI", 3, 3, 0, 0) + quoted4, src="10.0.0.1", dst="10.0.0.2", proto=1,
+                        udp=False)
+    echo4 = ipv4(struct.pack("!BBHI", 8, 0, 0, 0), proto=1, udp=False)  # not an unreachable: only counted
+    header6 = struct.pack("!IHBB16s16s", 6 << 28, 8 + len(quoted6), 58, 64, socket.inet_pton(socket.AF_INET6, "fd00::1"),
+                          socket.inet_pton(socket.AF_INET6, "fd00::2"))
+    unreachable6 = header6 + struct.pack("!BBHI", 1, 4, 0, 0) + quoted6
+    for link_type, wrap in ((LINKTYPE_ETHERNET, ethernet), (LINKTYPE_RAW, lambda packet: packet)):
+        records = [(TS, wrap(ipv4(PAYLOAD))), (TS + 1, wrap(unreachable4)), (TS + 2, wrap(echo4)),
+                   (TS + 3, wrap(ipv4(PAYLOAD, sport=2))), (TS + 4, wrap(unreachable4))]
+        if link_type == LINKTYPE_RAW:
+            records.append((TS + 5, unreachable6))
+        packets, reader = read(classic(records, link_type=link_type))
+        assert len(packets) == 2
+        assert [(u.index, u.ts_ns, u.src_ip, u.src_port, u.dst_ip, u.dst_port) for u in reader.unreachable] == [
+            (2, TS + 1, "10.0.0.2", 41000, "10.0.0.1", 20003), (5, TS + 4, "10.0.0.2", 41000, "10.0.0.1", 20003),
+        ] + ([(6, TS + 5, "fd00::2", 41001, "fd00::1", 20103)] if link_type == LINKTYPE_RAW else [])
+        assert reader.skipped["ICMP port unreachable (kept as evidence)"] == (3 if link_type == LINKTYPE_RAW else 2)
+        assert reader.skipped["not UDP (IP protocol 1)"] == 1
 
 
 # --- The real capture ----------------------------------------------------------------------------
@@ -231,6 +276,7 @@ def test_classic_pcap_in_either_byte_order_and_resolution_gives_the_same_packet(
 @pytest.mark.parametrize(
     ("link_type", "frame"),
     [
+        (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD))),
         (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD), vlans=[(0x8100, 5)])),
         (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD), vlans=[(0x88A8, 5), (0x8100, 6)])),
         (LINKTYPE_ETHERNET, ethernet(ipv6(PAYLOAD), ethertype=0x86DD)),
@@ -252,6 +298,28 @@ def test_every_supported_link_type_yields_the_udp_payload(link_type, frame):
     assert bytes(packet.payload) == PAYLOAD and packet.dst_port == 20103
     assert packet.src_ip in ("10.0.0.1", "fd00::1")
     assert reader.problems == []
+
+
+@pytest.mark.parametrize(
+    ("link_type", "frame"),
+    [
+        (LINKTYPE_ETHERNET, ethernet(ipv4(PAYLOAD))),
+        (LINKTYPE_LINUX_SLL, struct.pack("!HHH8sH", 0, 772, 6, bytes(8), 0x0800) + ipv4(PAYLOAD)),
+        (LINKTYPE_LINUX_SLL2, struct.pack("!HHIHBB8s", 0x0800, 0, 1, 772, 0, 6, bytes(8)) + ipv4(PAYLOAD)),
+        (LINKTYPE_NULL, struct.pack("<I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_NULL, struct.pack(">I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_LOOP, struct.pack(">I", 2) + ipv4(PAYLOAD)),
+        (LINKTYPE_RAW, ipv4(PAYLOAD)),
+        (LINKTYPE_IPV4, ipv4(PAYLOAD)),
+    ],
+)
+def test_plain_ipv4_udp_over_the_common_link_types_is_read_as_columns_without_a_packet_at_a_time(
+        link_type, frame, monkeypatch):
+    data = classic([(TS + i, frame) for i in range(3)], link_type=link_type)
+    packets, _ = read(data)
+    monkeypatch.setattr(PcapReader, "_dissect", lambda *args: pytest.fail("read one packet at a time"))
+    columns = PcapReader(data).columns()
+    assert [_packet_values(columns.packet(row)) for row in range(len(columns))] == [_packet_values(p) for p in packets]
 
 
 def test_ipv4_options_and_ipv6_extension_headers_are_stepped_over():
@@ -406,6 +474,24 @@ def test_damaged_captures_never_raise_while_reading(data):
     packets, reader = read(bytes(damaged))
     assert all(isinstance(bytes(p.payload), bytes) for p in packets)
     assert all(isinstance(problem, DecodeError) for problem in reader.problems)
+
+
+@pytest.mark.parametrize("segment", [pcap_module.SEGMENT_BYTES, 700])
+def test_columns_read_the_fuzzers_mutations_of_the_real_captures_as_packets_does(segment, monkeypatch):
+    """The mutation fuzzer's inputs (real and sample captures, bit flips, cuts, splices, ...): the
+    columnar reading gives the same packets, problems and counts as the packet-at-a-time one, whether
+    a classic pcap is read in one stretch or in stretches of a few records (a cut, a damaged record,
+    an IP fragment falling in a later stretch than the one it completes)."""
+    from tests.fuzzing import make_input
+
+    monkeypatch.setattr(pcap_module, "SEGMENT_BYTES", segment)
+    for index in range(300 if segment == pcap_module.SEGMENT_BYTES else 150):
+        data = make_input("pcap", 13, index)
+        try:
+            reader = PcapReader(data, source="test.pcap")
+        except DecodeError:
+            continue
+        assert_columns_read_the_same(data, list(reader.packets()), reader)
 
 
 # --- pcapng --------------------------------------------------------------------------------------

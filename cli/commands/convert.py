@@ -60,10 +60,8 @@ def convert(
         with render_capture.progress_by_bytes(inputs) as read_progress:
             built = converter.build(inputs, format=input_format, members=members, progress=read_progress,
                                     config=properties)
-        with progress.phase("building the replay table") as phase:
-            table = built.table()
-            phase("writing the replay file")
-            converter.write_atomically(table, target)
+        with progress.phase("writing the replay file"):
+            converter.write_atomically(built, target)
         result = built.result(str(target))
     except converter.OutputExistsError as error:
         raise UserError(f"{error.filename}: {error.strerror}") from None

@@ -28,9 +28,15 @@ the events of one replay (contract §1) and a summary of what was read and skipp
 Order: by ``ts``; at equal times MemberStart first, then captured messages (in capture order), then
 agent-log observations, then End.  Everything here is deterministic.
 
-Modules: `datagrams` (the shared datagram decoder), `members` (endpoints and inference),
-`pcap_import`, `agent_log_import`, `cluster_dir_import`, `align` (clock alignment).  This package
-does file I/O (it is part of `recorder`); the decoding itself is in pure functions beside it.
+Captures alone (no agent log) are assembled on their events' columns (`_assembled`: the same steps
+on arrays, the reference being the loop over `Event` values that ``bulk=False`` runs).
+
+Modules: `datagrams` (the shared datagram decoder), `bulk` (its steady traffic decoded as arrays),
+`members` (endpoints and inference), `pcap_import`, `agent_log_import`, `cluster_dir_import`, `align`
+(clock alignment), `lifecycle`, `starting_state`.  This package does file I/O (it is part of
+`recorder`); the decoding itself is in pure functions beside it.  The agent-log, cluster-directory
+and archive readers are imported where such an input is read: a conversion of captures alone starts
+without them.
 """
 
 from __future__ import annotations
@@ -41,31 +47,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.versions import model_from_evidence
-from formats.agent_log import DIALECT_BY_NAME
+import numpy as np
+
 from formats.errors import DecodeError
-from formats.events import Event
-from recorder.capture.agent_log_import import (
-    agent_log_events,
-    align_agent_log,
-    looks_like_agent_log,
-    read_agent_log_file,
-    receipt_order,
-)
-from recorder.capture.cluster_dir_import import is_archive_dir, is_cluster_dir, member_of, read_cluster_dir
-from recorder.capture.cluster_dir_import import member_start as build_member_start
+from formats.event_columns import EventColumns
+from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
-from recorder.capture.recording_import import is_recording, recording_as_pcap
-from recorder.capture.starting_state import (
-    EXACT,
-    Known,
-    LogRecording,
-    own_words_in_agent_log,
-    own_words_on_wire,
-)
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
 #: A member whose first CanvassPosition comes this long after the capture began started during the
@@ -77,9 +67,12 @@ FORMATS = ("auto", "pcap", "pcapng", "agent-log", "cluster-dir", "archive-dir", 
 
 @dataclass(slots=True)
 class CaptureLoad:
-    """The events of one incident and what the summary says about the inputs."""
+    """The events of one incident and what the summary says about the inputs.
 
-    events: list[Event]
+    ``columns`` holds the events as columns when they were built so (captures without agent logs);
+    ``events`` gives them as `Event` values either way (made from the columns on first use)."""
+
+    _events: list[Event] | None
     cluster_members: str | None
     members_from: str | None  #: "--members", "cluster dir", "inferred" or None
     inputs: list[dict[str, Any]] = field(default_factory=list)
@@ -88,9 +81,23 @@ class CaptureLoad:
     alignment: list[dict[str, Any]] = field(default_factory=list)
     decoded: dict[str, Any] = field(default_factory=dict)
     evidence: list[dict[str, Any]] = field(default_factory=list)  #: of the Aeron version (recorder.version_evidence)
+    columns: EventColumns | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        if self._events is None:
+            self._events = self.columns.to_events() if self.columns is not None else []
+        return self._events
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self._events = events
+        self.columns = None
 
     def aeron_version(self) -> dict[str, Any]:
         """The Aeron version the inputs show: each piece of evidence, the model it implies and why."""
+        from engine.versions import model_from_evidence
+
         model, why = model_from_evidence(self.evidence)
         dialects = {item["source"]: item["says"] for item in self.evidence if item["source"] != "wire"}
         schemas = sorted(item["schemaVersion"] for item in self.evidence if "schemaVersion" in item)
@@ -99,13 +106,22 @@ class CaptureLoad:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready: what was read, what was skipped and why, and every assumption made."""
-        counts: dict[str, int] = {}
-        for event in self.events:
-            counts[event.type] = counts.get(event.type, 0) + 1
+        if self.columns is not None:
+            codes, names = self.columns.type_codes()
+            counts = {names[code]: count for code, count in enumerate(np.bincount(codes, minlength=len(names)).tolist())
+                      if count}
+            nodes = self.columns.nodes()
+            total = len(self.columns)
+        else:
+            counts = {}
+            for event in self.events:
+                counts[event.type] = counts.get(event.type, 0) + 1
+            nodes = sorted({e.node for e in self.events})
+            total = len(self.events)
         return {
-            "events": len(self.events),
+            "events": total,
             "eventTypes": dict(sorted(counts.items())),
-            "nodes": sorted({e.node for e in self.events}),
+            "nodes": nodes,
             "clusterMembers": self.cluster_members,
             "clusterMembersFrom": self.members_from,
             "inputs": self.inputs,
@@ -121,6 +137,8 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
     """"pcap", "pcapng", "agent-log", "cluster-dir", "archive-dir", "recording" or None, from what
     ``path`` holds."""
     if os.path.isdir(path):
+        from recorder.capture.cluster_dir_import import is_archive_dir, is_cluster_dir
+
         if is_cluster_dir(path):
             return "cluster-dir"
         return "archive-dir" if is_archive_dir(path) else None
@@ -132,8 +150,12 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
     kind = sniff_capture(head)
     if kind is not None:
         return kind
+    from recorder.capture.recording_import import is_recording
+
     if is_recording(path, head):
         return "recording"
+    from recorder.capture.agent_log_import import looks_like_agent_log
+
     if looks_like_agent_log(head):
         return "agent-log"
     return None
@@ -146,8 +168,13 @@ def load_captures(
     format: str = "auto",
     streams: Streams = DEFAULT_STREAMS,
     progress: Callable[[int], None] | None = None,
+    bulk: bool = True,
 ) -> CaptureLoad:
-    """Read a mix of captures, agent logs and cluster directories into one incident's events."""
+    """Read a mix of captures, agent logs and cluster directories into one incident's events.
+
+    Captures are decoded in bulk and, without agent logs, the incident's events are kept as columns
+    (`CaptureLoad.columns`); ``bulk=False`` decodes every datagram one at a time and builds `Event`
+    values throughout: the reference the tests hold the bulk path to."""
     if format not in FORMATS:
         raise DecodeError(f"unknown capture format {format!r} (known: {', '.join(FORMATS)})")
     kinds: dict[str, list[str]] = {"pcap": [], "agent-log": [], "cluster-dir": [], "archive-dir": [], "recording": []}
@@ -167,6 +194,8 @@ def load_captures(
 
     member_map = MemberMap.parse(members, source="--members") if members else None
     members_from = "--members" if members else None
+    if kinds["cluster-dir"]:
+        from recorder.capture.cluster_dir_import import read_cluster_dir
     directories = [read_cluster_dir(name) for name in kinds["cluster-dir"]]
     if member_map is None:
         for directory in directories:
@@ -181,6 +210,8 @@ def load_captures(
     recordings: list[tuple[str, bytes]] = []
     recording_notes: list[str] = []
     for name in kinds["recording"]:
+        from recorder.capture.recording_import import recording_as_pcap
+
         data, metadata, problems = recording_as_pcap(name)
         recordings.append((name, data))
         if member_map is None and metadata.cluster_members:
@@ -190,11 +221,12 @@ def load_captures(
         if not metadata.clean_end:
             recording_notes.append(f"{name}: the recorder did not stop cleanly; read up to its last flush")
 
-    load = CaptureLoad([], member_map.text if member_map else None, members_from)
+    load = CaptureLoad(None, member_map.text if member_map else None, members_from)
     load.notes += recording_notes
     captured = None
     if kinds["pcap"] or recordings:
-        captured = import_pcaps(kinds["pcap"], member_map, streams=streams, progress=progress, extra=recordings)
+        captured = import_pcaps(kinds["pcap"], member_map, streams=streams, progress=progress, extra=recordings,
+                                bulk=bulk)
     if captured is not None:
         if member_map is None:
             member_map = captured.members
@@ -210,10 +242,23 @@ def load_captures(
             "skipped": dict(captured.summary.skipped),
         }
 
+    if bulk and captured is not None and not kinds["agent-log"]:
+        load.columns = _assembled(load, captured, directories, member_map, kinds)
+        load.evidence += wire_evidence(load.columns)
+        if not len(load.columns):
+            raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
+        return load
+
     # (order group, ts, position) sort keys: MemberStart 0, captured 1, agent-log 2, End 3.
     keyed: list[tuple[int, int, int, int, Event]] = []
     if captured is not None:
         keyed += [(e.ts, 1, i, 0, e) for i, e in enumerate(captured.events)]
+
+    from formats.agent_log import DIALECT_BY_NAME
+    from recorder.capture.agent_log_import import agent_log_events, align_agent_log, read_agent_log_file
+    from recorder.capture.cluster_dir_import import member_of
+    from recorder.capture.cluster_dir_import import member_start as build_member_start
+    from recorder.capture.starting_state import own_words_in_agent_log, own_words_on_wire
 
     logs = []
     for name in kinds["agent-log"]:
@@ -253,9 +298,7 @@ def load_captures(
         load.notes += found.notes
     ends = _life_ends(restarts)
     restarted = {r.member for r in restarts}
-    first_heard = {member: (alive.unreachable[0], alive.heard[0][0]) for member, alive in liveness.items()
-                   if alive.heard and alive.unreachable and alive.unreachable[0] < alive.heard[0][0]}
-    keyed, dropped_notes = _not_delivered_while_down(keyed, restarts, first_heard)
+    keyed, dropped_notes = _not_delivered_while_down(keyed, restarts, _first_heard(liveness))
     load.notes += dropped_notes
     wire = [item[4] for item in keyed if item[1] == 1]
     logged = [item[4] for item in keyed if item[1] == 2]
@@ -287,12 +330,7 @@ def load_captures(
         name = next((os.path.basename(p.source) for p in logs if p.node == restart.member), None)
         keyed += [_with_restart_state(item, wire, logged, ends)
                   for item in _lifecycle_events(restart, load.cluster_members, name or _capture_name(kinds))]
-    used = {os.path.realpath(i["archive"]) for i in load.inputs if i.get("archive")}
-    for archive in kinds["archive-dir"]:
-        if os.path.realpath(archive) not in used:
-            load.notes.append(f"{archive}: an archive dir next to or inside no cluster dir given; not read (give the"
-                              " member's cluster dir beside it)")
-        load.inputs.append({"kind": "archive-dir", "path": archive})
+    _archive_dirs_noted(load, kinds["archive-dir"])
 
     if captured is not None and member_map is not None:
         for member in member_map.member_ids:
@@ -318,6 +356,127 @@ def load_captures(
     if not load.events:
         raise DecodeError("nothing to convert: no events in " + ", ".join(map(os.fspath, paths)))
     return load
+
+
+def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: MemberMap | None,
+               kinds: dict[str, list[str]]) -> EventColumns:
+    """The incident's events when no agent log was given: what `load_captures` does with ``keyed``
+    (each member's lives read from the wire, what reached it while it was down dropped, each
+    MemberStart with its starting state, what a member received before a start moved to it, End),
+    step by step, on the captured events' columns.  The loop over `Event` values (``bulk=False``) is
+    the reference: `tests/test_bulk_convert.py` holds the two to the same bytes."""
+    rows = captured.columns
+    count = len(rows)
+    ts = rows.ts.copy()
+    captured_flag = rows.captured.copy()
+    captured_ts = rows.captured_ts.copy()
+    incoming = rows.dir == DIRECTIONS.index("in")
+    consensus_out = (rows.dir == DIRECTIONS.index("out")) & (rows.channel == CHANNELS.index("consensus"))
+    kept = np.ones(count, dtype=bool)
+    extra: list[tuple[int, int, int, Event]] = []  # (ts, order group, position, event)
+    capture_start = captured.first_ts_ns
+    if directories:
+        from recorder.capture.cluster_dir_import import member_of
+        from recorder.capture.cluster_dir_import import member_start as build_member_start
+
+    def first_sent_from(node: int, start: int) -> list[Event]:
+        """The member's first consensus message from ``start`` on (all `own_words_on_wire` reads)."""
+        found = np.flatnonzero(consensus_out & (rows.node == node) & (rows.ts >= start))
+        return [rows.event(int(found[0]))] if len(found) else []
+
+    def start_of(directory: Any, node: int, last_life: bool) -> int:
+        """`_start_time` of a member without an agent log."""
+        mine = kept & (rows.node == node)
+        firsts = [int(ts[mine].min())] if mine.any() else []
+        firsts += [item[0] for item in extra if item[3].node == node]
+        sent = np.flatnonzero(mine & consensus_out)
+        first_sent = (rows.entries.types[rows.entry[sent[0]]], int(ts[sent[0]])) if len(sent) else None
+        return _start_time_from(directory, capture_start, min(firsts, default=None), [], None, first_sent,
+                                last_life=last_life)
+
+    def queue_until(node: int, start: int, since: int | None = None) -> None:
+        """`_queued_until_start`."""
+        early = kept & (rows.node == node) & incoming & (ts < start)
+        if since is not None:
+            early &= ts >= since
+        captured_ts[early] = ts[early]
+        captured_flag[early] = True
+        ts[early] = start
+
+    # Each member's lives, from the wire; what reached it while it was down, dropped.
+    restarts: list[Restart] = []
+    mark_starts = {member_of(d): _mark_start(d) for d in directories}
+    for member, alive in captured.liveness.items():
+        found = wire_restarts(member, alive, ts[consensus_out & (rows.node == member)].tolist(),
+                              mark_starts.get(member))
+        restarts += found.restarts
+        load.notes += found.notes
+    ends = _life_ends(restarts)
+    restarted = {r.member for r in restarts}
+    dropped: dict[int, int] = {}
+    for member, spans in _down_spans(restarts, _first_heard(captured.liveness)).items():
+        down = np.zeros(count, dtype=bool)
+        for since, until in spans:
+            down |= (ts >= since) & (ts < until)
+        down &= incoming & (rows.node == member)
+        if down.any():
+            dropped[member] = int(np.count_nonzero(down))
+            kept &= ~down
+    load.notes += _dropped_notes(dropped)
+
+    started: set[int] = set()
+    if directories:
+        from recorder.capture.starting_state import own_words_in_agent_log, own_words_on_wire
+    for directory in directories:
+        node = member_of(directory)
+        at = start_of(directory, node, node not in restarted)
+        end = next((t for t in ends.get(node, ()) if t > at), None)
+        own = (own_words_on_wire(first_sent_from(node, at), node, at, end), own_words_in_agent_log([], node, at, end))
+        recording, archive_notes = _log_recording(directory, kinds["archive-dir"])
+        info = build_member_start(directory, cluster_members=load.cluster_members,
+                                  as_of_ns=at if capture_start is not None else None, own=own,
+                                  log_recording=recording)
+        if info.node in started:
+            raise DecodeError(f"a second cluster directory for member {info.node}", source=info.source)
+        started.add(info.node)
+        queue_until(info.node, at)
+        extra.append((at, 0, info.node, Event(
+            ts=at, node=info.node, dir="local", peer=None, channel="local", type="MemberStart",
+            fields=_with_waits(info.fields, [], info.node),
+            extra={"source": os.path.basename(info.source.rstrip("/")), "startingState": info.provenance})))
+        load.inputs.append({"kind": "cluster-dir", "path": info.source, "node": info.node,
+                            **({"archive": recording.source} if recording is not None else {})})
+        load.notes += archive_notes + info.notes
+    for restart in restarts:
+        queue_until(restart.member, restart.restart_ns, since=restart.back_ns)
+        for item in _lifecycle_events(restart, load.cluster_members, _capture_name(kinds)):
+            item = _with_restart_state(item, first_sent_from(restart.member, item[0]), [], ends)
+            extra.append((item[0], item[1], item[2], item[4]))
+    _archive_dirs_noted(load, kinds["archive-dir"])
+    if member_map is not None:
+        for member in member_map.member_ids:
+            if member not in started:
+                at = start_of(None, member, member not in restarted)
+                queue_until(member, at)
+                extra.append((at, 0, member, Event(ts=at, node=member, dir="local", peer=None, channel="local",
+                                                   type="MemberStart",
+                                                   fields=_with_waits({"clusterMembers": member_map.text}, [], member))))
+                load.notes.append(f"member {member}: no cluster directory given; it starts with an empty"
+                                  " recording.log and node-state.dat")
+            end = captured.end_of(member)
+            if end is not None:
+                extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
+                                                    type="End", fields={})))
+    moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
+    others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
+    taken = np.flatnonzero(kept)
+    index = np.concatenate([taken, count + np.arange(len(extra), dtype=np.int64)])
+    when = np.concatenate([ts[taken], np.array([item[0] for item in extra], dtype=np.int64)])
+    group = np.concatenate([np.ones(len(taken), np.int64), np.array([item[1] for item in extra], dtype=np.int64)])
+    position = np.concatenate([taken, np.array([item[2] for item in extra], dtype=np.int64)])
+    order = index[np.lexsort((position, group, when))]
+    del when, group, position, index
+    return EventColumns.gathered([moved, others], order)
 
 
 def _restarts(parsed: Any, keyed: list, liveness: WireLiveness | None) -> tuple[list[Restart], list[str]]:
@@ -392,17 +551,36 @@ def _lifecycle_events(restart: Restart, cluster_members: str | None, source: str
     return [(restart.end_ns, 3, node, 0, death), (restart.restart_ns, 0, node, 0, start)]
 
 
-def _not_delivered_while_down(keyed: list, restarts: Sequence[Restart], first_heard: dict[int, tuple[int, int]]
-                              ) -> tuple[list, list[str]]:
-    """What reached a member while its process was down was not received: ``in`` events from its death
-    to its new process being heard again are dropped (and, before its first life, those the capture
-    shows answered by ICMP port unreachable: from the first such answer to when it was first heard);
-    those from then to its new election are read by it at the start (`_queued_until_start`)."""
+def _first_heard(liveness: dict[int, WireLiveness]) -> dict[int, tuple[int, int]]:
+    """Members the capture shows answered by ICMP port unreachable before it first heard them: (the
+    first such answer, when it was first heard)."""
+    return {member: (alive.unreachable[0], alive.heard[0][0]) for member, alive in liveness.items()
+            if alive.heard and alive.unreachable and alive.unreachable[0] < alive.heard[0][0]}
+
+
+def _down_spans(restarts: Sequence[Restart], first_heard: dict[int, tuple[int, int]]) -> dict[int, list[tuple[int, int]]]:
+    """Per member, the spans [from, to) in which what reached it was not received: from each death to
+    its new process being heard again, and before its first life from the first ICMP port unreachable
+    answer to when it was first heard."""
     down: dict[int, list[tuple[int, int]]] = {}
     for restart in restarts:
         down.setdefault(restart.member, []).append((restart.end_ns, restart.back_ns))
     for member, (since, heard) in first_heard.items():
         down.setdefault(member, []).append((since, heard))
+    return down
+
+
+def _dropped_notes(dropped: dict[int, int]) -> list[str]:
+    return [f"member {member}: {count} message(s) sent to it while its process was down were not delivered"
+            " (dropped)" for member, count in sorted(dropped.items())]
+
+
+def _not_delivered_while_down(keyed: list, restarts: Sequence[Restart], first_heard: dict[int, tuple[int, int]]
+                              ) -> tuple[list, list[str]]:
+    """What reached a member while its process was down was not received: ``in`` events in its
+    `_down_spans` are dropped; those from its new process being heard again to its new election are
+    read by it at the start (`_queued_until_start`)."""
+    down = _down_spans(restarts, first_heard)
     dropped: dict[int, int] = {}
     out = []
     for item in keyed:
@@ -411,9 +589,7 @@ def _not_delivered_while_down(keyed: list, restarts: Sequence[Restart], first_he
             dropped[event.node] = dropped.get(event.node, 0) + 1
             continue
         out.append(item)
-    notes = [f"member {member}: {count} message(s) sent to it while its process was down were not delivered"
-             " (dropped)" for member, count in sorted(dropped.items())]
-    return out, notes
+    return out, _dropped_notes(dropped)
 
 
 def _life_ends(restarts: Sequence[Restart]) -> dict[int, list[int]]:
@@ -428,6 +604,8 @@ def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], end
     """A restart's MemberStart with the append position the member itself gave at that start (its first
     CanvassPosition, its INIT -> CANVASS line) and where it came from; the rest of its disk is what its
     previous life in the replay left (the engine's rule for a restart)."""
+    from recorder.capture.starting_state import EXACT, Known, own_words_in_agent_log, own_words_on_wire
+
     event = item[4]
     if event.type != "MemberStart":
         return item
@@ -444,10 +622,21 @@ def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], end
     return (*item[:4], dataclasses.replace(event, fields=fields, extra=extra))
 
 
-def _log_recording(directory: Any, given: Sequence[str]) -> tuple[LogRecording | None, list[str]]:
+def _archive_dirs_noted(load: CaptureLoad, archives: Sequence[str]) -> None:
+    """The archive dirs given, as inputs; a note for each that no cluster dir given used."""
+    used = {os.path.realpath(i["archive"]) for i in load.inputs if i.get("archive")}
+    for archive in archives:
+        if os.path.realpath(archive) not in used:
+            load.notes.append(f"{archive}: an archive dir next to or inside no cluster dir given; not read (give the"
+                              " member's cluster dir beside it)")
+        load.inputs.append({"kind": "archive-dir", "path": archive})
+
+
+def _log_recording(directory: Any, given: Sequence[str]) -> tuple[Any, list[str]]:
     """The cluster log's recording in the member's archive catalog: an archive dir given as an input
     that lies next to or inside the cluster dir, else where Aeron lays the archive out
     (`recorder.cluster_dir.find_member_archive`); and what could not be read of it."""
+    from recorder.capture.starting_state import LogRecording
     from recorder.cluster_dir import find_member_archive, load_archive_catalog
 
     here = os.path.realpath(directory.path)
@@ -482,6 +671,8 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]
 
 def _in_receipt_order(keyed: list) -> list:
     """Captured messages a member's agent log shows it handled in another order get their times swapped."""
+    from recorder.capture.agent_log_import import receipt_order
+
     out = list(keyed)
     for node in sorted({item[4].node for item in keyed if item[1] == 2}):
         received = [(k, item) for k, item in enumerate(keyed) if item[1] == 1 and item[4].node == node
@@ -522,16 +713,8 @@ def _capture_name(kinds: dict[str, list[str]]) -> str:
 
 def _start_time(directory: Any, node: int | None, capture_start: int | None, keyed: list, *,
                 last_life: bool = True) -> int:
-    """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to.
-
-    Where the member's agent log shows its election starting, the moment it left INIT for CANVASS
-    (else its NEW_ELECTION "node started" line), or the first message it sent, if that is earlier (a
-    replay begins before everything the member did).  Else, when its first consensus message is a
-    CanvassPosition sent well after the capture began, that moment (its election began there; the mark
-    file's start time is its consensus module's, up to seconds earlier: 2.1 s for j_…'s member 1).
-    Else, when its mark file says it started during the capture, that start time; else the capture's
-    first packet (or the member's first event if earlier): it was already running.
-    """
+    """When a member's replay begins (its MemberStart), and so the moment its directory is taken back to
+    (`_start_time_from`, from what ``keyed`` holds of the member)."""
     mine = [item for item in keyed if item[4].node == node]
     first = min((item[0] for item in mine), default=None)
     # The election leaves INIT for CANVASS in its first duty cycle, which the model runs at its start;
@@ -541,19 +724,37 @@ def _start_time(directory: Any, node: int | None, capture_start: int | None, key
     if not started:
         started = [item[0] for item in mine
                    if item[4].type == "NewElection" and item[4].fields.get("reason") == "node started"]
+    # What the member received before its consensus module started waited in the image for it
+    # (`_queued_until_start`), so only what it did itself can start the replay earlier.
+    # (Its agent log's own lines may come earlier: they are observations, not inputs.)
+    own = min((item[0] for item in mine if item[4].dir != "in" and item[1] != 2), default=None) if started else None
+    sent = [item for item in mine if item[4].dir == "out" and item[4].channel == "consensus"]
+    first_sent = (sent[0][4].type, sent[0][0]) if sent else None
+    return _start_time_from(directory, capture_start, first, started, own, first_sent, last_life=last_life)
+
+
+def _start_time_from(directory: Any, capture_start: int | None, first: int | None, started: list[int],
+                     own: int | None, first_sent: tuple[str, int] | None, *, last_life: bool = True) -> int:
+    """When a member's replay begins, from its first event (``first``), when its agent log shows its
+    election starting (``started``), its first event other than a message it received (``own``) and the
+    type and time of its first consensus message (``first_sent``).
+
+    Where the member's agent log shows its election starting, the moment it left INIT for CANVASS
+    (else its NEW_ELECTION "node started" line), or the first message it sent, if that is earlier (a
+    replay begins before everything the member did).  Else, when its first consensus message is a
+    CanvassPosition sent well after the capture began, that moment (its election began there; the mark
+    file's start time is its consensus module's, up to seconds earlier: 2.1 s for j_…'s member 1).
+    Else, when its mark file says it started during the capture, that start time; else the capture's
+    first packet (or the member's first event if earlier): it was already running.
+    """
     if started:
-        # What the member received before its consensus module started waited in the image for it
-        # (`_queued_until_start`), so only what it did itself can start the replay earlier.
-        # (Its agent log's own lines may come earlier: they are observations, not inputs.)
-        own = min((item[0] for item in mine if item[4].dir != "in" and item[1] != 2), default=None)
         return min(started) if own is None else min(min(started), own)
     # Without its agent log: where the capture shows its election beginning, its first consensus
     # message, a CanvassPosition (an election always begins by canvassing), sent well after the capture
     # began (a member already canvassing when it began would have sent one within a status interval).
-    sent = [item for item in mine if item[4].dir == "out" and item[4].channel == "consensus"]
-    if (sent and sent[0][4].type == "CanvassPosition" and capture_start is not None
-            and sent[0][0] - capture_start >= ALREADY_RUNNING_NS):
-        return sent[0][0]
+    if (first_sent is not None and first_sent[0] == "CanvassPosition" and capture_start is not None
+            and first_sent[1] - capture_start >= ALREADY_RUNNING_NS):
+        return first_sent[1]
     # The mark file holds its last life's start: no help for the first when the member restarted.
     start_ns = _mark_start(directory) if directory is not None and last_life else None
     if start_ns is not None and (capture_start is None or start_ns >= capture_start):

@@ -63,15 +63,26 @@ messages are reported ("not received").  A capture without status messages relea
 `finish`.
 
 Deterministic: no clocks, no threads; output order is ``(ts, capture, packet, order)``.
+
+`recorder.capture.bulk` feeds a whole capture, passing over the steady traffic of each stream in
+runs and feeding the rest here one datagram at a time; while it does, ``bulk`` answers what the
+decoder would otherwise have kept from the datagrams it did not see (when a stream's status
+messages came, which held events a run made, what a member sent).  What the decoder keeps as
+evidence of the members' lives (`heard`: each member's spans of activity, from that same log of
+sends; `setup_requests`; `publications`) is therefore the same either way.
 """
 
 from __future__ import annotations
 
 import struct
+from array import array
+from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
 
 from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
 from formats.cluster_codecs_ext import decode_cluster
@@ -95,7 +106,9 @@ from formats.udp import (
     position_bits_to_shift,
 )
 from recorder.capture.members import LOG_ROLES, SENDER_FIELD, MemberMap, TrafficSurvey
-from recorder.record.reader import Datagram  # the one definition, shared with the proxy's recordings
+
+if TYPE_CHECKING:  # imported for its annotations only: a capture converts without the recorder's modules
+    from recorder.record.reader import Datagram  # the one definition, shared with the proxy's recordings
 
 #: How far apart (in session ids) two publications of one media driver may be and still be matched.
 SESSION_WINDOW = 256
@@ -112,6 +125,8 @@ HEARTBEAT_INTERVAL_NS = 100_000_000
 MAX_DECODED = 4096
 #: Arrival times kept per stream for messages not yet delivered.
 MAX_ARRIVALS = 1 << 16
+#: `DatagramDecoder._now` after the last packet: what `finish` makes comes after every packet.
+AFTER_THE_END = 1 << 62
 
 _SBE_HEADER = struct.Struct("<HHHH")
 _FRAME_HEADER = struct.Struct("<iBBH")
@@ -218,9 +233,10 @@ class _Stream:
         self.awaiting_setup = False
         #: (join position, position bits, initial term id) of the receiver's image, until a frame there
         self.join: tuple[int, int, int] | None = None
-        #: ``in`` events since the receiver's last status message: it was alive to receive them only
-        #: if its next one is a regular SM, not a request for a SETUP
-        self.held: list[Keyed] = []
+        #: ``in`` events since the receiver's last status message, each with the packet number being
+        #: decoded when it was made: the receiver was alive to receive them only if its next status
+        #: message is a regular one, not a request for a SETUP
+        self.held: list[tuple[int, Keyed]] = []
         #: start positions of messages completed while the receiver had no image
         self.unreceived: set[int] = set()
 
@@ -255,19 +271,27 @@ class DatagramDecoder:
         self.datagrams = 0
         self._streams: dict[tuple, _Stream] = {}
         self._publications: dict[tuple, _Publication] = {}
+        #: (session id, stream id) → its publications, in the order they were first seen
+        self._by_session: dict[tuple[int, int], list[_Publication]] = {}
+        #: session ids (unsigned) of publications whose sender is known other than by session numbering,
+        #: sorted, each with its sender (`_nearest_session`)
+        self._numbered: list[tuple[int, int]] = []
         self._log_sessions: dict[int, int] = {}
         self._leader_of: dict[int, int] = {}
         self._emitted: set[tuple] = set()
         self._decoded: dict[bytes, tuple[Any, dict[str, Any], str]] = {}  # bytes → (message, fields, type)
-        self._last_sent: dict[tuple[int, int], int] = {}  # (capture, member) → when it last sent anything
-        self._down_since: dict[tuple[int, int], int] = {}  # (capture, member) → when it last fell silent
-        self._first_sent: dict[tuple[int, int], int] = {}  # (capture, member) → when it was first heard
-        #: (capture, member) → each silence (last heard, heard again) longer than RESTART_SILENCE_NS
-        self._silences: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        #: (capture, member) → (packet number, time) of everything it was seen to send, in packet order
+        self._sends: dict[tuple[int, int], array] = {}
+        #: (capture, member) → its spans of activity (`heard`), once its capture has been walked in bulk
+        self._spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         #: (member, role, ts) of each status message asking for a SETUP: the member had lost its image
         self._setup_requests: list[tuple[int, str, int]] = []
         self._order = 0
         self._finished = False
+        #: the packet being decoded (held ``in`` events remember it); after the last one, at `finish`
+        self._now = 0
+        #: set by `recorder.capture.bulk` while it feeds a capture: what it decoded in bulk
+        self.bulk: Any = None
 
     # --- public ---------------------------------------------------------------------------------
     @property
@@ -288,6 +312,7 @@ class DatagramDecoder:
                    payload_offset: int | None = None) -> list[Keyed]:
         """As `feed`, each event with its sort key ``(ts, capture, packet, order, in/out)``."""
         self.datagrams += 1
+        self._now = packet_index
         out: list[Keyed] = []
         payload = datagram.payload
         if len(payload) >= 8:
@@ -322,14 +347,20 @@ class DatagramDecoder:
         `RESTART_SILENCE_NS` and merged across captures: a member is silent only where every capture
         that heard it is."""
         spans: dict[int, list[tuple[int, int]]] = {}
-        for key, first in self._first_sent.items():
-            start = first
-            own = spans.setdefault(key[1], [])
-            for last, again in self._silences.get(key, []):
-                own.append((start, last))
-                start = again
-            own.append((start, self._last_sent[key]))
-        return {member: _merged(own) for member, own in sorted(spans.items())}
+        for key in sorted(set(self._sends) | set(self._spans)):
+            spans.setdefault(key[1], []).extend(self._activity(key))
+        return {member: _merged(own) for member, own in sorted(spans.items()) if own}
+
+    def settle_activity(self, capture: int, senders: Iterable[int] = ()) -> None:
+        """Every datagram of ``capture`` has been seen (`recorder.capture.bulk` calls this as its walk of
+        the capture ends, ``senders`` being the members it saw send): each of its members' spans of
+        activity is worked out now, while ``bulk`` still knows what it decoded, and the log of its sends
+        let go."""
+        keys = {key for key in self._sends if key[0] == capture} | {(capture, member) for member in senders}
+        for key in sorted(keys):
+            self._spans[key] = self._activity(key)
+        for key in keys:
+            self._sends.pop(key, None)
 
     def setup_requests(self, role: str = "consensus") -> dict[int, list[int]]:
         """When each member asked, from its ``role`` endpoint, for a SETUP (a status message with the
@@ -359,6 +390,7 @@ class DatagramDecoder:
         if self._finished:
             return out
         self._finished = True
+        self._now = AFTER_THE_END
         for key, stream in self._streams.items():
             if stream.reassembler is None:
                 continue
@@ -372,7 +404,7 @@ class DatagramDecoder:
                 self._settle_at_end(publication, out)
         for key, stream in self._streams.items():
             if stream.held:
-                out += stream.held
+                out += [item for _, item in stream.held]
                 stream.held = []
             if stream.reassembler is not None:
                 for note in stream.reassembler.notes:
@@ -407,7 +439,7 @@ class DatagramDecoder:
         receiver = (capture, owner[0]) if owner is not None else None
         ts = datagram.ts_ns
         if receiver is not None:
-            self._transmitted(receiver, ts)
+            self._transmitted(receiver, ts, packet)
             if asks_setup:
                 self._setup_requests.append((owner[0], owner[1], ts))
         key = (capture, datagram.dst_ip, datagram.dst_port, datagram.src_ip, datagram.src_port, session_id, stream_id)
@@ -416,34 +448,72 @@ class DatagramDecoder:
             return
         if not asks_setup:
             if stream.held:
-                out += stream.held
+                out += [item for _, item in stream.held]
                 stream.held = []
             return
         # No image: the receiver restarted (Aeron answers data it has no image for with this request).
         # It went down when it last fell silent; what reached it after that was not received.
-        down = self._down_since.get(receiver) if receiver is not None else None
-        if stream.held:
-            kept = [item for item in stream.held if down is not None and item[0][0] <= down]
-            lost = len(stream.held) - len(kept)
-            out += kept
-            stream.held = []
-            if lost:
-                self._problem("not received", f"{lost} message(s) to member {stream.receiver} arrived while it was"
-                              " down or had no image (it asked for a SETUP): not received", capture, packet)
+        down = self._down_since(receiver, packet) if receiver is not None else None
+        # Decoded in bulk, the stream's regular status messages were not fed one by one: what was
+        # made before the last of them was released by it.
+        released = self.bulk.last_status(key, packet) if self.bulk is not None else -1
+        held = []
+        for made, item in stream.held:
+            (held if made > released else out).append(item)
+        stream.held = []
+        kept = [item for item in held if down is not None and item[0][0] <= down]
+        lost = len(held) - len(kept)
+        out += kept
+        if self.bulk is not None:
+            lost += self.bulk.drop_held(key, released, packet, down)
+        if lost:
+            self._problem("not received", f"{lost} message(s) to member {stream.receiver} arrived while it was"
+                          " down or had no image (it asked for a SETUP): not received", capture, packet)
         if stream.seen_data:
             stream.awaiting_setup = True
 
-    def _transmitted(self, member: tuple[int, int], ts: int) -> None:
-        """A member sent something; a long silence before it means the member was down (restarted)."""
-        last = self._last_sent.get(member)
-        if last is None or ts > last:
-            if last is None:
-                self._first_sent[member] = ts
-            elif ts - last > RESTART_SILENCE_NS:
-                # It sent nothing for a while: it went down at most a heartbeat interval after `last`.
-                self._down_since[member] = last + HEARTBEAT_INTERVAL_NS
-                self._silences.setdefault(member, []).append((last, ts))
-            self._last_sent[member] = ts
+    def _transmitted(self, member: tuple[int, int], ts: int, packet: int) -> None:
+        """A member sent something (a long silence before something it sends means it was down)."""
+        sends = self._sends.get(member)
+        if sends is None:
+            sends = self._sends[member] = array("q")
+        sends.append(packet)
+        sends.append(ts)
+
+    def _send_times(self, member: tuple[int, int], packet: int | None = None) -> np.ndarray:
+        """When ``member`` sent what it was seen to send (up to packet ``packet``), in packet order."""
+        sends = self._sends.get(member)
+        pairs = np.frombuffer(sends, dtype=np.int64).reshape(-1, 2) if sends else np.zeros((0, 2), np.int64)
+        if self.bulk is not None:
+            pairs = np.concatenate([pairs, self.bulk.sends(member)])
+            pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+        return pairs[:, 1] if packet is None else pairs[pairs[:, 0] <= packet, 1]
+
+    def _down_since(self, member: tuple[int, int], packet: int) -> int | None:
+        """When ``member`` went down last, as seen up to packet ``packet``: a silence of more than
+        `RESTART_SILENCE_NS` in what it sent means it went down at most a heartbeat interval after
+        the last thing it sent before the silence (None: no such silence)."""
+        times = self._send_times(member, packet)
+        if len(times) < 2:
+            return None
+        latest = np.maximum.accumulate(times)[:-1]  # the last send so far, before each send
+        silent = np.flatnonzero((times[1:] > latest) & (times[1:] - latest > RESTART_SILENCE_NS))
+        return int(latest[silent[-1]]) + HEARTBEAT_INTERVAL_NS if len(silent) else None
+
+    def _activity(self, member: tuple[int, int]) -> list[tuple[int, int]]:
+        """``member``'s spans of activity in its capture: from its first send, split where the next send
+        comes more than `RESTART_SILENCE_NS` after the latest one so far."""
+        spans = self._spans.get(member)
+        if spans is not None:
+            return spans
+        times = self._send_times(member)
+        if not len(times):
+            return []
+        latest = np.maximum.accumulate(times)
+        again = np.flatnonzero(times[1:] - latest[:-1] > RESTART_SILENCE_NS) + 1
+        starts = [int(times[0]), *times[again].tolist()]
+        ends = [*latest[again - 1].tolist(), int(latest[-1])]
+        return list(zip(starts, ends, strict=True))
 
     def _on_setup(self, datagram: Datagram, frame: SetupFrame, packet: int, capture: int) -> None:
         stream = self._stream(datagram, frame.session_id, frame.stream_id, capture)
@@ -490,15 +560,11 @@ class DatagramDecoder:
         ts = datagram.ts_ns
         if sender is not None:
             # `_transmitted`, inlined: this runs for every frame.
-            member = (capture, sender)
-            last = self._last_sent.get(member)
-            if last is None or ts > last:
-                if last is None:
-                    self._first_sent[member] = ts
-                elif ts - last > RESTART_SILENCE_NS:
-                    self._down_since[member] = last + HEARTBEAT_INTERVAL_NS
-                    self._silences.setdefault(member, []).append((last, ts))
-                self._last_sent[member] = ts
+            sends = self._sends.get((capture, sender))
+            if sends is None:
+                sends = self._sends[(capture, sender)] = array("q")
+            sends.append(packet)
+            sends.append(ts)
         if stream.awaiting_setup:
             # Sent, so its sender's out event stands; not received: the receiver has no image.
             self.frames["DATA before a new image's SETUP"] += 1
@@ -574,6 +640,7 @@ class DatagramDecoder:
         publication = self._publications.get(pub_key)
         if publication is None:
             publication = self._publications[pub_key] = _Publication(pub_key, datagram.ts_ns)
+            self._by_session.setdefault((session_id, stream_id), []).append(publication)
         destination = (datagram.dst_ip, datagram.dst_port)
         channel, receiver, role, skip = self._classify(destination, stream_id)
         stream = self._streams[key] = _Stream(channel, receiver, role, publication, destination, skip)
@@ -692,6 +759,8 @@ class DatagramDecoder:
     def _identify(self, publication: _Publication, sender: int, how: str, out: list[Keyed]) -> None:
         publication.sender = sender
         publication.how = how
+        if not how.startswith("session ids"):
+            insort(self._numbered, (publication.key[2] & 0xFFFF_FFFF, sender))
         if publication.pending:
             pending, publication.pending = publication.pending, []
             for entry in pending:
@@ -701,9 +770,8 @@ class DatagramDecoder:
         if self._log_sessions.get(log_session_id) == leader:
             return
         self._log_sessions[log_session_id] = leader
-        for publication in self._publications.values():
-            if (publication.sender is None and publication.key[2] == log_session_id
-                    and publication.key[3] == self.streams.log):
+        for publication in self._by_session.get((log_session_id, self.streams.log), ()):
+            if publication.sender is None:
                 self._identify(publication, leader, "NewLeadershipTerm.logSessionId names its leader", out)
 
     def _resolve(self, publication: _Publication, stream: _Stream, out: list[Keyed] | None) -> None:
@@ -727,15 +795,21 @@ class DatagramDecoder:
             )
 
     def _nearest_session(self, session_id: int) -> int | None:
-        best: dict[int, int] = {}
-        for other in self._publications.values():
-            if other.sender is None or other.how.startswith("session ids"):
+        """The one member whose identified publications have session ids within `SESSION_WINDOW` of
+        this one (wrapping around, as Aeron's int session ids do), else None."""
+        numbered = self._numbered
+        target = session_id & 0xFFFF_FFFF
+        senders: set[int] = set()
+        low, high = target - SESSION_WINDOW, target + SESSION_WINDOW
+        for start, end in ((low, high), (low + (1 << 32), high + (1 << 32)), (low - (1 << 32), high - (1 << 32))):
+            if end < 0 or start > 0xFFFF_FFFF:
                 continue
-            distance = abs(((other.key[2] - session_id + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000)
-            if distance <= SESSION_WINDOW:
-                best[other.sender] = min(distance, best.get(other.sender, distance))
-        if len(best) == 1:
-            return next(iter(best))
+            at = bisect_left(numbered, (start, -1 << 62))
+            while at < len(numbered) and numbered[at][0] <= end:
+                senders.add(numbered[at][1])
+                at += 1
+        if len(senders) == 1:
+            return next(iter(senders))
         return None
 
     def _settle_at_end(self, publication: _Publication, out: list[Keyed]) -> None:
@@ -794,8 +868,8 @@ class DatagramDecoder:
                 out.append(((ts, capture, packet, order, 0), new_event(
                     ts, sender, "out", receiver, channel, type_name, fields, payload, {"packet": packet})))
             if received and (not several or self._keep(receiver, capture, ("in", receiver, identity))):
-                stream.held.append(((ts, capture, packet, order, 1), new_event(
-                    ts, receiver, "in", sender, channel, type_name, fields, payload, {"packet": packet})))
+                stream.held.append((self._now, ((ts, capture, packet, order, 1), new_event(
+                    ts, receiver, "in", sender, channel, type_name, fields, payload, {"packet": packet}))))
         elif channel == "log":
             # The leader's own appends (and its archive's catch-up replays): each frame it sent to one
             # follower's log or catch-up endpoint is an ``out`` event at the leader, with the position.
@@ -804,13 +878,13 @@ class DatagramDecoder:
                     ts, sender, "out", receiver, channel, type_name, fields, payload,
                     {"logPosition": item.end_position, "packet": packet})))
             if received and (not several or self._keep(receiver, capture, ("in", receiver, identity))):
-                stream.held.append(((ts, capture, packet, order, 1), new_event(
+                stream.held.append((self._now, ((ts, capture, packet, order, 1), new_event(
                     ts, receiver, "in", sender, channel, type_name, fields, payload,
-                    {"logPosition": item.end_position, "packet": packet})))
+                    {"logPosition": item.end_position, "packet": packet}))))
         elif channel == "ingress":
             if received and (not several or self._keep(receiver, capture, ("in", receiver, identity))):
-                stream.held.append(((ts, capture, packet, order, 1), new_event(
-                    ts, receiver, "in", None, channel, type_name, fields, payload, {"packet": packet})))
+                stream.held.append((self._now, ((ts, capture, packet, order, 1), new_event(
+                    ts, receiver, "in", None, channel, type_name, fields, payload, {"packet": packet}))))
         elif channel == "egress" and keep_out:
             out.append(((ts, capture, packet, order, 0), new_event(
                 ts, sender, "out", None, channel, type_name, fields, payload, {"packet": packet})))

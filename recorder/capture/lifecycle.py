@@ -89,8 +89,9 @@ def wire_restarts(member: int, liveness: WireLiveness, consensus_sends: Sequence
     out = WireLives()
     sends = sorted(consensus_sends)
     # Its own messages count as heard too: a frame whose publication was not yet known to be its own
-    # when it was captured is not in ``heard``.
-    spans = _merged([*liveness.heard, *((t, t) for t in sends)])
+    # when it was captured is not in ``heard``.  (Taken as runs less than `LIFE_GAP_NS` apart first:
+    # the same spans as merging each alone, without a tuple per message.)
+    spans = _merged([*liveness.heard, *_runs(sends)])
     seen_sessions: set[int] = set()
     publications = sorted(liveness.publications)
     index = 0
@@ -147,6 +148,22 @@ def wire_restarts(member: int, liveness: WireLiveness, consensus_sends: Sequence
                             f"its first consensus message of the new life at {_ms(first_send)}"),
         ))
         down_since, down_evidence = None, ()
+    return out
+
+
+def _runs(times: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted ``times`` as spans (first, last) of times less than `LIFE_GAP_NS` apart."""
+    out: list[tuple[int, int]] = []
+    start = previous = None
+    for t in times:
+        if previous is None:
+            start = t
+        elif t - previous >= LIFE_GAP_NS:
+            out.append((start, previous))
+            start = t
+        previous = t
+    if previous is not None:
+        out.append((start, previous))
     return out
 
 

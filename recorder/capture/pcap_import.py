@@ -1,9 +1,16 @@
 """pcap and pcapng captures in: one or several files → datagrams → events (`datagrams.DatagramDecoder`).
 
-Files are memory-mapped and read by `formats.pcap.PcapReader`, which yields each UDP datagram and
-keeps going past what it cannot use: a file cut short (tcpdump killed) gives every whole packet
-before the cut, then a problem naming the offset; non-UDP packets are counted.  Everything read is
-decoded; everything skipped is reported with its file, packet number or byte offset, and why.
+Files are memory-mapped and read by `formats.pcap.PcapReader`, which keeps going past what it cannot
+use: a file cut short (tcpdump killed) gives every whole packet before the cut, then a problem naming
+the offset; non-UDP packets are counted.  Everything read is decoded; everything skipped is reported
+with its file, packet number or byte offset, and why.
+
+In bulk (the default): each capture is read as columns (`PcapReader.columns`) and its steady traffic
+decoded as arrays (`recorder.capture.bulk`), the events kept as `formats.event_columns.EventColumns`.
+A mapped file is read a stretch at a time and each stretch's pages are let go once read, and the C
+heap's free memory is handed back between steps (`bulk.give_back_memory`), so that a large capture
+is never held whole in memory on top of what is made of it.  ``bulk=False`` reads and feeds every
+datagram one at a time: the same events, problems and notes (the reference the tests compare with).
 
 Several captures of one incident (one per host) are decoded together: a first pass over each file
 finds which members' hosts it was taken on (`members.local_members`: the member addresses present
@@ -27,10 +34,14 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from formats.errors import DecodeError
+from formats.event_columns import EventColumns
 from formats.events import Event
-from formats.pcap import PcapReader, PortUnreachable
+from formats.pcap import PacketColumns, PcapReader, PortUnreachable
 from formats.replay_file import gc_paused
+from recorder.capture.bulk import BulkDecoder, give_back_memory
 from recorder.capture.datagrams import (
     DEFAULT_STREAMS,
     DatagramDecoder,
@@ -76,16 +87,28 @@ class CaptureFile:
         }
 
 
-@dataclass(slots=True)
 class PcapImport:
-    events: list[Event]
-    files: list[CaptureFile]
-    members: MemberMap
-    summary: DecodeSummary
-    problems: list[Problem]
-    notes: list[str]
-    #: What each member sent and what was sent to it in vain (`recorder.capture.lifecycle`).
-    liveness: dict[int, WireLiveness] = field(default_factory=dict)
+    """The events of some captures (as columns, and as `Event`s on first use), what was read, and what
+    each member sent and what was sent to it in vain (``liveness``, for `recorder.capture.lifecycle`)."""
+
+    __slots__ = ("columns", "files", "members", "summary", "problems", "notes", "liveness", "_events")
+
+    def __init__(self, columns: EventColumns, files: list[CaptureFile], members: MemberMap, summary: DecodeSummary,
+                 problems: list[Problem], notes: list[str], liveness: dict[int, WireLiveness] | None = None) -> None:
+        self.columns = columns
+        self.files = files
+        self.members = members
+        self.summary = summary
+        self.problems = problems
+        self.notes = notes
+        self.liveness = liveness if liveness is not None else {}
+        self._events: list[Event] | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        if self._events is None:
+            self._events = self.columns.to_events()
+        return self._events
 
     @property
     def first_ts_ns(self) -> int | None:
@@ -127,10 +150,169 @@ def decode_captures(
     *,
     streams: Streams = DEFAULT_STREAMS,
     progress: Callable[[int], None] | None = None,
+    bulk: bool = True,
 ) -> PcapImport:
-    """Decode captures given as (name, bytes).  Raises DecodeError only when nothing can be read."""
+    """Decode captures given as (name, bytes).  Raises DecodeError only when nothing can be read.
+
+    ``bulk`` (the default) reads each capture as columns and decodes its steady traffic in bulk
+    (`recorder.capture.bulk`); without it every datagram is read and fed to the decoder one at a
+    time.  Both give the same events, problems and notes (the tests compare them).
+    """
     with gc_paused():  # hundreds of thousands of events, rows and frames, and no cycles among them
+        if bulk:
+            return _decode_in_bulk(captures, members, streams=streams, progress=progress)
         return _decode_captures(captures, members, streams=streams, progress=progress)
+
+
+def _decode_in_bulk(
+    captures: Sequence[tuple[str, bytes | bytearray | memoryview]],
+    members: MemberMap | None,
+    *,
+    streams: Streams,
+    progress: Callable[[int], None] | None,
+) -> PcapImport:
+    readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
+    tables = []
+    for (_, reader, _), (_, data) in zip(readers, captures, strict=True):
+        tables.append(reader.columns(read=lambda start, end, data=data: _read_through(data, start, end)))
+    missing = [_fill_times(table) for table in tables]
+    notes: list[str] = []
+    if members is None:
+        members = _infer_members(readers, [t.packets() for t in tables], notes)
+    files = [CaptureFile(name, reader.format, size) for name, reader, size in readers]
+    local = _local_members(members, tables, files, notes) if len(readers) > 1 else None
+    decoder = DatagramDecoder(members, streams=streams, local_members=local,
+                              sources={i: name for i, (name, _, _) in enumerate(readers)})
+    feeder = BulkDecoder(decoder)
+    problems: list[Problem] = []
+    unreachable: list[PortUnreachable] = []
+    for index, (name, reader, _) in enumerate(readers):
+        file = files[index]
+        table = tables[index]
+        if len(table):
+            file.first_ts_ns, file.last_ts_ns = table.time(0), table.time(len(table) - 1)
+        del table
+        # Handed over, not kept here: the walk lets the capture's columns go as soon as it can.
+        feeder.feed(tables.pop(index), capture=index, progress=progress,
+                    read=lambda start, end, data=captures[index][1]: _read_through(data, start, end))
+        tables.insert(index, None)
+        file.packets = reader.packet_count
+        file.udp_packets = reader.udp_count
+        unreachable += reader.unreachable
+        file.truncated = reader.truncated
+        file.skipped = dict(reader.skipped)
+        if missing[index]:
+            notes.append(f"{name}: {missing[index]} packet(s) carry no timestamp (pcapng Simple Packet Blocks):"
+                         " each takes the previous packet's time")
+        for error in reader.problems:
+            problems.append(Problem("capture file", error.expected, name, None, error.offset))
+    columns = feeder.finish()
+    give_back_memory()
+    problems += decoder.problems
+    return _imported(columns, files, members, decoder, problems, notes + decoder.notes, unreachable)
+
+
+def _read_through(data: bytes | bytearray | memoryview, start: int = 0, end: int | None = None) -> None:
+    """A pass over the capture's bytes [start, end) is done: a memory-mapped file's pages there leave this
+    process's resident memory (read back from the page cache by the next pass that looks), so that a
+    large capture is not held whole in memory on top of what is made of it."""
+    source = data.obj if isinstance(data, memoryview) else None
+    if not isinstance(source, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    end = len(source) if end is None else end
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages only: the edges may hold the next records
+    last = end if end >= len(source) else end // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        source.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+
+def _imported(columns: EventColumns, files: list[CaptureFile], members: MemberMap, decoder: DatagramDecoder,
+              problems: list[Problem], notes: list[str], unreachable: Sequence[PortUnreachable]) -> PcapImport:
+    if not len(columns):
+        names = ", ".join(f.path for f in files)
+        udp = sum(f.udp_packets for f in files)
+        seen = "; ".join(f"{count} {category}" for category, count in sorted(decoder.skipped.items())) or "nothing"
+        raise DecodeError(
+            f"no Aeron cluster messages found for the members {members.text!r} ({udp} UDP packet(s); skipped: {seen})",
+            source=names,
+        )
+    return PcapImport(columns, files, members, DecodeSummary.of(decoder), problems, notes,
+                      _liveness(decoder, members, unreachable))
+
+
+def _fill_times(table: PacketColumns) -> int:
+    """Packets without a time take the previous packet's (0 for the first); how many had none."""
+    if table.has_ts is None:
+        return 0
+    missing = int(np.count_nonzero(~table.has_ts))
+    if table.huge_ts:  # a time beyond int64 before one to fill in: done one by one, as it was read
+        last = 0
+        for row in range(len(table)):
+            value = table.time(row)
+            if value is None:
+                if not -(1 << 63) <= last < 1 << 63:
+                    table.huge_ts[row] = last
+                else:
+                    table.ts_ns[row] = last
+            else:
+                last = value
+    else:
+        rows = np.where(table.has_ts, np.arange(len(table)), -1)
+        last = np.maximum.accumulate(rows) if len(rows) else rows
+        table.ts_ns = np.where(last >= 0, table.ts_ns[np.maximum(last, 0)], 0)
+    table.has_ts = None
+    return missing
+
+
+def _infer_members(readers: list, packets: list, notes: list[str]) -> MemberMap:
+    survey = survey_datagrams(p for one in packets for p in one)
+    members, warnings = infer_members(survey)
+    notes += warnings
+    if members is None:
+        # A file that ended in a corrupt header says so first: that is why nothing was found.
+        for _, reader, _ in readers:
+            if reader.truncated and reader.problems:
+                last = reader.problems[-1]
+                raise DecodeError(f"{last.expected}; no Aeron consensus traffic before it", source=last.source,
+                                  offset=last.offset)
+        names = ", ".join(name for name, _, _ in readers)
+        raise DecodeError(f"no Aeron cluster consensus traffic found ({warnings[0]}); give --members", source=names)
+    return members
+
+
+def _local_members(members: MemberMap, tables: list[PacketColumns], files: list[CaptureFile],
+                   notes: list[str]) -> dict[int, frozenset[int]]:
+    """Which members' hosts each capture was taken on (`members.local_members`), and notes saying so."""
+    local = {}
+    for index, table in enumerate(tables):
+        names = table.addresses
+        endpoints = np.concatenate([table.src.astype(np.int64) << 16 | table.src_port,
+                                    table.dst.astype(np.int64) << 16 | table.dst_port])
+        distinct, inverse = np.unique(endpoints, return_inverse=True)
+        known = np.array([members.lookup(names[e >> 16], e & 0xFFFF) is not None for e in distinct.tolist()],
+                         dtype=bool)[inverse.reshape(-1)] if len(distinct) else np.zeros(0, dtype=bool)
+        count = len(table)
+        involved = known[:count] | known[count:]
+        total = int(np.count_nonzero(involved))
+        counts: Counter[str] = Counter()
+        src, dst = table.src[involved], table.dst[involved]
+        for address, times in zip(*np.unique(np.concatenate([src, dst[dst != src]]), return_counts=True), strict=True):
+            counts[names[int(address)]] += int(times)
+        local[index] = local_members(members, counts, total)
+        files[index].local_members = tuple(sorted(local[index]))
+    for file in files:
+        where = ", ".join(map(str, file.local_members)) or "none (a capture between hosts)"
+        notes.append(f"{file.path}: taken on the host of member(s) {where}")
+    shared = sorted({m for i, f in enumerate(files) for m in f.local_members
+                     if any(m in g.local_members for g in files[i + 1 :])})
+    if shared:
+        first = next(f.path for f in files if shared[0] in f.local_members)
+        notes.append(
+            f"member(s) {', '.join(map(str, shared))} look local to several captures (every datagram of each"
+            f" involves them, as with two members): each message is taken once, from the first capture that"
+            f" shows it ({first} first)"
+        )
+    return local
 
 
 def _decode_captures(
@@ -140,21 +322,11 @@ def _decode_captures(
     streams: Streams,
     progress: Callable[[int], None] | None,
 ) -> PcapImport:
+    """Every datagram read and fed to the decoder one at a time (`decode_captures` without ``bulk``)."""
     readers = [(name, PcapReader(data, source=name), len(data)) for name, data in captures]
     notes: list[str] = []
     if members is None:
-        survey = survey_datagrams(p for _, reader, _ in readers for p in _Timestamps(reader.packets()))
-        members, warnings = infer_members(survey)
-        notes += warnings
-        if members is None:
-            # A file that ended in a corrupt header says so first: that is why nothing was found.
-            for _, reader, _ in readers:
-                if reader.truncated and reader.problems:
-                    last = reader.problems[-1]
-                    raise DecodeError(f"{last.expected}; no Aeron consensus traffic before it", source=last.source,
-                                      offset=last.offset)
-            names = ", ".join(name for name, _, _ in readers)
-            raise DecodeError(f"no Aeron cluster consensus traffic found ({warnings[0]}); give --members", source=names)
+        members = _infer_members(readers, [_Timestamps(reader.packets()) for _, reader, _ in readers], notes)
     local: dict[int, frozenset[int]] | None = None
     files = [CaptureFile(name, reader.format, size) for name, reader, size in readers]
     if len(readers) > 1:
@@ -219,17 +391,8 @@ def _decode_captures(
     keyed.sort(key=itemgetter(0))
     problems += decoder.problems
     notes += decoder.notes
-    events = list(map(itemgetter(1), keyed))
-    if not events:
-        names = ", ".join(f.path for f in files)
-        udp = sum(f.udp_packets for f in files)
-        seen = "; ".join(f"{count} {category}" for category, count in sorted(decoder.skipped.items())) or "nothing"
-        raise DecodeError(
-            f"no Aeron cluster messages found for the members {members.text!r} ({udp} UDP packet(s); skipped: {seen})",
-            source=names,
-        )
-    return PcapImport(events, files, members, DecodeSummary.of(decoder), problems, notes,
-                      _liveness(decoder, members, unreachable))
+    return _imported(EventColumns.from_events(map(itemgetter(1), keyed)), files, members, decoder, problems, notes,
+                     unreachable)
 
 
 def _liveness(decoder: DatagramDecoder, members: MemberMap, unreachable: Sequence[PortUnreachable]
@@ -260,6 +423,7 @@ def import_pcaps(
     streams: Streams = DEFAULT_STREAMS,
     progress: Callable[[int], None] | None = None,
     extra: Sequence[tuple[str, bytes | bytearray | memoryview]] = (),
+    bulk: bool = True,
 ) -> PcapImport:
     """Memory-map each capture file and decode them together, with ``extra`` captures already in
     memory (a `recount record` recording turned into pcap bytes).
@@ -277,7 +441,7 @@ def import_pcaps(
             mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         captures.append((name, memoryview(mapped)))
     captures.extend(extra)
-    return decode_captures(captures, members, streams=streams, progress=progress)
+    return decode_captures(captures, members, streams=streams, progress=progress, bulk=bulk)
 
 
 PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")

@@ -1,0 +1,652 @@
+"""Events as columns, and the replay file written from them record batch by record batch.
+
+An `EventColumns` holds events (contract §1) as arrays, one row per event, the way the capture
+importer produces them in bulk: a pcap of a few hundred thousand datagrams becomes as many rows
+without a Python object per event.  What many events share is held once: an *entry* is a type, its
+fields and its payload bytes (a message's ``out`` and ``in`` events, a heartbeat repeated byte for
+byte, are one entry).  ``extra`` is held as columns in its usual shapes (``{"packet": n}`` and
+``{"logPosition": p, "packet": n}``, each possibly followed by ``"capturedTs"``); any other mapping
+is kept as it is.  `event` and iteration give `formats.events.Event` values equal to the events the
+rows were made from, so code that wants events still has them.
+
+`write_replay` writes the replay file (contract §2) with exactly the bytes that
+``replay_file.write_table(replay_file.events_to_table(events, ...), sink)`` writes for the same
+events (the tests check it on every sample and real capture), one record batch at a time, so that
+the whole table is never in memory at once; `to_table` gives the whole table.
+
+Sans-I/O: callers pass pyarrow sinks.  Imports `formats.events` and `formats.replay_file` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+try:  # the take kernel itself: pyarrow.compute's Python wrappers take 40 ms to import, a tenth of a start-up
+    from pyarrow._compute import call_function as _call_function
+except ImportError:  # pragma: no cover - a pyarrow that moved it
+    from pyarrow.compute import call_function as _call_function
+
+from formats import replay_file
+from formats.events import CHANNELS, DIRECTIONS, MESSAGE_CLASSES, Event
+
+#: ``extra_kind`` values: no extra; ``{"packet"}``; ``{"logPosition", "packet"}``; another mapping.
+EXTRA_NONE, EXTRA_PACKET, EXTRA_LOG, EXTRA_OTHER = 0, 1, 2, 3
+BATCH_ROWS = 65536  #: rows per record batch, as `replay_file.write_table` cuts them
+#: How far past a batch (in rows) its text columns are made to bring the next rows' bytes (`_rows_to_cover`).
+NEAR_ROWS = (16, 256, 4096)
+
+_DIRECTION = {name: code for code, name in enumerate(DIRECTIONS)}
+_CHANNEL = {name: code for code, name in enumerate(CHANNELS)}
+
+
+class Entries:
+    """The distinct (type, fields, payload) of some events; rows refer to them by number."""
+
+    __slots__ = ("types", "fields", "payloads", "_index")
+
+    def __init__(self) -> None:
+        self.types: list[str] = []
+        self.fields: list[Mapping[str, Any]] = []
+        self.payloads: list[bytes | None] = []
+        self._index: dict[tuple, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def add(self, type_name: str, fields: Mapping[str, Any], payload: bytes | None, *, key: Any = None) -> int:
+        """The number of this entry, added if new.  Without ``key``, entries are told apart by the
+        identity of their fields (events that share one fields dict share an entry)."""
+        marker = (type_name, id(fields) if key is None else key, payload)
+        number = self._index.get(marker)
+        if number is None:
+            number = self._index[marker] = len(self.types)
+            self.types.append(type_name)
+            self.fields.append(fields)
+            self.payloads.append(payload)
+        return number
+
+
+class EventColumns:
+    """Events as columns; see the module docstring.
+
+    Per row: ``ts``, ``node``, ``dir`` (index into `DIRECTIONS`), ``peer`` (``has_peer`` False
+    for null), ``channel`` (index into `CHANNELS`), ``entry`` (into ``entries``), and the extra:
+    ``extra_kind``, ``packet``, ``log_position``, ``captured`` with ``captured_ts`` (a
+    ``"capturedTs"`` key after the others), and ``extra_ref`` (into ``others``, for `EXTRA_OTHER`).
+    """
+
+    __slots__ = ("ts", "node", "dir", "peer", "has_peer", "channel", "entry", "extra_kind", "packet",
+                 "log_position", "captured", "captured_ts", "extra_ref", "entries", "others")
+
+    def __init__(self, *, ts, node, dir, peer, has_peer, channel, entry, extra_kind, packet, log_position,
+                 captured, captured_ts, extra_ref, entries: Entries, others: list[Mapping[str, Any]]) -> None:
+        self.ts, self.node, self.dir, self.peer, self.has_peer = ts, node, dir, peer, has_peer
+        self.channel, self.entry = channel, entry
+        self.extra_kind, self.packet, self.log_position = extra_kind, packet, log_position
+        self.captured, self.captured_ts, self.extra_ref = captured, captured_ts, extra_ref
+        self.entries, self.others = entries, others
+
+    _ROW_COLUMNS = ("ts", "node", "dir", "peer", "has_peer", "channel", "entry", "extra_kind", "packet",
+                    "log_position", "captured", "captured_ts", "extra_ref")
+
+    # --- building -------------------------------------------------------------------------------
+    @classmethod
+    def empty(cls, entries: Entries | None = None) -> EventColumns:
+        return cls.from_events([], entries=entries)
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event], *, entries: Entries | None = None) -> EventColumns:
+        """Rows for ``events``, in their order (a loop in Python: for the few events of other sources)."""
+        entries = entries if entries is not None else Entries()
+        others: list[Mapping[str, Any]] = []
+        rows = []
+        for event in events:
+            kind, packet, position, captured, ref = _extra_shape(event.extra, others)
+            rows.append((event.ts, event.node, _DIRECTION[event.dir], 0 if event.peer is None else event.peer,
+                         event.peer is not None, _CHANNEL[event.channel],
+                         entries.add(event.type, event.fields, event.payload), kind, packet, position,
+                         captured is not None, 0 if captured is None else captured, ref))
+        count = len(rows)
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 13
+        kinds = (np.int64, np.int64, np.int8, np.int64, bool, np.int8, np.int32, np.int8, np.int64, np.int64, bool,
+                 np.int64, np.int32)
+        arrays = [np.fromiter(values, kind, count) for values, kind in zip(columns, kinds, strict=True)]
+        return cls(**dict(zip(cls._ROW_COLUMNS, arrays, strict=True)), entries=entries, others=others)
+
+    @classmethod
+    def concat(cls, parts: Sequence[EventColumns]) -> EventColumns:
+        """The rows of ``parts`` one after the other (entries and other extras renumbered)."""
+        entries = Entries()
+        others: list[Mapping[str, Any]] = []
+        pieces: dict[str, list[np.ndarray]] = {name: [] for name in cls._ROW_COLUMNS}
+        for part in parts:
+            mapping = np.array([entries.add(t, f, p, key=("part", id(part), n)) for n, (t, f, p)
+                                in enumerate(zip(part.entries.types, part.entries.fields, part.entries.payloads,
+                                                 strict=True))], dtype=np.int32)
+            for name in cls._ROW_COLUMNS:
+                values = getattr(part, name)
+                if name == "entry":
+                    values = mapping[values] if len(values) else values
+                elif name == "extra_ref":
+                    values = np.where(values >= 0, values + len(others), -1).astype(np.int32)
+                pieces[name].append(values)
+            others.extend(part.others)
+        arrays = {name: np.concatenate(values) if values else np.zeros(0) for name, values in pieces.items()}
+        return cls(**arrays, entries=entries, others=others)
+
+    @classmethod
+    def concat_shared(cls, parts: Sequence[EventColumns]) -> EventColumns:
+        """The rows of ``parts``, which share one `Entries`, one after the other."""
+        entries = parts[0].entries
+        if any(part.entries is not entries for part in parts):
+            return cls.concat(parts)
+        others: list[Mapping[str, Any]] = []
+        arrays: dict[str, list[np.ndarray]] = {name: [] for name in cls._ROW_COLUMNS}
+        for part in parts:
+            for name in cls._ROW_COLUMNS:
+                values = getattr(part, name)
+                if name == "extra_ref":
+                    values = np.where(values >= 0, values + len(others), -1).astype(np.int32)
+                arrays[name].append(values)
+            others.extend(part.others)
+        return cls(**{name: np.concatenate(values) for name, values in arrays.items()}, entries=entries,
+                   others=others)
+
+    @classmethod
+    def gathered(cls, parts: Sequence[EventColumns], rows: np.ndarray) -> EventColumns:
+        """``concat_shared(parts).take(rows)``, a column at a time (one column's copy in memory at once)."""
+        entries = parts[0].entries
+        if any(part.entries is not entries for part in parts):
+            return cls.concat(parts).take(rows)
+        others: list[Mapping[str, Any]] = []
+        refs = []
+        for part in parts:
+            refs.append(np.where(part.extra_ref >= 0, part.extra_ref + len(others), -1).astype(np.int32))
+            others.extend(part.others)
+        arrays = {}
+        for name in cls._ROW_COLUMNS:
+            pieces = refs if name == "extra_ref" else [getattr(part, name) for part in parts]
+            arrays[name] = np.concatenate(pieces)[rows]
+        return cls(**arrays, entries=entries, others=others)
+
+    def replaced(self, **columns: np.ndarray) -> EventColumns:
+        """These rows with some columns replaced (the others shared)."""
+        arrays = {name: columns.get(name, getattr(self, name)) for name in self._ROW_COLUMNS}
+        return EventColumns(**arrays, entries=self.entries, others=self.others)
+
+    def take(self, rows: np.ndarray) -> EventColumns:
+        """These rows, in the order given (entries and other extras are shared)."""
+        return EventColumns(**{name: getattr(self, name)[rows] for name in self._ROW_COLUMNS},
+                            entries=self.entries, others=self.others)
+
+    def with_events(self, replacements: Mapping[int, Event]) -> EventColumns:
+        """These rows with some replaced by other events (e.g. a MemberStart given its settings); the
+        columns those rows do not change are shared, not copied."""
+        if not replacements:
+            return self
+        others = list(self.others)
+        values: dict[int, tuple] = {}
+        for row, event in replacements.items():
+            kind, packet, position, captured, ref = _extra_shape(event.extra, others)
+            values[row] = (event.ts, event.node, _DIRECTION[event.dir], 0 if event.peer is None else event.peer,
+                           event.peer is not None, _CHANNEL[event.channel],
+                           self.entries.add(event.type, event.fields, event.payload), kind, packet, position,
+                           captured is not None, 0 if captured is None else captured, ref)
+        arrays = {}
+        for k, name in enumerate(self._ROW_COLUMNS):
+            column = getattr(self, name)
+            if all(column[row] == value[k] for row, value in values.items()):
+                arrays[name] = column
+                continue
+            column = column.copy()
+            for row, value in values.items():
+                column[row] = value[k]
+            arrays[name] = column
+        return EventColumns(**arrays, entries=self.entries, others=others)
+
+    # --- reading --------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def type_codes(self) -> tuple[np.ndarray, list[str]]:
+        """Each row's type as a number into the returned names (one number per distinct name)."""
+        names = sorted(set(self.entries.types))
+        number = {name: code for code, name in enumerate(names)}
+        of_entry = np.fromiter((number[t] for t in self.entries.types), np.int32, len(self.entries.types))
+        return (of_entry[self.entry] if len(self.entry) else np.zeros(0, np.int32)), names
+
+    def nodes(self) -> list[int]:
+        """The members the rows are about, sorted."""
+        return distinct_rows(self.node)[:, 0].tolist()
+
+    def rows_of_type(self, *names: str) -> np.ndarray:
+        """The rows whose type is one of ``names``, in order."""
+        wanted = np.fromiter((t in names for t in self.entries.types), bool, len(self.entries.types))
+        return np.flatnonzero(wanted[self.entry]) if len(self.entry) else np.zeros(0, np.int64)
+
+    def extra(self, row: int) -> Mapping[str, Any] | None:
+        kind = self.extra_kind[row]
+        if kind == EXTRA_NONE:
+            return None
+        if kind == EXTRA_OTHER:
+            return self.others[self.extra_ref[row]]
+        extra: dict[str, Any] = {}
+        if kind == EXTRA_LOG:
+            extra["logPosition"] = int(self.log_position[row])
+        extra["packet"] = int(self.packet[row])
+        if self.captured[row]:
+            extra["capturedTs"] = int(self.captured_ts[row])
+        return extra
+
+    def event(self, row: int) -> Event:
+        entry = int(self.entry[row])
+        entries = self.entries
+        return Event(ts=int(self.ts[row]), node=int(self.node[row]), dir=DIRECTIONS[self.dir[row]],
+                     peer=int(self.peer[row]) if self.has_peer[row] else None, channel=CHANNELS[self.channel[row]],
+                     type=entries.types[entry], fields=entries.fields[entry], payload=entries.payloads[entry],
+                     extra=self.extra(row))
+
+    def __iter__(self) -> Iterator[Event]:
+        for row in range(len(self.ts)):
+            yield self.event(row)
+
+    def to_events(self) -> list[Event]:
+        return list(self)
+
+    # --- the replay file ------------------------------------------------------------------------
+    def to_table(self, *, source: str, cluster_members: str | None = None,
+                 metadata: Mapping[str, str] | None = None) -> pa.Table:
+        """The replay table (`replay_file.events_to_table` of these events)."""
+        plan = _TablePlan(self, source, cluster_members, metadata)
+        return pa.Table.from_batches(list(plan.batches(len(self) or 1)), schema=plan.schema)
+
+    def write_replay(self, sink: Any, *, source: str, cluster_members: str | None = None,
+                     metadata: Mapping[str, str] | None = None, compression: str | None = None) -> None:
+        """Write the replay file to ``sink`` as `replay_file.write_table` writes the table."""
+        plan = _TablePlan(self, source, cluster_members, metadata)
+        options = ipc.IpcWriteOptions(compression=compression)
+        pool = pa.default_memory_pool()
+        with ipc.new_file(sink, plan.schema, options=options) as writer:
+            for batch in plan.batches(BATCH_ROWS) if len(self) else ():  # no rows: no record batch, as write_table
+                writer.write_batch(batch)
+                del batch
+                pool.release_unused()  # a batch's buffers back to the system: memory stays one batch deep
+
+
+def distinct_rows(*columns: np.ndarray) -> np.ndarray:
+    """The distinct rows of some integer columns (as a 2-D array, sorted), packed into one int64 sort
+    when their ranges allow it (the common case: a handful of members, directions and channels)."""
+    if not len(columns[0]):
+        return np.zeros((0, len(columns)), dtype=np.int64)
+    lows = [int(c.min()) for c in columns]
+    widths = [max(1, (int(c.max()) - low).bit_length()) for c, low in zip(columns, lows, strict=True)]
+    if sum(widths) <= 62:
+        packed = np.zeros(len(columns[0]), dtype=np.int64)
+        for column, low, width in zip(columns, lows, widths, strict=True):
+            packed = (packed << width) | (column.astype(np.int64) - low)
+        # Few distinct values in a small range are counted rather than sorted.
+        packed = np.flatnonzero(np.bincount(packed)) if sum(widths) <= 22 else np.unique(packed)
+        out = np.empty((len(packed), len(columns)), dtype=np.int64)
+        for k in range(len(columns) - 1, -1, -1):
+            out[:, k] = (packed & ((1 << widths[k]) - 1)) + lows[k]
+            packed = packed >> widths[k]
+        return out
+    return np.unique(np.stack([c.astype(np.int64) for c in columns], axis=1), axis=0)
+
+
+def _extra_shape(extra: Mapping[str, Any] | None, others: list) -> tuple[int, int, int, int | None, int]:
+    """(kind, packet, logPosition, capturedTs or None, ref into ``others``) for one event's extra."""
+    if not extra:
+        return EXTRA_NONE, 0, 0, None, -1
+    if type(extra) is dict and 1 <= len(extra) <= 3:
+        keys = tuple(extra)
+        captured = None
+        if keys[-1] == "capturedTs" and len(keys) > 1:
+            captured = extra["capturedTs"]
+            keys = keys[:-1]
+        values = [extra[key] for key in keys] + ([captured] if captured is not None else [])
+        if all(type(v) is int and -(1 << 63) <= v < (1 << 63) for v in values):
+            if keys == ("packet",):
+                return EXTRA_PACKET, extra["packet"], 0, captured, -1
+            if keys == ("logPosition", "packet"):
+                return EXTRA_LOG, extra["packet"], extra["logPosition"], captured, -1
+    others.append(extra)
+    return EXTRA_OTHER, 0, 0, None, len(others) - 1
+
+
+class _TablePlan:
+    """What every record batch of one replay table shares: the schema, the dictionaries, and each
+    entry's cells (fields text, payload, per-name values) as arrays to take rows from."""
+
+    def __init__(self, columns: EventColumns, source: str, cluster_members: str | None,
+                 metadata: Mapping[str, str] | None) -> None:
+        self.columns = columns
+        self._lengths: dict[int, np.ndarray] = {}
+        entries = columns.entries
+        count = len(entries)
+        used = np.zeros(count, dtype=bool)
+        used[columns.entry] = True
+        # Each used entry's canonical fields (replay_file._canonical_fields) and their JSON text.
+        canonical: list[dict[str, Any] | None] = [None] * count
+        for number in np.flatnonzero(used).tolist():
+            fields, payload, type_name = entries.fields[number], entries.payloads[number], entries.types[number]
+            if payload is not None and fields:
+                value = fields
+            elif type_name in MESSAGE_CLASSES:
+                value = Event(ts=0, node=0, dir="local", peer=None, channel="local", type=type_name, fields=fields,
+                              payload=payload).message().to_fields()
+            else:
+                value = fields
+            canonical[number] = value if type(value) is dict else dict(value)
+        encode = replay_file._encode_object
+        self.fields_text = pa.array([None if c is None else encode(c) for c in canonical], type=pa.string())
+        self.payloads = pa.array(entries.payloads, type=pa.binary())
+        # One array per field name, over the entries (a name's type from the values of used entries).
+        names = sorted({name for c in canonical if c is not None for name in c if name not in replay_file.BASE_COLUMNS})
+        self.name_arrays: dict[str, pa.Array] = {}
+        # Fixed-width ones (int64, bool) are taken row by row as numpy arrays: each entry's value (0 where
+        # null, as pyarrow leaves it) and whether it is there.
+        self.fixed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for name in names:
+            values = [None if c is None else c.get(name) for c in canonical]
+            array = self.name_arrays[name] = replay_file._typed_arrays([values])[0]
+            if pa.types.is_int64(array.type) or pa.types.is_boolean(array.type):
+                kind = bool if pa.types.is_boolean(array.type) else np.int64
+                self.fixed[name] = (np.array([0 if v is None else v for v in values], dtype=kind),
+                                    np.array([v is not None for v in values], dtype=bool))
+        # The dictionaries of dir, channel and type, in order of first appearance over the whole table.
+        self.dictionaries = {}
+        self.codes = {}
+        type_of_entry, type_names = _entry_type_codes(entries)
+        for column, codes, names_of in (("dir", columns.dir, DIRECTIONS), ("channel", columns.channel, CHANNELS),
+                                        ("type", type_of_entry[columns.entry] if len(columns.entry) else
+                                         np.zeros(0, np.int32), type_names)):
+            present = np.flatnonzero(np.bincount(codes, minlength=1)) if len(codes) else np.zeros(0, np.int64)
+            first = np.array([int(np.argmax(codes == code)) for code in present.tolist()], dtype=np.int64)
+            order = present[np.argsort(first, kind="stable")]  # the values in order of first appearance
+            remap = np.zeros(max(len(names_of), 1), dtype=np.int32)
+            remap[order] = np.arange(len(order), dtype=np.int32)
+            self.codes[column] = remap[codes] if len(codes) else codes.astype(np.int32)
+            self.dictionaries[column] = pa.array([names_of[c] for c in order.tolist()], type=pa.string())
+        meta = {"recount.format": replay_file.FORMAT, "recount.formatVersion": str(replay_file.FORMAT_VERSION),
+                "recount.source": source}
+        if cluster_members:
+            meta["clusterMembers"] = cluster_members
+        if metadata:
+            meta.update(metadata)
+        self.metadata = meta
+        first = self._batch(0, min(len(columns), 1))
+        self.schema = first.schema
+
+    def batches(self, rows: int) -> Iterator[pa.RecordBatch]:
+        total = len(self.columns)
+        if total == 0:
+            yield self._batch(0, 0)
+            return
+        for start in range(0, total, rows):
+            yield self._batch(start, min(total, start + rows))
+
+    def _batch(self, start: int, end: int) -> pa.RecordBatch:
+        c = self.columns
+        part = slice(start, end)
+        entry = pa.array(c.entry[part], type=pa.int32())
+        last = end >= len(c)
+        peer = c.peer[part].copy()
+        missing = ~c.has_peer[part]
+        peer[missing] = 0
+        arrays = {
+            "seq": pa.array(np.arange(start, end, dtype=np.uint64), type=pa.uint64()),
+            "ts": pa.array(c.ts[part], type=pa.int64()),
+            "node": pa.array(c.node[part], type=pa.int32()),
+            "dir": pa.DictionaryArray.from_arrays(pa.array(self.codes["dir"][part]), self.dictionaries["dir"]),
+            "channel": pa.DictionaryArray.from_arrays(pa.array(self.codes["channel"][part]),
+                                                      self.dictionaries["channel"]),
+            "type": pa.DictionaryArray.from_arrays(pa.array(self.codes["type"][part]), self.dictionaries["type"]),
+            "peer": pa.array(peer, type=pa.int32(), mask=missing if missing.any() else None),
+            "payload": self._entry_cells(self.payloads, entry, end, last),
+            "fields": self._entry_cells(self.fields_text, entry, end, last),
+            "extra": self._extra(start, end, last),
+        }
+        entry_rows = c.entry[part]
+        for name, values in self.name_arrays.items():
+            fixed = self.fixed.get(name)
+            arrays[name] = (_fixed_cells(values.type, *fixed, entry_rows) if fixed is not None
+                            else self._entry_cells(values, entry, end, last))
+        batch = pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
+        return batch.replace_schema_metadata(self.metadata)
+
+    def _entry_cells(self, values: pa.Array, entry: pa.Array, end: int, last: bool) -> pa.Array:
+        """``values`` (one per entry) for these rows; a text or binary column also brings the bytes of
+        the rows after them that the IPC writer copies along (see `_following`)."""
+        if last or not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
+            return _take(values, entry)
+        lengths = self._entry_lengths(values)
+        rows = self.columns.entry
+        start = end - len(entry)
+        more = _rows_to_cover(lambda a, b: lengths[rows[a:b]], int(lengths[rows[start:end]].sum()), end, len(rows))
+        if more is None:
+            return _following(_take(values, entry), lambda r: lengths[rows[r]],
+                              lambda r: _take(values, pa.array(rows[r], type=pa.int32())), end, len(rows))
+        return _take(values, pa.array(rows[start:end + more], type=pa.int32())).slice(0, len(entry))
+
+    def _entry_lengths(self, values: pa.Array) -> np.ndarray:
+        cached = self._lengths.get(id(values))
+        if cached is None:
+            cached = self._lengths[id(values)] = _value_lengths(values)
+        return cached
+
+    def _extra(self, start: int, end: int, last: bool = True) -> pa.Array:
+        """The extra column's JSON text (`replay_file._encode_extra`'s, written from the columns)."""
+        if last:
+            return self._extra_texts(start, end)
+        total = len(self.columns)
+        texts = self._extra_texts(start, min(total, end + NEAR_ROWS[0]))  # a few rows more: usually enough
+        lengths = _value_lengths(texts)
+        own = int(lengths[:end - start].sum())
+        if end + NEAR_ROWS[0] >= total or int(lengths[end - start:].sum()) >= (-own) % 64:
+            return texts.slice(0, end - start)
+        more = _rows_to_cover(lambda a, b: _value_lengths(self._extra_texts(a, b)), own, end, total)
+        if more is None:
+            return _following(self._extra_texts(start, end),
+                              lambda r: _value_lengths(self._extra_texts(int(r[0]), int(r[-1]) + 1)),
+                              lambda r: self._extra_texts(int(r[0]), int(r[-1]) + 1), end, len(self.columns))
+        return self._extra_texts(start, end + more).slice(0, end - start)
+
+    def _extra_texts(self, start: int, end: int) -> pa.Array:
+        """Rows ``start`` to ``end`` of the extra column: the usual shapes composed as bytes with array
+        operations (`_Texts`), any other mapping encoded on its own."""
+        c = self.columns
+        kinds = c.extra_kind[start:end]
+        texts = _Texts(end - start)
+        packets, positions = c.packet[start:end], c.log_position[start:end]
+        captured, captured_ts = c.captured[start:end], c.captured_ts[start:end]
+        for kind in (EXTRA_PACKET, EXTRA_LOG):
+            for late in (False, True):
+                rows = np.flatnonzero((kinds == kind) & (captured == late))
+                if not len(rows):
+                    continue
+                parts: list[bytes | np.ndarray] = (
+                    [b'{"packet":', packets[rows]] if kind == EXTRA_PACKET
+                    else [b'{"logPosition":', positions[rows], b',"packet":', packets[rows]])
+                if late:
+                    parts += [b',"capturedTs":', captured_ts[rows]]
+                texts.set(rows, parts + [b"}"])
+        for row in np.flatnonzero(kinds == EXTRA_OTHER).tolist():
+            texts.set(np.array([row]), [replay_file._encode_extra(c.others[c.extra_ref[start + row]]).encode()])
+        return texts.array()
+
+
+class _Texts:
+    """A text column built from rows of pieces (bytes, or int64 arrays written in decimal as ``str``
+    writes them), with array operations rather than a string per row; rows never set are null."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.groups: list[tuple[np.ndarray, list]] = []
+        self.lengths = np.zeros(count, dtype=np.int64)
+        self.valid = np.zeros(count, dtype=bool)
+
+    def set(self, rows: np.ndarray, parts: list) -> None:
+        lengths = np.zeros(len(rows), dtype=np.int64)
+        for part in parts:
+            lengths += len(part) if isinstance(part, bytes) else _decimal_widths(part)
+        self.lengths[rows] = lengths
+        self.valid[rows] = True
+        self.groups.append((rows, parts))
+
+    def array(self) -> pa.Array:
+        offsets = np.zeros(self.count + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        for rows, parts in self.groups:
+            at = offsets[rows]
+            for part in parts:
+                if isinstance(part, bytes):
+                    for k, byte in enumerate(part):  # a byte position at a time: no index array per byte
+                        data[at + k] = byte
+                    at = at + len(part)
+                else:
+                    at = _write_decimal(data, at, part)
+        nulls = self.count - int(np.count_nonzero(self.valid))
+        validity = pa.py_buffer(np.packbits(self.valid, bitorder="little").tobytes()) if nulls else None
+        return pa.Array.from_buffers(pa.string(), self.count,
+                                     [validity, pa.py_buffer(offsets.astype(np.int32).tobytes()), pa.py_buffer(data)],
+                                     null_count=nulls)
+
+
+_POWERS = 10 ** np.arange(19, dtype=np.int64)
+
+
+def _decimal_widths(values: np.ndarray) -> np.ndarray:
+    """How many characters ``str`` writes for each int64 value."""
+    magnitude = np.abs(values.astype(np.int64))
+    widths = np.searchsorted(_POWERS, magnitude, side="right").astype(np.int64)
+    widths = np.maximum(widths, 1)
+    widths[values == -(1 << 63)] = 19  # its magnitude does not fit: 9223372036854775808 has 19 digits
+    return widths + (values < 0)
+
+
+def _write_decimal(data: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Write each value in decimal at its position in ``data``; the positions after them."""
+    values = values.astype(np.int64)
+    negative = values < 0
+    data[at[negative]] = ord("-")
+    widths = _decimal_widths(values)
+    digits_end = at + widths
+    remaining = np.abs(values).astype(np.uint64)  # -2**63 wraps to 2**63, its magnitude, as uint64
+    for place in range(int(widths.max()) if len(widths) else 0):
+        has = (widths - negative) > place
+        data[(digits_end - 1 - place)[has]] = (remaining[has] % 10).astype(np.uint8) + ord("0")
+        remaining //= 10
+    return digits_end
+
+
+def _fixed_cells(kind: pa.DataType, values: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """``take`` of an int64 or bool column (one value per entry) by entry numbers, made with numpy."""
+    present = valid[rows]
+    nulls = len(rows) - int(np.count_nonzero(present))
+    validity = pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None
+    taken = values[rows]
+    data = pa.py_buffer(np.packbits(taken, bitorder="little") if pa.types.is_boolean(kind) else taken)
+    return pa.Array.from_buffers(kind, len(rows), [validity, data], null_count=nulls)
+
+
+def _take(values: pa.Array, rows: pa.Array) -> pa.Array:
+    """``values.take(rows)``, calling the kernel directly."""
+    return _call_function("take", [values, rows])
+
+
+def _value_lengths(values: pa.Array) -> np.ndarray:
+    """Each value's length in bytes (0 for a null) of a text or binary array."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=len(values) + 1, offset=values.offset * 4)
+    return np.diff(offsets).astype(np.int64)
+
+
+def _value_range(cells: pa.Array) -> tuple[int, int]:
+    """Where a text or binary array's values start and end in its data buffer."""
+    if not len(cells):
+        return 0, 0
+    offsets = np.frombuffer(cells.buffers()[1], dtype=np.int32, count=len(cells) + 1, offset=cells.offset * 4)
+    return int(offsets[0]), int(offsets[-1])
+
+
+def _rows_to_cover(lengths_of, used: int, end: int, total: int) -> int | None:
+    """How many rows after ``end`` a batch's text column must be made with (then sliced off again), for
+    its value buffer to hold the bytes `replay_file.write_table`'s slices bring along (see `_following`):
+    enough rows for the bytes up to the next multiple of 64 after ``used``, or every row to the end.
+    None when those bytes lie too far on (rows of nothing in between): `_following` copies them."""
+    wanted = (-used) % 64
+    if not wanted:
+        return 0
+    found = 0
+    for window in NEAR_ROWS:
+        stop = min(total, end + window)
+        lengths = lengths_of(end, stop)
+        covered = np.cumsum(lengths) + found if len(lengths) else lengths
+        if len(covered) and covered[-1] >= wanted:
+            return int(np.searchsorted(covered, wanted, side="left")) + 1
+        if stop >= total:
+            return total - end
+        found = 0  # the next window starts again from ``end``
+    return None
+
+
+def _following(cells: pa.Array, lengths_of, cells_of, end: int, total: int) -> pa.Array:
+    """``cells`` (rows up to ``end`` of a text or binary column) with the bytes of the next rows after
+    its own, up to the next multiple of 64.
+
+    `replay_file.write_table` writes a whole table's column in slices of `BATCH_ROWS` rows, and
+    Arrow's IPC writer copies a slice's value bytes rounded up to 64 bytes (less only at the end of
+    the column's buffer): a slice brings the first bytes of the next rows along.  Record batches
+    written one by one must bring the same bytes to be the same file.
+    """
+    own = cells.buffers()[2]
+    start, stop = _value_range(cells)
+    used = stop - start
+    wanted = (-used) % 64
+    if not wanted:
+        return cells
+    pieces: list[bytes] = []
+    found = 0
+    row = end
+    step = 64
+    while found < wanted and row < total:
+        rows = np.arange(row, min(total, row + step))
+        lengths = lengths_of(rows)
+        if lengths.sum():
+            more = cells_of(rows)
+            data = more.buffers()[2]
+            first, last = _value_range(more)
+            size = last - first
+            pieces.append(data.to_pybytes()[first:last])
+            found += size
+        row += step
+        step *= 4
+    if not found:
+        return cells
+    data = (own.to_pybytes()[start:stop] if own is not None else b"") + b"".join(pieces)[:wanted]
+    validity, offsets = cells.buffers()[0], cells.buffers()[1]
+    if start or cells.offset:
+        raise AssertionError("a freshly taken column starts at offset 0")
+    return pa.Array.from_buffers(cells.type, len(cells), [validity, offsets, pa.py_buffer(data)],
+                                 null_count=cells.null_count)
+
+
+def _entry_type_codes(entries: Entries) -> tuple[np.ndarray, list[str]]:
+    names: list[str] = []
+    number: dict[str, int] = {}
+    codes = np.zeros(len(entries), dtype=np.int32)
+    for k, name in enumerate(entries.types):
+        code = number.get(name)
+        if code is None:
+            code = number[name] = len(names)
+            names.append(name)
+        codes[k] = code
+    return codes, names

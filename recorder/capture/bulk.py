@@ -1,0 +1,899 @@
+"""A capture decoded in bulk: `datagrams.DatagramDecoder`'s rules, with the steady traffic done as arrays.
+
+Theory of operation.  A cluster's capture is mostly steady traffic: on each stream, one whole message
+(or heartbeat) per datagram, each exactly where the one before it ended, on a stream whose sender is
+known and that nothing unusual is happening to.  Feeding such a datagram to the decoder changes the
+stream's state in a way that can be written down for a whole run of them at once, and makes the same
+two events (an ``out`` at the sender, an ``in`` held for the receiver) every time.  So `BulkDecoder`:
+
+1. Sorts a capture's datagrams (`formats.pcap.PacketColumns`), with array operations over all of
+   them, into: NAK and RTTM frames (only counted, as the decoder counts them); regular status
+   messages (counted; each is a moment its stream's held ``in`` events are released, and a send of
+   the member that sent it); *candidates*: a datagram that is one heartbeat, or one whole message
+   (B|E) that decodes to a cluster message other than NewLeadershipTerm and NewLeadershipTermEvent
+   (the messages with side effects on other streams); and everything else, which the decoder is fed
+   one datagram at a time (`DatagramDecoder.feed_keyed`).  (The heartbeat that ends a log stream,
+   whose LogEndOfStream event the decoder makes, is fed too.)
+2. Walks the capture in packet order.  A datagram of the last kind is fed to the decoder.  A
+   candidate is fed too, unless its stream is *steady* (`_steady`: the reassembler has nothing
+   waiting or half assembled and no hole, `formats.reassembly.Reassembler.steady`; the receiver has
+   an image and no join position pending; the sender is known, or it is ingress; one capture): then
+   the candidate and those after it on the stream form a *run* up to the stream's next datagram that
+   is fed one by one, or the first candidate that does not continue the one before it (another
+   term, another offset, another named sender).  A run is checked against the stream's state (its
+   first frame is at the rebuild position; the messages fit the assumed term length; the sender the
+   messages name is the publication's) and applied: `Reassembler.skip_ahead`, the stream's last
+   time, packet and end position, the frames counted; its events and its sender's sends are kept as
+   arrays.
+3. Status messages asking for a SETUP are fed one by one; the decoder asks this object which of
+   the stream's ``in`` events were still held (`last_status`, `drop_held`) and what the member sent
+   before (`sends`), which is what its own bookkeeping would say had it been fed every datagram.
+4. `finish` lets the decoder finish, then builds the runs' events as columns, adds the events the
+   decoder made one by one, and sorts them all by ``(ts, capture, packet, order, in/out)``: the
+   events, in the order, that feeding every datagram would give (the tests compare the two on every
+   sample and real capture).
+
+Several captures of one incident (``local_members``) are fed one datagram at a time (their events
+still come out as columns): which capture a message is taken from depends on the order of all of
+them.  Deterministic: no clocks, no threads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import heapq
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
+from formats.cluster_codecs_ext import decode_cluster
+from formats.errors import DecodeError
+from formats.event_columns import EXTRA_LOG, EXTRA_PACKET, Entries, EventColumns
+from formats.events import CHANNELS, DIRECTIONS
+from formats.pcap import Packet, PacketColumns, _typed
+from formats.udp import (
+    DataFrame,
+    PadFrame,
+    SetupFrame,
+    decode_datagram,
+)
+from recorder.capture.datagrams import MAX_EXAMPLES, DatagramDecoder, Keyed
+from recorder.capture.members import SENDER_FIELD
+
+# What a datagram is, for the walk.
+_FED, _STATUS, _COUNTED, _HEARTBEAT, _MESSAGE = 0, 1, 2, 3, 4
+#: Messages whose decoding touches other streams (the log's leader, log sessions): always fed.
+_SIDE_EFFECTS = frozenset({"NewLeadershipTerm", "NewLeadershipTermEvent"})
+_NO_SENDER = -1
+_IN, _OUT = DIRECTIONS.index("in"), DIRECTIONS.index("out")
+_CHANNEL = {name: code for code, name in enumerate(CHANNELS)}
+#: How often (in datagrams fed or runs applied) the progress callback hears about bytes read.
+PROGRESS_EVERY = 4096
+#: The capture's bytes are read a stretch of about this many at a time (see `BulkDecoder.feed`).
+STRETCH_BYTES = 1 << 22
+#: Odd 64-bit multipliers, one per 8 bytes of a message, for the hash `_Capture._entries` groups by.
+def _splitmix(count: int) -> np.ndarray:
+    """``count`` well-mixed odd 64-bit numbers (SplitMix64 over 1, 2, 3, ...), the same on every run."""
+    x = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (x ^ (x >> np.uint64(31))) | np.uint64(1)
+
+
+_MULTIPLIERS = _splitmix(8192)
+
+
+class BulkDecoder:
+    """Feeds captures to one `DatagramDecoder`, the steady traffic in bulk; see the module docstring."""
+
+    def __init__(self, decoder: DatagramDecoder) -> None:
+        self.decoder = decoder
+        decoder.bulk = self
+        self.keyed: list[Keyed] = []
+        self.entries = Entries()
+        self._entry_of: dict[bytes, int] = {}
+        self._entry_named: list[int] = []  # the sender a consensus message names, per entry (or -1)
+        self._entry_fed: list[bool] = []  # entries whose datagrams are always fed one by one
+        #: (length, 64-bit hash) of message bytes seen → (entry, the bytes, padded to 8): see `_entries`
+        self._by_digest: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
+        self._captures: dict[int, _Capture] = {}  #: the capture being walked
+        self._made: list[tuple[EventColumns, list[np.ndarray]]] = []  #: the runs' events of those walked
+
+    # --- feeding ----------------------------------------------------------------------------------
+    def feed(self, columns: PacketColumns, *, capture: int, progress: Callable[[int], None] | None = None,
+             read: Callable[[int, int], None] | None = None) -> None:
+        """Every datagram of one capture, in packet order (times already filled in).  ``read(start, end)``
+        is told of each stretch of the capture's bytes that has been read (a caller with the file memory
+        mapped may let those pages go: they are read a stretch at a time, never all at once)."""
+        state = _Capture(self, columns, capture, read)
+        del columns  # the walk lets the capture's columns go before making its runs' events
+        self._captures[capture] = state
+        give_back_memory()  # the sorting's arrays, freed
+        state.walk(progress)
+
+    def finish(self) -> EventColumns:
+        """The decoder's `finish_keyed`, then every event of every capture, sorted, as columns."""
+        self.keyed += self.decoder.finish_keyed()
+        self.decoder.bulk = None
+        keyed = self.keyed
+        python = EventColumns.from_events([event for _, event in keyed], entries=self.entries)
+        keys = [np.fromiter((key[k] for key, _ in keyed), np.int64, len(keyed)) for k in range(5)]
+        self.keyed = []
+        parts = [python] + [columns for columns, _ in self._made]
+        part_keys = [keys] + [made_keys for _, made_keys in self._made]
+        self._made = []
+        order = _sort_order([np.concatenate([k[i] for k in part_keys]) for i in range(5)])
+        del part_keys
+        return EventColumns.gathered(parts, order)
+
+    # --- asked by the decoder -----------------------------------------------------------------------
+    def last_status(self, key: tuple, packet: int) -> int:
+        """The packet number of the stream's last status message before ``packet`` (-1: none)."""
+        state = self._captures.get(key[0])
+        return state.last_status(key, packet) if state is not None else -1
+
+    def drop_held(self, key: tuple, released: int, packet: int, down: int | None) -> int:
+        """Runs' ``in`` events on this stream made after ``released`` and before ``packet`` were still
+        held when the receiver asked for a SETUP: those that arrived after ``down`` are dropped."""
+        state = self._captures.get(key[0])
+        return state.drop_held(key, released, packet, down) if state is not None else 0
+
+    def sends(self, member: tuple[int, int]) -> np.ndarray:
+        """(packet, time) of what ``member`` sent in the status messages and runs decoded in bulk."""
+        state = self._captures.get(member[0])
+        return state.sends(member[1]) if state is not None else np.zeros((0, 2), np.int64)
+
+    # --- entries ------------------------------------------------------------------------------------
+    def entry(self, payload: bytes) -> int:
+        """The entry of a whole message's bytes, decoded once (-1: it does not decode: fed one by one)."""
+        number = self._entry_of.get(payload)
+        if number is not None:
+            return number
+        number = -1
+        decoded = _decode_quietly(payload)
+        if decoded is not None:
+            message, fields, type_name = decoded
+            number = self.entries.add(type_name, fields, payload, key=payload)
+            attr = SENDER_FIELD.get(type_name)
+            self._entry_named.append(getattr(message, attr) if attr is not None else _NO_SENDER)
+            self._entry_fed.append(type_name in _SIDE_EFFECTS)
+        self._entry_of[payload] = number
+        return number
+
+
+def _decode_quietly(payload: bytes) -> tuple[Any, dict[str, Any], str] | None:
+    """What `DatagramDecoder._decode` gives for bytes it decodes without a problem, else None."""
+    if len(payload) < 8:
+        return None
+    template_id = int.from_bytes(payload[2:4], "little")
+    schema_id = int.from_bytes(payload[4:6], "little")
+    spec = MESSAGES_BY_TEMPLATE_ID.get(template_id)
+    if schema_id != SCHEMA_ID or spec is None:
+        return None
+    try:
+        message = decode_cluster(payload).message
+    except DecodeError:
+        return None
+    return message, message.to_fields(), spec.name
+
+
+class _Capture:
+    """One capture's datagrams, sorted for the walk, and the runs found in it."""
+
+    def __init__(self, bulk: BulkDecoder, columns: PacketColumns, capture: int,
+                 read: Callable[[int, int], None] | None = None) -> None:
+        self.bulk = bulk
+        self.read = read
+        self.decoder = bulk.decoder
+        self.columns = columns
+        self.capture = capture
+        self.runs: list[tuple] = []  # (stream, first, end, sender, receiver, channel, base, sends_as)
+        self.dropped: list[np.ndarray] = []  # candidate positions whose held ``in`` event was dropped
+        self._sort(columns)
+
+    # --- sorting the datagrams ----------------------------------------------------------------------
+    def _sort(self, columns: PacketColumns) -> None:
+        count = len(columns)
+        data = columns.data
+        offset = columns.payload_offset
+        length = columns.payload_length
+        kind = np.zeros(count, dtype=np.int8)  # _FED
+        # The first frame's header where the payload is in the file (a rebuilt IP datagram is fed).
+        has = np.flatnonzero((offset >= 0) & (length >= 8))
+        at = offset[has]
+        header, word1, word2 = self._heads(at)  # the payloads' first 24 bytes, as three words
+        heads = (has, header, word1, word2)  # kept for the streams of the datagrams fed one by one
+        frame_length = (header & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        version = ((header >> 32) & 0xFF).astype(np.uint8)
+        flags = ((header >> 40) & 0xFF).astype(np.uint8)
+        frame_type = (header >> 48).astype(np.uint16)
+        del header  # (still in ``heads``)
+        size = length[has]
+        minimum = np.select([frame_type == 3, frame_type == 2, frame_type == 6], [36, 28, 40], (1 << 31) - 1)
+        minimum = minimum.astype(np.int32)
+        counted = (version == 0) & (minimum <= frame_length) & (frame_length <= size)
+        del minimum
+        status = counted & (frame_type == 3)
+        regular = status & ((flags & 0x80) == 0)
+        kind[has[counted & (frame_type != 3)]] = _COUNTED
+        kind[has[regular]] = _STATUS
+        self.counted = {"NAK": int(np.count_nonzero(counted & (frame_type == 2))),
+                        "RTTM": int(np.count_nonzero(counted & (frame_type == 6))),
+                        "SM": int(np.count_nonzero(regular))}
+        all_status = has[status]  # regular ones and those asking for a SETUP: their stream's key is reversed
+        status_word = word1[status]
+        del status, regular
+        # DATA frames alone in their datagram: a heartbeat, or a whole message.
+        is_data = ~counted & (frame_type == 1) & (size >= 32) & (version == 0)
+        data_rows, data_at = has[is_data], at[is_data]
+        frame_length, flags, size = frame_length[is_data], flags[is_data], size[is_data]
+        second, word2 = word1[is_data], word2[is_data]
+        del counted, version, frame_type, is_data, at
+        term_offset = (second & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        aligned = (term_offset >= 0) & ((term_offset & 31) == 0)
+        heartbeat = aligned & (frame_length == 0) & (size == 32)
+        padded = (frame_length.astype(np.int64) + 31) & ~31
+        message = aligned & (frame_length >= 32) & (frame_length <= size) & (size <= padded) & ((flags & 0xC0) == 0xC0)
+        del aligned, padded, size
+        # A message's bytes, decoded once per distinct payload.
+        entry = self._entries(data, data_at[message] + 32, frame_length[message].astype(np.int64) - 32)
+        del data
+        fed = np.array(self.bulk._entry_fed + [True], dtype=bool)[entry]  # -1 (undecodable) is fed too
+        message[np.flatnonzero(message)[fed]] = False
+        entry = entry[~fed]
+        kind[data_rows[heartbeat]] = _HEARTBEAT
+        kind[data_rows[message]] = _MESSAGE
+        self.kind = kind
+        # The candidates' fields, in packet order.
+        candidate = heartbeat | message
+        rows = data_rows[candidate]
+        third = word2[candidate]
+        c_session = (second[candidate] >> 32).astype(np.uint32).view(np.int32)
+        c_stream = (third & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        c_term = (third >> 32).astype(np.uint32).view(np.int32)
+        c_offset = term_offset[candidate]
+        c_length = frame_length[candidate]
+        c_eos = heartbeat[candidate] & ((flags[candidate] & 0x20) != 0)
+        c_entry = np.full(len(rows), -1, dtype=np.int32)
+        c_entry[message[candidate]] = entry
+        del second, third, word2, term_offset, frame_length, flags, heartbeat, message, candidate, data_rows, data_at
+        del entry
+        # The datagrams fed one by one (their bytes copied now, a stretch of the file at a time), and the
+        # streams each of them touches.
+        fed_rows = np.flatnonzero(kind == _FED)
+        self.fed_packets = self._packets(fed_rows)
+        touched = self._fed_streams(fed_rows, heads)
+        del heads
+        # One number per stream (source, destination, session, stream id), whichever way it was seen.
+        src, sport, dst, dport = columns.src, columns.src_port, columns.dst, columns.dst_port
+        keys = [np.concatenate(parts).astype(np.int32) for parts in (
+            (src[rows], dst[all_status], touched[:, 1]), (sport[rows], dport[all_status], touched[:, 2]),
+            (dst[rows], src[all_status], touched[:, 3]), (dport[rows], sport[all_status], touched[:, 4]),
+            (c_session, (status_word & 0xFFFFFFFF).astype(np.uint32).view(np.int32), touched[:, 5]),
+            (c_stream, (status_word >> 32).astype(np.uint32).view(np.int32), touched[:, 6]))]
+        del status_word, c_session, c_stream
+        stream_of = _group(*keys)
+        streams = int(stream_of.max()) + 1 if len(stream_of) else 0
+        first = np.full(streams, -1, dtype=np.int64)
+        first[stream_of[::-1]] = np.arange(len(stream_of))[::-1]  # a representative of each stream
+        self.key_parts = [k[first] for k in keys]
+        del keys, first
+        # How many streams (destinations) each stream's publication (source, session, stream id) has.
+        src_k, sport_k, _, _, session_k, stream_k = self.key_parts
+        publication_of = _group(src_k, sport_k, session_k, stream_k)
+        self.publication_streams = np.bincount(publication_of)[publication_of] if len(publication_of) else publication_of
+        self.stream_count = streams
+        n_candidates, n_status = len(rows), len(all_status)
+        c_stream_id = stream_of[:n_candidates]
+        s_stream_id = stream_of[n_candidates:n_candidates + n_status]
+        t_stream_id = stream_of[n_candidates + n_status:]
+        del stream_of
+        # Candidates grouped by stream, each group in packet order (positions below are into this order).
+        order = np.argsort(c_stream_id, kind="stable")
+        n = len(order)
+        self.c_row = rows[order].astype(np.int32)
+        self.c_kind = kind[self.c_row]
+        self.c_entry = c_entry[order]
+        self.c_eos = c_eos[order]
+        self.c_term = c_term[order]
+        self.c_offset = c_offset[order]
+        self.c_length = c_length[order]
+        c_stream_id = c_stream_id[order]
+        del rows, c_entry, c_eos, c_term, c_offset, c_length, order
+        self.c_start = np.searchsorted(c_stream_id, np.arange(streams), side="left")
+        self.c_end = np.searchsorted(c_stream_id, np.arange(streams), side="right")
+        is_message = self.c_kind == _MESSAGE
+        positions = np.arange(n, dtype=np.int32)
+        named = np.array(self.bulk._entry_named + [_NO_SENDER], dtype=np.int32)[self.c_entry]
+        self.c_named = np.where(is_message, named, _NO_SENDER).astype(np.int32)
+        # Where each candidate continues the one before it on its stream: the same term, at the offset
+        # after it (a heartbeat is at the position it announces), naming the same sender if any.
+        aligned_length = np.where(is_message, (self.c_length.astype(np.int64) + 31) & ~31, 0)
+        boundary = np.ones(n, dtype=bool)  # a run cannot go on from the candidate before this one
+        boundary[1:] = ((c_stream_id[1:] != c_stream_id[:-1]) | (self.c_term[1:] != self.c_term[:-1])
+                        | (self.c_offset[1:] != self.c_offset[:-1] + aligned_length[:-1]))
+        del aligned_length
+        named_at = np.where(self.c_named != _NO_SENDER, positions, -1)
+        last_named = np.maximum.accumulate(named_at) if n else named_at
+        before = np.full(n, -1, dtype=np.int32)
+        before[1:] = last_named[:-1]
+        stream_start = np.repeat(self.c_start, self.c_end - self.c_start)
+        before = np.where(before >= stream_start, before, -1)  # the last candidate naming a sender before it
+        boundary |= (self.c_named != _NO_SENDER) & (before >= 0) & (self.c_named != self.c_named[np.maximum(before, 0)])
+        del named_at, last_named, before, stream_start
+        message_at = np.where(is_message, positions, -1)
+        self.c_last_message = np.maximum.accumulate(message_at) if n else message_at
+        next_named = np.where(self.c_named != _NO_SENDER, positions, n)
+        self.c_next_named = np.minimum.accumulate(next_named[::-1])[::-1] if n else next_named
+        next_message = np.where(is_message, positions, n)
+        self.c_next_message = np.minimum.accumulate(next_message[::-1])[::-1] if n else next_message
+        eos_at = np.where(self.c_eos, positions, n)
+        self.c_next_eos = np.minimum.accumulate(eos_at[::-1])[::-1] if n else eos_at
+        del message_at, next_named, eos_at, is_message
+        # The datagrams fed one by one that touch each stream: a run stops at the next of them, and each
+        # makes its streams be checked again at their next candidate.
+        big = count + 1
+        candidate_key = c_stream_id * big + self.c_row
+        fed_key = np.unique(t_stream_id * big + touched[:, 0])
+        fed_before = np.searchsorted(fed_key, candidate_key)  # fed datagrams of its stream before each candidate
+        boundary[1:] |= fed_before[1:] != fed_before[:-1]
+        del fed_before
+        starts_at = np.append(np.flatnonzero(boundary), n)
+        self.c_run_end = starts_at[np.searchsorted(starts_at, positions, side="right")].astype(np.int32)
+        del boundary, starts_at, positions
+        after = np.searchsorted(candidate_key, fed_key, side="right")  # each fed datagram's next candidate
+        fed_stream, fed_row = fed_key // big, fed_key % big
+        here = (after < n) & (c_stream_id[np.minimum(after, max(n - 1, 0))] == fed_stream) if n else after < 0
+        self._touched_index: dict[int, list[tuple[int, int]]] = {}
+        for row, stream, position in zip(fed_row[here].tolist(), fed_stream[here].tolist(), after[here].tolist(),
+                                         strict=True):
+            self._touched_index.setdefault(row, []).append((stream, position))
+        del candidate_key, fed_key, after, fed_stream, fed_row, here, c_stream_id
+        status_order = np.argsort(s_stream_id, kind="stable")
+        status_sorted = s_stream_id[status_order]
+        self.s_packet = columns.index[all_status[status_order]]
+        self.s_start = np.searchsorted(status_sorted, np.arange(streams), side="left")
+        self.s_end = np.searchsorted(status_sorted, np.arange(streams), side="right")
+        # What members sent in their status messages.
+        owner = self._owners(columns.src[all_status], columns.src_port[all_status])
+        sent = owner >= 0
+        self.status_sends = (owner[sent], columns.index[all_status[sent]], columns.ts_ns[all_status[sent]])
+        self._stream_keys: dict[int, tuple] = {}
+        self._stream_ids: dict[tuple, int] | None = None
+
+    def _fed_streams(self, fed: np.ndarray, heads: tuple[np.ndarray, ...]) -> np.ndarray:
+        """(row, src, sport, dst, dport, session, stream) of each stream a datagram fed one by one touches:
+        its DATA, PAD and SETUP frames' streams, or the stream a status message reports on.  Read from
+        the first frame's header (``heads``: rows, and their payloads' first three words) where the
+        datagram is that frame alone, else from the frames `_packets` copied.  A stream listed that the
+        decoder then does not touch (a datagram it finds corrupt) only ends a run early."""
+        c = self.columns
+        has, header, word1, word2 = heads
+        at = np.searchsorted(has, fed)
+        known = (at < len(has)) & (has[np.minimum(at, max(len(has) - 1, 0))] == fed) if len(has) else fed < 0
+        rows, at = fed[known], at[known]
+        frame_type = (header[at] >> np.uint64(48)) & np.uint64(0xFFFF)
+        frame_length = (header[at] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+        size = c.payload_length[rows].astype(np.int64)
+        first = np.where(frame_type == 0, 32, (frame_length + 31) & ~31)
+        alone = ~(np.isin(frame_type, (0, 1)) & (size > np.maximum(first, 32)))  # else: more frames after it
+        keyed = []
+        for types, session, stream, reverse in (((0, 1, 5), word1 >> np.uint64(32), word2, False),
+                                                ((3,), word1, word1 >> np.uint64(32), True)):
+            pick = np.isin(frame_type, types) & alone
+            picked = rows[pick]
+            a, b = (c.dst, c.dst_port) if reverse else (c.src, c.src_port)
+            d, e = (c.src, c.src_port) if reverse else (c.dst, c.dst_port)
+            keyed.append(np.stack([picked, a[picked], b[picked], d[picked], e[picked],
+                                   (session[at[pick]] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32),
+                                   (stream[at[pick]] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)],
+                                  axis=1).astype(np.int64))
+        slow = set(fed[~known].tolist()) | set(rows[~alone].tolist())
+        extra = []
+        for row, packet in zip(fed.tolist(), self.fed_packets, strict=True):
+            if row in slow:
+                extra.extend(self._streams_of(row, packet.payload))
+        if extra:
+            keyed.append(np.array(extra, dtype=np.int64).reshape(-1, 7))
+        return np.concatenate(keyed) if keyed else np.zeros((0, 7), dtype=np.int64)
+
+    def _stretches(self, offsets: np.ndarray) -> Iterator[slice]:
+        """Consecutive rows (by ``offsets`` into the file, increasing) a stretch of about `STRETCH_BYTES`
+        at a time; after each, the caller's ``read`` hears that the stretch is done."""
+        if not len(offsets):
+            return
+        marks = np.searchsorted(offsets, np.arange(int(offsets[0]), int(offsets[-1]) + STRETCH_BYTES,
+                                                   STRETCH_BYTES)[1:], side="left")
+        start = 0
+        for end in [*marks.tolist(), len(offsets)]:
+            if end <= start:
+                continue
+            yield slice(start, end)
+            if self.read is not None:
+                self.read(int(offsets[start]), int(offsets[end - 1]))
+            start = end
+
+    def _heads(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The first 24 bytes of the payloads at ``at`` (file offsets, increasing), as three little-endian
+        words each (0 past the end of the file), read a stretch of the file at a time."""
+        word = _typed(self.columns.data, "<u8")
+        words = [np.zeros(len(at), dtype=np.uint64) for _ in range(3)]
+        whole = int(np.searchsorted(at, len(word) - 16, side="left"))  # before it, all three words are in the file
+        for part in self._stretches(at):
+            inside = slice(part.start, min(part.stop, whole))
+            where = at[inside]
+            for k, out in enumerate(words):
+                out[inside] = word[where + 8 * k]
+        for row in range(whole, len(at)):  # the last few payloads, near the end of the file
+            for k, out in enumerate(words):
+                if at[row] + 8 * k < len(word):
+                    out[row] = word[at[row] + 8 * k]
+        return words[0], words[1], words[2]
+
+    def _entries(self, data: memoryview, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The entry of each message (``lengths`` bytes at ``starts``, increasing): the messages of a
+        stretch of the file are grouped by their bytes with array operations (a 64-bit hash, each member
+        checked against the first bytes seen with that hash), and each distinct one is decoded once
+        (`BulkDecoder.entry`)."""
+        entry = np.empty(len(starts), dtype=np.int32)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        seen = self.bulk._by_digest
+        for part in self._stretches(starts):
+            part_starts, part_lengths = starts[part], lengths[part]
+            numbers = np.empty(len(part_starts), dtype=np.int32)
+            for length in np.unique(part_lengths).tolist():
+                rows = np.flatnonzero(part_lengths == length)
+                if length == 0:
+                    numbers[rows] = self.bulk.entry(b"")
+                    continue
+                # One row of bytes per message, copied out of a view of the file as overlapping windows.
+                windows = np.lib.stride_tricks.as_strided(raw, shape=(len(raw) - length + 1, length), strides=(1, 1),
+                                                          writeable=False)
+                cells = windows[part_starts[rows]]
+                width = -(-length // 8) * 8
+                if width != length:
+                    cells = np.concatenate([cells, np.zeros((len(rows), width - length), np.uint8)], axis=1)
+                words = cells.view(np.uint64)
+                digest = words @ _MULTIPLIERS[:words.shape[1]]  # a hash of the words (collisions checked below)
+                distinct, inverse = np.unique(digest, return_inverse=True)
+                inverse = inverse.reshape(-1)
+                first = np.empty(len(distinct), dtype=np.int64)
+                first[inverse] = np.arange(len(inverse))  # one member of each group (the last)
+                known = []
+                for d, k in zip(distinct.tolist(), first.tolist(), strict=True):
+                    found = seen.get((length, d))
+                    if found is None:
+                        found = seen[(length, d)] = (self.bulk.entry(cells[k, :length].tobytes()), cells[k].copy())
+                    known.append(found)
+                expected = np.stack([cell for _, cell in known])
+                if not _same_rows(cells, inverse, expected):  # two payloads with one hash: tell them apart by bytes
+                    numbers[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
+                    continue
+                numbers[rows] = np.array([number for number, _ in known], dtype=np.int32)[inverse]
+            entry[part] = numbers
+        return entry
+
+    def _streams_of(self, row: int, payload: bytes | memoryview) -> list[tuple]:
+        """The streams a datagram fed one by one touches: its DATA, PAD and SETUP frames' streams, or
+        for a status message the stream it reports on."""
+        c = self.columns
+        src, sport, dst, dport = int(c.src[row]), int(c.src_port[row]), int(c.dst[row]), int(c.dst_port[row])
+        if len(payload) >= 16 and payload[6] == 3 and payload[7] == 0:  # a status message (any)
+            session = int.from_bytes(payload[8:12], "little", signed=True)
+            stream = int.from_bytes(payload[12:16], "little", signed=True)
+            return [(row, dst, dport, src, sport, session, stream)]
+        try:
+            frames = decode_datagram(payload)
+        except DecodeError:
+            return []
+        return list({(row, src, sport, dst, dport, f.session_id, f.stream_id): None for f in frames
+                     if type(f) is DataFrame or type(f) is PadFrame or type(f) is SetupFrame})
+
+    def _owners(self, addresses: np.ndarray, ports: np.ndarray) -> np.ndarray:
+        """The member whose endpoint each (address, port) is (-1: nobody's)."""
+        if not len(addresses):
+            return np.zeros(0, dtype=np.int64)
+        pairs = addresses.astype(np.int64) << 16 | ports.astype(np.int64)
+        distinct, inverse = np.unique(pairs, return_inverse=True)
+        names = self.columns.addresses
+        owners = []
+        for pair in distinct.tolist():
+            found = self.decoder.members.lookup(names[pair >> 16], pair & 0xFFFF)
+            owners.append(found[0] if found is not None else -1)
+        return np.array(owners, dtype=np.int64)[inverse.reshape(-1)]
+
+    # --- the walk -----------------------------------------------------------------------------------
+    def walk(self, progress: Callable[[int], None] | None) -> None:
+        decoder = self.decoder
+        c = self.columns
+        for name, count in self.counted.items():
+            if count:
+                decoder.frames[name] += count
+        fed = np.flatnonzero(self.kind == _FED).tolist()
+        packets, self.fed_packets = self.fed_packets, None
+        self._fed_count = 0
+        self._pending = [-1] * self.stream_count
+        self._states: list[Any] = [None] * self.stream_count
+        heap: list[tuple[int, int, int]] = []
+        self._heap = heap
+        for stream in range(self.stream_count):
+            self._schedule(stream, int(self.c_start[stream]))
+        file_offset = c.file_offset
+        done = 0
+        steps = 0
+        index = 0
+        fed.append(1 << 62)
+        touched = self._touched_index
+        while True:
+            next_fed = fed[index]
+            if heap and heap[0][0] < next_fed:
+                row, stream, position = heapq.heappop(heap)
+                if self._pending[stream] != position:
+                    continue  # replaced by an earlier check
+                self._pending[stream] = -1
+                self._check(stream, position)
+            elif next_fed < 1 << 62:
+                index += 1
+                self._feed(packets[index - 1])
+                for stream, position in touched.get(next_fed, ()):
+                    self._schedule(stream, position)
+            else:
+                break
+            steps += 1
+            if steps % PROGRESS_EVERY == 0:
+                current = min(next_fed, heap[0][0] if heap else next_fed)  # every row before it is done
+                at = int(file_offset[current]) if current < len(c) else done
+                if at > done:
+                    if progress is not None:
+                        progress(at - done)
+                    if self.read is not None:  # the datagrams before it will not be read again
+                        self.read(0, at)
+                    done = at
+        decoder.datagrams += len(c) - self._fed_count
+        # Every datagram of the capture has been seen: its members' spans of activity (`DatagramDecoder.heard`)
+        # are worked out while this walk still knows what its runs and status messages sent.
+        decoder.settle_activity(self.capture, self.senders())
+        if progress is not None:
+            total = len(c.data)
+            if total > done:
+                progress(total - done)
+        # The capture's events from its runs, now: its columns and the walk's arrays can then go (a
+        # later capture's status messages never ask about this one's streams).
+        self.c_ts = c.ts_ns[self.c_row]
+        self.c_packet = c.index[self.c_row]
+        self.columns = None  # the capture's columns can go before its runs' events are made
+        del c, file_offset, packets
+        made = self.run_events()
+        if made is not None:
+            self.bulk._made.append(made)
+        del self.bulk._captures[self.capture]
+        give_back_memory()
+
+    def _packets(self, rows: np.ndarray) -> list[Packet]:
+        """The datagrams at ``rows`` (in file order), as the decoder takes them (`formats.pcap.Packet`),
+        their payloads copied out of the capture a stretch at a time."""
+        c = self.columns
+        out: list[Packet | None] = [None] * len(rows)
+        offsets = c.payload_offset[rows]
+        for k in np.flatnonzero(offsets < 0).tolist():  # rebuilt from IP fragments: not in the file
+            out[k] = c.packet(int(rows[k]))
+        inside = np.flatnonzero(offsets >= 0)
+        names, data = c.addresses, c.data
+        for part in self._stretches(offsets[inside]):
+            where = inside[part]
+            picked = rows[where]
+            for k, row, index, ts, src, sport, dst, dport, offset, length, file_offset, interface, caplen, origlen in zip(
+                    where.tolist(), picked.tolist(), c.index[picked].tolist(), c.ts_ns[picked].tolist(),
+                    c.src[picked].tolist(), c.src_port[picked].tolist(), c.dst[picked].tolist(),
+                    c.dst_port[picked].tolist(), c.payload_offset[picked].tolist(), c.payload_length[picked].tolist(),
+                    c.file_offset[picked].tolist(), c.interface_id[picked].tolist(), c.caplen[picked].tolist(),
+                    c.origlen[picked].tolist(), strict=True):
+                if c.huge_ts and row in c.huge_ts:
+                    out[k] = c.packet(row)._replace(payload=bytes(data[offset:offset + length]))
+                    continue
+                out[k] = Packet(index, ts, names[src], sport, names[dst], dport, bytes(data[offset:offset + length]),
+                                file_offset, interface, caplen, origlen, offset)
+        return out
+
+    def _schedule(self, stream: int, position: int) -> None:
+        """Check the stream at its candidate ``position`` (unless an earlier check is already due)."""
+        if position >= self.c_end[stream]:
+            return
+        pending = self._pending[stream]
+        if pending != -1 and pending <= position:
+            return
+        self._pending[stream] = position
+        heapq.heappush(self._heap, (int(self.c_row[position]), stream, position))
+
+    def _feed(self, packet: Packet) -> None:
+        self.bulk.keyed += self.decoder.feed_keyed(packet, packet.index, capture=self.capture,
+                                                   payload_offset=packet.payload_offset)
+        self._fed_count += 1
+
+    def _feed_row(self, row: int) -> None:
+        self._feed(self.columns.packet(row))
+
+    def _stream_key(self, stream: int) -> tuple:
+        key = self._stream_keys.get(stream)
+        if key is None:
+            src, sport, dst, dport, session, stream_id = (int(k[stream]) for k in self.key_parts)
+            names = self.columns.addresses
+            key = self._stream_keys[stream] = (self.capture, names[src], sport, names[dst], dport, session, stream_id)
+        return key
+
+    def _check(self, stream: int, position: int) -> None:
+        """A candidate of ``stream``: the start of a run if the stream is steady, else fed one by one.
+        A run goes on at most to the end of the stretch of candidates that each continue the one before
+        (`c_run_end`: the stream's next datagram fed one by one, or the next that does not continue)."""
+        state = self._states[stream]
+        if state is None:
+            state = self._states[stream] = self.decoder._streams.get(self._stream_key(stream))
+        applied = 0
+        if state is not None:
+            end = int(self.c_run_end[position])
+            if state.reassembler is None:
+                applied = self._skip(stream, position, end)
+            else:
+                applied = self._run(state, stream, position, end)
+        if not applied:
+            self._feed_row(int(self.c_row[position]))
+            applied = 1
+        self._schedule(stream, position + applied)
+
+    def _skip(self, stream: int, position: int, end: int) -> int:
+        """Frames of a stream that is not decoded (archive traffic, ...): counted, once the problem's
+        examples are all taken (`DatagramDecoder._problem` keeps `MAX_EXAMPLES`)."""
+        decoder = self.decoder
+        if decoder.skipped["skipped stream"] < MAX_EXAMPLES:
+            return 0
+        count = end - position
+        decoder.frames["DATA"] += count
+        decoder.skipped["skipped stream"] += count
+        return count
+
+    def _run(self, state: Any, stream: int, position: int, end: int) -> int:
+        """Apply the run of ``stream``'s candidates from ``position`` (before ``end``) if the stream is
+        steady and the run continues its state; how many candidates it took (0: none)."""
+        decoder = self.decoder
+        publication = state.publication
+        sender = publication.sender
+        channel = state.channel
+        if (decoder.local_members is not None or decoder.observer is not None or state.awaiting_setup
+                or state.arrivals or state.unreceived):
+            return 0
+        if sender is None and channel != "ingress":
+            # Heartbeats alone may pass before the sender is known, on a publication with no other stream
+            # that could name it meanwhile (the log's are named by another stream's NewLeadershipTerm).
+            if channel == "log" or self.publication_streams[stream] != 1:
+                return 0
+            end = min(end, int(self.c_next_message[position]))
+        if state.join is not None:  # a new image: its first frame must be at or past the join position
+            join, join_shift, join_initial = state.join
+            term = int(self.c_term[position])
+            at = ((((term - join_initial + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000) << join_shift)
+            if at + int(self.c_offset[position]) < join:
+                return 0
+        reassembler = state.reassembler
+        if channel == "log" and not state.eos_seen and reassembler.end_of_stream and state.receiver is not None:
+            return 0
+        steady = reassembler.steady()
+        if steady is None:
+            return 0
+        initial, shift, next_position, term_length, length_known = steady
+        term = int(self.c_term[position])
+        base = ((((term - initial + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000) << shift)
+        if base + int(self.c_offset[position]) != next_position:
+            return 0
+        if not length_known:  # messages must lie within the assumed term (else it is corrected)
+            beyond = np.flatnonzero((self.c_kind[position:end] == _MESSAGE) & (
+                self.c_offset[position:end].astype(np.int64) + self.c_length[position:end] > term_length))
+            if len(beyond):
+                end = position + int(beyond[0])
+        if channel == "consensus":
+            named_at = int(self.c_next_named[position])
+            if named_at < end and int(self.c_named[named_at]) != sender:
+                end = named_at  # a message naming another sender: fed, for its problem
+        ended = min(int(self.c_next_eos[position]), end)
+        if ended < end and channel == "log" and not state.eos_seen and state.receiver is not None:
+            end = ended  # the heartbeat that ends the log: fed, for its LogEndOfStream event
+        if end <= position:
+            return 0
+        if ended < end:
+            reassembler.end_of_stream = True
+        last = end - 1
+        last_message = int(self.c_last_message[last])
+        if last_message >= position:
+            next_position = base + int(self.c_offset[last_message]) + ((int(self.c_length[last_message]) + 31) & ~31)
+            state.end_position = next_position
+        highest = next_position if last_message == last else base + int(self.c_offset[last])  # a heartbeat's position
+        reassembler.skip_ahead(next_position, highest)
+        state.join = None  # from here on the reassembler's own position rules (as `_on_term_frame` says)
+        row = int(self.c_row[last])
+        state.last_ts = int(self.columns.ts_ns[row])
+        state.last_packet = int(self.columns.index[row])
+        state.seen_data = True
+        decoder.frames["DATA"] += end - position
+        sends_as = sender if sender is not None else decoder.members.member_at_ip(self._stream_key(stream)[1])
+        self.runs.append((stream, position, end, sender, state.receiver, channel, base, sends_as))
+        return end - position
+
+    # --- answers for the decoder --------------------------------------------------------------------
+    def _stream_id(self, key: tuple) -> int | None:
+        if self._stream_ids is None:
+            self._stream_ids = {self._stream_key(stream): stream for stream in range(self.stream_count)}
+        return self._stream_ids.get(key)
+
+    def last_status(self, key: tuple, packet: int) -> int:
+        stream = self._stream_id(key)
+        if stream is None:
+            return -1
+        packets = self.s_packet[self.s_start[stream]:self.s_end[stream]]
+        k = int(np.searchsorted(packets, packet, side="left"))
+        return int(packets[k - 1]) if k else -1
+
+    def drop_held(self, key: tuple, released: int, packet: int, down: int | None) -> int:
+        stream = self._stream_id(key)
+        if stream is None:
+            return 0
+        lost = 0
+        for run_stream, first, end, _, _, channel, _, _ in self.runs:
+            if run_stream != stream or channel not in ("consensus", "log", "ingress"):
+                continue
+            positions = np.arange(first, end)
+            made = self.columns.index[self.c_row[positions]]
+            held = positions[(self.c_kind[positions] == _MESSAGE) & (made > released) & (made < packet)]
+            if down is not None:
+                held = held[self.columns.ts_ns[self.c_row[held]] > down]
+            if len(held):
+                self.dropped.append(held)
+                lost += len(held)
+        return lost
+
+    def sends(self, member: int) -> np.ndarray:
+        """(packet, time) of ``member``'s status messages, then of its runs' datagrams, run by run."""
+        owners, packets, times = self.status_sends
+        mine = owners == member
+        spans = [(first, end) for _, first, end, _, _, _, _, sends_as in self.runs if sends_as == member]
+        first = np.array([span[0] for span in spans], dtype=np.int64)
+        lengths = np.array([span[1] for span in spans], dtype=np.int64) - first
+        # Every run's positions, one after the other (as `run_events` lays them out).
+        positions = (np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+                     + np.repeat(first, lengths))
+        rows = self.c_row[positions]
+        return np.stack([np.concatenate([packets[mine], self.columns.index[rows]]),
+                         np.concatenate([times[mine], self.columns.ts_ns[rows]])], axis=1)
+
+    def senders(self) -> set[int]:
+        """The members that sent a status message or a run decoded in bulk."""
+        out = set(np.unique(self.status_sends[0]).tolist())
+        out.update(run[7] for run in self.runs if run[7] is not None)
+        return out
+
+    # --- the runs' events ---------------------------------------------------------------------------
+    def run_events(self) -> tuple[EventColumns, list[np.ndarray]] | None:
+        """The events of every run, and their sort keys (ts, capture, packet, order, in/out)."""
+        if not self.runs:
+            return None
+        runs = self.runs
+        first = np.array([r[1] for r in runs], dtype=np.int64)
+        end = np.array([r[2] for r in runs], dtype=np.int64)
+        lengths = end - first
+        run_of = np.repeat(np.arange(len(runs)), lengths)
+        positions = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(first, lengths)
+        messages = self.c_kind[positions] == _MESSAGE
+        positions, run_of = positions[messages], run_of[messages]
+        decoder = self.decoder
+        channel_names = [r[5] for r in runs]
+        channel = np.array([_CHANNEL[name] for name in channel_names], dtype=np.int8)[run_of]
+        sender = np.array([_NO_SENDER if r[3] is None else r[3] for r in runs], dtype=np.int64)[run_of]
+        receiver = np.array([_NO_SENDER if r[4] is None else r[4] for r in runs], dtype=np.int64)[run_of]
+        base = np.array([r[6] for r in runs], dtype=np.int64)[run_of]
+        entry = self.c_entry[positions]
+        # Messages counted by channel and type, as `_on_item` counts them.
+        types = self.bulk.entries.types
+        pairs, counts = np.unique(channel.astype(np.int64) << 32 | entry.astype(np.int64), return_counts=True)
+        for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+            decoder._message_counts[CHANNELS[pair >> 32], types[pair & 0xFFFFFFFF]] += count
+        has_out = np.isin(channel, [_CHANNEL["consensus"], _CHANNEL["log"], _CHANNEL["egress"]])
+        has_in = np.isin(channel, [_CHANNEL["consensus"], _CHANNEL["log"], _CHANNEL["ingress"]])
+        if self.dropped:
+            has_in &= ~np.isin(positions, np.concatenate(self.dropped))
+        is_log = channel == _CHANNEL["log"]
+        peer_of_out = ~np.isin(channel, [_CHANNEL["egress"]])
+        peer_of_in = ~np.isin(channel, [_CHANNEL["ingress"]])
+        outs, ins = np.flatnonzero(has_out), np.flatnonzero(has_in)
+        picks = np.concatenate([outs, ins])
+        out_rows = len(outs)
+        direction = np.concatenate([np.full(out_rows, _OUT, np.int8), np.full(len(ins), _IN, np.int8)])
+        node = np.concatenate([sender[outs], receiver[ins]])
+        peer = np.concatenate([receiver[outs], sender[ins]])
+        has_peer = np.concatenate([peer_of_out[outs], peer_of_in[ins]])
+        picked = positions[picks]
+        ts = self.c_ts[picked]
+        packet = self.c_packet[picked]
+        log = is_log[picks]
+        log_position = np.where(log, base[picks] + self.c_offset[picked] + ((self.c_length[picked].astype(np.int64) + 31) & ~31), 0)
+        count = len(picks)
+        columns = EventColumns(
+            ts=ts, node=node, dir=direction, peer=np.where(has_peer, peer, 0), has_peer=has_peer,
+            channel=channel[picks], entry=entry[picks],
+            extra_kind=np.where(log, EXTRA_LOG, EXTRA_PACKET).astype(np.int8), packet=packet,
+            log_position=log_position, captured=np.zeros(count, dtype=bool), captured_ts=np.zeros(count, np.int64),
+            extra_ref=np.full(count, -1, dtype=np.int32), entries=self.bulk.entries, others=[])
+        keys = [ts, np.full(count, self.capture, np.int64), packet, np.zeros(count, np.int64),
+                np.concatenate([np.zeros(out_rows, np.int64), np.ones(len(ins), np.int64)])]
+        return columns, keys
+
+
+def give_back_memory() -> None:
+    """Return the C heap's free memory to the system (glibc's ``malloc_trim``; nothing elsewhere).
+
+    A conversion makes and drops arrays of hundreds of megabytes; glibc keeps what was freed for the
+    next allocation, so the process's resident memory would stay at its high-water mark in every
+    later step."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def _sort_order(keys: list[np.ndarray]) -> np.ndarray:
+    """The order of rows by ``keys`` (ts, capture, packet, order, in/out), the last four packed into one
+    number when they fit (two sorts instead of five)."""
+    ts, rest = keys[0], keys[1:]
+    if not len(ts):
+        return np.zeros(0, dtype=np.int64)
+    widths = [max(1, int(k.max()).bit_length()) if int(k.min()) >= 0 else 64 for k in rest]
+    if sum(widths) > 62:
+        return np.lexsort(keys[::-1])
+    packed = np.zeros(len(ts), dtype=np.int64)
+    for key, width in zip(rest, widths, strict=True):
+        packed = (packed << width) | key
+    return np.lexsort((packed, ts))
+
+
+def _same_rows(cells: np.ndarray, others: np.ndarray, rows: np.ndarray | None = None) -> bool:
+    """Whether each row of ``cells`` equals the row ``others`` names (of ``rows``, else of ``cells``),
+    compared a slice at a time."""
+    rows = cells if rows is None else rows
+    step = 1 << 15
+    return all((cells[k:k + step] == rows[others[k:k + step]]).all() for k in range(0, len(cells), step))
+
+
+def _group(*keys: np.ndarray) -> np.ndarray:
+    """One number per distinct tuple of ``keys`` (int64 arrays of one length).
+
+    The tuples are hashed to one 64-bit number each and numbered by one sort of those; then every
+    member of a group is checked against the group's first tuple, so two tuples sharing a hash are
+    never taken for one (then the tuples themselves are sorted: slower, and exact)."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.int64)
+    digest = np.zeros(len(keys[0]), dtype=np.uint64)
+    for k, key in enumerate(keys):
+        digest = (digest ^ key.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(2 * k + 1)
+        digest ^= digest >> np.uint64(29)
+    numbers = np.unique(digest, return_inverse=True)[1].reshape(-1)
+    first = np.empty(int(numbers.max()) + 1, dtype=np.int64)
+    first[numbers] = np.arange(len(numbers))  # one member of each group (the last)
+    representative = first[numbers]
+    if all((key == key[representative]).all() for key in keys):
+        return numbers
+    order = np.lexsort(keys[::-1])
+    change = np.zeros(len(order), dtype=bool)
+    change[0] = True
+    for key in keys:
+        ordered = key[order]
+        change[1:] |= ordered[1:] != ordered[:-1]
+    numbers = np.empty(len(order), dtype=np.int64)
+    numbers[order] = np.cumsum(change) - 1
+    return numbers
