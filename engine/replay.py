@@ -80,6 +80,7 @@ from engine.harness.events import input_of, member_start_of
 from engine.harness.nomination import NodeClock, RecordedNomination, SeededNomination, member_seed
 from engine.invariants import InvariantChecker
 from engine.model.flags import ModelFlags
+from engine.model.inputs import LogFrame, LogFrames, PublicationStatus
 from engine.model.outputs import Ready
 from engine.model.view import MemberView
 from engine.trace import TraceHasher, canonical, encode_record, summary_record
@@ -139,7 +140,7 @@ UNCOMPARED_FIELDS = frozenset({"timestamp", "logSessionId", "catchupEndpoint"})
 COMPARED_CHANNELS = frozenset({"consensus", "log"})
 
 #: Local events the member's Node is fed; other local events are observations, compared or ignored.
-LOCAL_INPUTS = frozenset({"MemberStop", "MemberCrash", "End", "RecordingSignal", "LogEndOfStream"})
+LOCAL_INPUTS = frozenset({"MemberStop", "MemberCrash", "End", "RecordingSignal", "LogEndOfStream", "PublicationStatus"})
 #: Agent-log observation type -> the kind of model record it is compared with.
 #: (The agent log's module StateChange is not compared: a capture's stop or kill of a member reaches
 #: the replay only when its importer turns it into a MemberStop/MemberCrash input, and an ACTIVE ->
@@ -360,6 +361,20 @@ class _Series:
             index.prune(cutoff, keep_last=bool(runs) and key == last_key)
 
 
+class _Sender:
+    """What node replay knows of one member's consensus publication to one peer (``PublicationStatus``):
+    how far its sender has sent (None: everything offered), and the model's sends not on the wire yet:
+    ``pending`` (offered this instant: the evidence for this instant may still come) and ``held``
+    (offered past the sender position: they leave when the evidence moves it past them)."""
+
+    __slots__ = ("position", "pending", "held")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.pending: list[tuple[int, dict[str, Any]]] = []
+        self.held: list[tuple[int, dict[str, Any]]] = []
+
+
 @dataclass(slots=True)
 class _Check:
     due: int
@@ -435,6 +450,11 @@ class NodeReplay:
         self.divergences = 0
         self.now: int | None = None  # the time line's current time
         self._out: list[dict[str, Any]] = []
+        #: member -> (ts, frames): log frames that arrived at one instant, fed together once it is over.
+        self._log_batches: dict[int, tuple[int, list[Any]]] = {}
+        #: (member, peer) -> its consensus publication's sender, where the recording follows it.
+        self.senders: dict[tuple[int, int], _Sender] = {}
+        self._undecided: set[tuple[int, int]] = set()  # senders with pending sends
 
     @property
     def members(self) -> Mapping[int, Member]:
@@ -446,9 +466,15 @@ class NodeReplay:
         out = self._out = []
         ts = event.ts
         self.now = ts
+        if self._log_batches:
+            self._feed_log_batches(before=ts)
+        if self._undecided:
+            self._decide_pending(before=ts)
         driver = self.driver
         driver.run_until(ts)
         node_id = event.node
+        if node_id in self._log_batches and not (event.dir == "in" and event.channel == "log"):
+            self._feed_log_batch(node_id)
         if self.selected is not None and node_id not in self.selected:
             self._resolve_due(ts, out)
             return self._emit(out)
@@ -482,8 +508,20 @@ class NodeReplay:
                 item = input_of(event)
                 if item is None:
                     driver.touch(node_id, ts)  # not an input to the model; time passes all the same
+                elif type(item) is LogFrame:
+                    # Frames that arrive at one instant are taken in one go (`LogFrames`): fed when
+                    # something else happens to the member, or the time line moves on.
+                    batch = self._log_batches.get(node_id)
+                    if batch is None:
+                        self._log_batches[node_id] = (ts, [item])
+                    else:
+                        batch[1].append(item)
                 else:
                     driver.feed(node_id, item, ts)
+                    if type(item) is PublicationStatus and self.compare:
+                        self._sender_status(node_id, item, ts)
+            if self.senders and event.type in ("MemberCrash", "MemberStop"):
+                self._forget_senders(node_id)
         self._resolve_due(ts, out)
         return self._emit(out)
 
@@ -491,9 +529,12 @@ class NodeReplay:
         """Advance every live member to the end of the evidence, settle the checks, add the summary."""
         out = self._out = []
         final = self.until if self.until is not None else self.now
+        if self._log_batches:
+            self._feed_log_batches(before=None)
         if final is not None:
             self.now = final
             self.driver.advance_all(final)
+            self._decide_pending(before=None)
             for node_id, member in self.driver.members.items():
                 if member.running:
                     self.horizon[node_id] = max(self.horizon.get(node_id, final), final)
@@ -528,6 +569,8 @@ class NodeReplay:
             random = SeededNomination(seed)
             source = "seeded"
         restart = node_id in self.driver.members
+        if restart:
+            self._forget_senders(node_id)
         self.seeds[node_id] = seed
         self.sources[node_id] = source
         self.invariants.member_started(node_id, event.fields, restart=restart)
@@ -539,14 +582,84 @@ class NodeReplay:
         if self.compare:
             compared = self.compared_channels.get(node_id, frozenset())
             observed = self.observed_kinds.get(node_id, frozenset())
-            for record in records:
+            for output, record in zip(ready, records, strict=True):
                 kind = record["kind"]
                 if kind == "send" and record.get("channel") in compared:
-                    self._actual_send(node_id, record)
+                    position = output.publication_position
+                    if position is None:
+                        self._actual_send(node_id, record)
+                    else:  # on the wire once the evidence says its sender got that far
+                        key = (node_id, output.peer)
+                        sender = self.senders.get(key)
+                        if sender is None:
+                            sender = self.senders[key] = _Sender()
+                        sender.pending.append((position, record))
+                        self._undecided.add(key)
                 elif kind in observed and (kind == "election" or record.get("from") is not None):
                     self._actual_observation(node_id, record)
         out.extend(records)
         out.extend(self.invariants.observe(node_id, records, self.driver.members[node_id].node.view))
+
+    # -- log frames that arrived together ------------------------------------------------------------------
+
+    def _feed_log_batches(self, *, before: int | None) -> None:
+        for node_id in sorted(self._log_batches):
+            if before is None or self._log_batches[node_id][0] < before:
+                self._feed_log_batch(node_id)
+
+    def _feed_log_batch(self, node_id: int) -> None:
+        ts, frames = self._log_batches.pop(node_id)
+        member = self.driver.members[node_id]
+        if member.running:
+            self.driver.feed(node_id, frames[0] if len(frames) == 1 else LogFrames(tuple(frames)), ts)
+
+    # -- the sender between a model's offer and the wire ------------------------------------------------
+
+    def _sender_status(self, node_id: int, status: PublicationStatus, ts: int) -> None:
+        """New evidence of one publication's sender: what was offered before now is decided by the
+        evidence before it; then what it has now sent leaves, held sends at this time."""
+        key = (node_id, status.peer)
+        sender = self.senders.get(key)
+        if sender is None:
+            sender = self.senders[key] = _Sender()
+        self._decide(key, sender, before=ts)
+        sender.position = status.sender_position
+        if sender.held:
+            still = []
+            for position, record in sender.held:
+                if sender.position is None or position <= sender.position:
+                    self._actual_send(node_id, {**record, "ts": ts})
+                else:
+                    still.append((position, record))
+            sender.held = still
+        self._decide(key, sender, before=None)
+
+    def _decide_pending(self, *, before: int | None) -> None:
+        for key in sorted(self._undecided):
+            self._decide(key, self.senders[key], before=before)
+
+    def _decide(self, key: tuple[int, int], sender: _Sender, *, before: int | None) -> None:
+        """The pending sends offered before ``before`` (all: None) leave now if the sender has got that
+        far, and wait in the publication otherwise."""
+        pending = sender.pending
+        if not pending:
+            return
+        cut = len(pending) if before is None else sum(1 for _, record in pending if record["ts"] < before)
+        for position, record in pending[:cut]:
+            if sender.position is None or position <= sender.position:
+                self._actual_send(key[0], record)
+            else:
+                sender.held.append((position, record))
+        del pending[:cut]
+        if not pending:
+            self._undecided.discard(key)
+
+    def _forget_senders(self, node_id: int) -> None:
+        """The member's process ended: what it offered and never sent is gone with its publications."""
+        for key in sorted(k for k in self.senders if k[0] == node_id):
+            sender = self.senders.pop(key)
+            self._decide(key, sender, before=None)
+            self._undecided.discard(key)
 
     # -- the two sides -------------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ from engine.model.sim_parts import (
     LogStore,
     SimImage,
     SimLogReplay,
+    SimPublication,
     SimReplication,
     framed_length,
 )
@@ -168,6 +169,8 @@ class ConsensusModuleAgent:
         "output_ts",
         "outputs",
         "protocol_version",
+        "publication_evidence",
+        "publications",
         "random",
         "ranked_positions",
         "recording_active",
@@ -202,6 +205,7 @@ class ConsensusModuleAgent:
         archive_evidence: bool = False,
         session_id_base: int = 0,
         log_evidence: bool = False,
+        connected_peers: tuple[int, ...] | None = None,
     ) -> None:
         self.member_id = member_id
         self.members = members
@@ -277,6 +281,16 @@ class ConsensusModuleAgent:
         self.log_evidence = log_evidence
         self.next_cluster_session_id = 1
         self.next_correlation_id = 1
+        #: The capture says when each consensus publication could take an offer (`PublicationStatus`):
+        #: this life's publications to every peer, connected as the evidence says at the start.  Without
+        #: it, none: every offer succeeds.
+        self.publication_evidence = connected_peers is not None
+        self.publications: dict[int, SimPublication] = {}
+        if connected_peers is not None:
+            for member in members:
+                if member.id != member_id:
+                    publication = self.publications[member.id] = SimPublication()
+                    publication.connected = member.id in connected_peers
 
     # -- clocks -------------------------------------------------------------------------------------------
 
@@ -319,16 +333,31 @@ class ConsensusModuleAgent:
         return delay_ns
 
     def send(self, peer_id: int, message: Any) -> bool:
-        """The consensus publication to ``peer_id`` accepts ``message`` (the model has no back-pressure)."""
+        """`ConsensusPublisher`: offer ``message`` to the consensus publication to ``peer_id``; False when
+        the publication refuses it (not connected, or back pressure: only with `PublicationStatus`
+        evidence; the synthetic environment takes every offer).  Aeron's callers decide what a refusal
+        means: a ballot or an AppendPosition is tried again, a CanvassPosition or CommitPosition is not."""
         if peer_id == self.member_id or peer_id not in self.member_by_id:
             return False
-        self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message))
+        position = None
+        if self.publication_evidence:
+            publication = self.publications.get(peer_id)
+            if publication is None or not publication.offer(len(encode(message))):
+                return False
+            position = publication.position
+        self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message, publication_position=position))
         return True
 
     def _send_to_others(self, message: Any) -> None:
         for member in self.members:
             if member.id != self.member_id:
-                self.emit(Send(self.output_ts, self.member_id, member.id, "consensus", message))
+                self.send(member.id, message)
+
+    def on_publication_status(self, peer_id: int, connected: bool, sender_position: int | None) -> None:
+        """Evidence: the driver's view of the consensus publication to ``peer_id`` from now on."""
+        publication = self.publications.get(peer_id)
+        if publication is not None:
+            publication.on_status(connected, sender_position)
 
     def set_role(self, new_role: Role) -> None:
         if new_role is not self.role:

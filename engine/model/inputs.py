@@ -32,6 +32,15 @@ class LogFrame:
     length: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LogFrames:
+    """Log frames that arrived together (at one instant, in stream order): the archive records them all,
+    then the consensus module runs one duty cycle, as its pollers take what is there in one go (a
+    follower reports the new append position once, not once per frame)."""
+
+    frames: tuple[LogFrame, ...]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IngressMessage:
     """A client message that reached this member's ingress."""
@@ -65,6 +74,26 @@ class LogEndOfStream:
     """The log image this member follows saw end of stream (its leader closed the publication)."""
 
     log_session_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublicationStatus:
+    """Evidence: how the media driver held this member's consensus publication to ``peer`` from now on.
+
+    Aeron's publication takes an offer only while its position is below the driver's publisher limit.
+    With no receiver heard for the publication connection timeout (5 s by default), or none yet, the
+    limit is the sender position: every offer is refused (NOT_CONNECTED; ``connected`` false).  While
+    connected, the limit is the sender position plus the term window (half a term), so offers are
+    refused (BACK_PRESSURED) once the sender has fallen that far behind: it sends only what the
+    receiver's status messages allow (flow control).  ``sender_position``: how far the sender has
+    sent; what was offered past it waits in the publication, not yet on the wire.  None: it has sent
+    everything offered.  A member started with ``MemberStart.connected_peers`` refuses, as Aeron does,
+    what the driver would have refused.
+    """
+
+    peer: int
+    connected: bool
+    sender_position: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +141,12 @@ class MemberStart:
     #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
     #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
     shutdown_snapshot: int | None = None
+    #: The recording follows the member's consensus publications (contract: ``connectedPeers``): the peers
+    #: whose publication is connected as the member starts; the others' refuse offers (NOT_CONNECTED)
+    #: until a `PublicationStatus` says otherwise, as Aeron's do before their first status message.
+    #: None: no such evidence, every offer succeeds (the synthetic environment).  A restart without it
+    #: keeps the evidence with no peer connected.
+    connected_peers: tuple[int, ...] | None = None
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)
@@ -121,10 +156,12 @@ class MemberStart:
 Input = (
     ConsensusMessage
     | LogFrame
+    | LogFrames
     | IngressMessage
     | OwnLogAppend
     | RecordingSignal
     | LogEndOfStream
+    | PublicationStatus
     | MemberStart
     | MemberStop
     | MemberCrash

@@ -32,10 +32,13 @@ Inputs (engine.model.inputs): ``MemberStart`` (start, or restart after a stop/cr
 recording.log, node-state.dat and the log recording unless it gives them), ``MemberStop`` (clean
 stop), ``MemberCrash`` (nothing more is sent or written), ``End``, the evidence ``RecordingSignal``
 and ``LogEndOfStream``, and the messages: ``ConsensusMessage``, ``LogFrame`` (with the position after
-the frame when known), ``IngressMessage`` (client messages the leader appends to its log), and
+the frame when known; ``LogFrames`` for several that arrived together, handled in one duty cycle),
+``IngressMessage`` (client messages the leader appends to its log), and
 ``OwnLogAppend`` (evidence of the member's own appends as leader, `ConsensusModuleAgent.on_log_append`;
 after `expect_log_evidence()` the leader appends only what they show — timers, session closes and
-cluster actions included — and nothing for ingress).  Anything else is a `TypeError`: a caller's bug.
+cluster actions included — and nothing for ingress), and ``PublicationStatus`` (evidence of when each
+consensus publication can take an offer; for a member started with ``MemberStart.connected_peers``
+a refused offer sends nothing, as in Aeron).  Anything else is a `TypeError`: a caller's bug.
 """
 
 from __future__ import annotations
@@ -54,10 +57,12 @@ from engine.model.inputs import (
     Input,
     LogEndOfStream,
     LogFrame,
+    LogFrames,
     MemberCrash,
     MemberStart,
     MemberStop,
     OwnLogAppend,
+    PublicationStatus,
     RecordingSignal,
 )
 from engine.model.outputs import Ready
@@ -84,6 +89,7 @@ class Node:
         "is_running",
         "start",
         "log_evidence",
+        "publication_evidence",
         "_tick_ns",
         "_now_ns",
         "_outputs",
@@ -97,6 +103,7 @@ class Node:
         self.random = random
         self.flags = flags
         self.log_evidence = False
+        self.publication_evidence = False
         self._outputs: list[Any] = []
         self._held: list[tuple[Any, int | None]] = []  # inputs that arrived while the agent waited
         members = start.members()
@@ -131,6 +138,11 @@ class Node:
             agent.set_time(now_ns, now_ns)
             agent.on_log_frame(item.message, item.log_position, item.length)
             self._tick(now_ns)
+        elif kind is LogFrames:
+            agent.set_time(now_ns, now_ns)
+            for frame in item.frames:
+                agent.on_log_frame(frame.message, frame.log_position, frame.length)
+            self._tick(now_ns)
         elif kind is IngressMessage:
             agent.set_time(now_ns, now_ns)
             agent.on_ingress(item.message, item.length)
@@ -157,6 +169,12 @@ class Node:
         elif kind is LogEndOfStream:
             agent.set_time(now_ns, now_ns)
             agent.on_log_end_of_stream()
+            self._tick(now_ns)
+        elif kind is PublicationStatus:
+            # The driver's counters change beside the agent; what a refusal held back (a ballot, an
+            # AppendPosition) is tried again in the agent's next duty cycle, which is now.
+            agent.set_time(now_ns, now_ns)
+            agent.on_publication_status(item.peer, item.connected, item.sender_position)
             self._tick(now_ns)
         elif kind is not End:
             raise TypeError(f"Node.step takes an engine.model.inputs value, got {kind.__name__}")
@@ -230,6 +248,10 @@ class Node:
         archive_evidence: bool = False,
     ) -> None:
         self.start = start
+        connected = start.connected_peers
+        if connected is None and self.publication_evidence:
+            connected = ()  # kept across restarts, as the log evidence is: a new process, nothing connected
+        self.publication_evidence = connected is not None
         config = start.config
         if start.appointed_leader_id != config.appointed_leader_id and start.appointed_leader_id != -1:
             config = _with_appointed(config, start.appointed_leader_id)
@@ -246,6 +268,7 @@ class Node:
             archive_evidence=archive_evidence,
             session_id_base=self.member_id * 1000,
             log_evidence=self.log_evidence,
+            connected_peers=connected,
         )
         self.agent.outputs = self._outputs
         self.agent.log_publication_waits_ns = list(start.log_publication_waits_ns)
@@ -275,6 +298,7 @@ class Node:
             log_image_waits_ns=start.log_image_waits_ns,
             snapshot_durations_ns=start.snapshot_durations_ns,
             shutdown_snapshot=start.shutdown_snapshot,
+            connected_peers=start.connected_peers,
         )
         recording_log = RecordingLog.from_entries(start.recording_log) if start.recording_log is not None else old.recording_log
         node_state = old.node_state

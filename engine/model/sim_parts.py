@@ -10,7 +10,8 @@ clustered service (ServiceAck).  The engine replaces them with small determinist
 * When the capture has evidence, it drives them instead: log frames received (``in`` events on
   channel ``log``) extend the local recording; a ``RecordingSignal`` local event moves a replication
   (after the first signal a node has seen, replications wait for REPLICATE_END and STOP signals);
-  a ``LogEndOfStream`` local event closes the log image.
+  a ``LogEndOfStream`` local event closes the log image; ``PublicationStatus`` local events say when
+  a consensus publication is connected and where its publisher limit stands (`SimPublication`).
 
 `LogStore` is the content of the local log recording as far as it is known: a contiguous run of
 frames, each kept as (end position, message).  Stretches whose content is unknown (a replication
@@ -124,6 +125,55 @@ class LogStore:
 
     def __len__(self) -> int:
         return len(self.ends)
+
+
+#: The consensus channel's term length (Aeron Cluster's default consensus channel: ``term-length=64k``).
+CONSENSUS_TERM_LENGTH = 64 * 1024
+#: The publication's term window: the publisher limit runs this far ahead of the sender position.
+CONSENSUS_TERM_WINDOW = CONSENSUS_TERM_LENGTH // 2
+#: `ConsensusPublisher.SEND_ATTEMPTS`: a claim that meets the end of a term pads it and tries again.
+SEND_ATTEMPTS = 3
+
+
+class SimPublication:
+    """One consensus publication to a peer, as `ExclusivePublication.tryClaim` sees it.
+
+    Only with evidence (``PublicationStatus`` inputs; without it the agent has none of these and every
+    offer succeeds).  An offer succeeds while the publication is connected and its position is below
+    the publisher limit (the sender position the evidence gives, plus the term window; none while the
+    sender has sent everything); the position moves by each accepted message's framed length, and a
+    message that does not fit the rest of the term pads it first (Aeron's appender returns
+    ADMIN_ACTION and the publisher tries again, up to `SEND_ATTEMPTS` times).  A new publication
+    starts at position 0, not connected: Aeron refuses offers until the first status message.
+    """
+
+    __slots__ = ("connected", "position", "limit")
+
+    def __init__(self) -> None:
+        self.connected = False
+        self.position = 0
+        self.limit: int | None = None
+
+    def on_status(self, connected: bool, sender_position: int | None) -> None:
+        self.connected = connected
+        self.limit = None if sender_position is None else sender_position + CONSENSUS_TERM_WINDOW
+
+    def offer(self, message_length: int) -> bool:
+        """Take a message of ``message_length`` bytes (False: refused); `position` is then after it."""
+        if not self.connected:
+            return False
+        length = framed_length(message_length)
+        for _ in range(SEND_ATTEMPTS):
+            position = self.position
+            if self.limit is not None and position >= self.limit:
+                return False  # BACK_PRESSURED
+            term_offset = position & (CONSENSUS_TERM_LENGTH - 1)
+            if term_offset + length > CONSENSUS_TERM_LENGTH:
+                self.position = position + CONSENSUS_TERM_LENGTH - term_offset  # padded: the next term
+                continue
+            self.position = position + length
+            return True
+        return False
 
 
 class SimImage:

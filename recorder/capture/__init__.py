@@ -24,12 +24,16 @@ the events of one replay (contract §1) and a summary of what was read and skipp
    its new process before its election began is read at the start.  A directory's starting state is
    reconciled with what the member itself said at its start (`starting_state`).
 5. Each member that the captures cover ends with an ``End`` event at the end of its host's capture.
+6. When each member's consensus publications could take an offer (`publications`): per life, the
+   peers whose publication was connected as its replay starts (the MemberStart's ``connectedPeers``)
+   and a ``PublicationStatus`` event at each later change, read from the receivers' status messages.
 
 Order: by ``ts``; at equal times MemberStart first, then captured messages (in capture order), then
 agent-log observations, then End.  Everything here is deterministic.
 
 Modules: `datagrams` (the shared datagram decoder), `members` (endpoints and inference),
-`pcap_import`, `agent_log_import`, `cluster_dir_import`, `align` (clock alignment).  This package
+`pcap_import`, `agent_log_import`, `cluster_dir_import`, `align` (clock alignment), `lifecycle`,
+`starting_state`, `publications`.  This package
 does file I/O (it is part of `recorder`); the decoding itself is in pure functions beside it.
 """
 
@@ -58,6 +62,7 @@ from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
+from recorder.capture.publications import with_publication_evidence
 from recorder.capture.recording_import import is_recording, recording_as_pcap
 from recorder.capture.starting_state import (
     EXACT,
@@ -308,6 +313,9 @@ def load_captures(
             if end is not None:
                 keyed.append((end, 3, member, 0, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                       type="End", fields={})))
+    if captured is not None and captured.consensus_publications:
+        # When each consensus publication could take an offer (`publications`): per life, so after the lives.
+        keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:

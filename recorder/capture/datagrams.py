@@ -80,11 +80,13 @@ from formats.events import Event, new_event
 from formats.reassembly import Gap, Message, Reassembler
 from formats.udp import (
     BEGIN_FLAG,
+    DATA_HEADER_LENGTH,
     HDR_TYPE_NAK,
     HDR_TYPE_RTTM,
     HDR_TYPE_SM,
     NAK_LENGTH,
     RTTM_LENGTH,
+    SM_EOS_FLAG,
     SM_LENGTH,
     SM_SEND_SETUP_FLAG,
     DataFrame,
@@ -181,7 +183,7 @@ class DecodedMessage(NamedTuple):
 class _Publication:
     """One sender's publication (source endpoint, session, stream), whatever its destinations."""
 
-    __slots__ = ("key", "sender", "how", "pending", "first_ts")
+    __slots__ = ("key", "sender", "how", "pending", "first_ts", "first_data_ts")
 
     def __init__(self, key: tuple, first_ts: int = 0) -> None:
         self.key = key
@@ -189,6 +191,7 @@ class _Publication:
         self.how = ""
         self.pending: list[tuple] = []
         self.first_ts = first_ts  #: when the capture first saw it (a SETUP or its first frame)
+        self.first_data_ts: int | None = None  #: when it first carried a message
 
 
 class _Stream:
@@ -196,7 +199,7 @@ class _Stream:
 
     __slots__ = ("channel", "receiver", "role", "publication", "reassembler", "eos_seen", "destination", "skip",
                  "last_ts", "last_packet", "end_position", "arrivals", "seen_data", "awaiting_setup", "join", "held",
-                 "unreceived")
+                 "unreceived", "answered")
 
     def __init__(self, channel: str | None, receiver: int | None, role: str | None, publication: _Publication,
                  destination: tuple[str, int], skip: str | None) -> None:
@@ -223,9 +226,22 @@ class _Stream:
         self.held: list[Keyed] = []
         #: start positions of messages completed while the receiver had no image
         self.unreceived: set[int] = set()
+        #: the receiver has sent a status message for it: it has an image, which a later SETUP does not move
+        self.answered = False
 
 
 Keyed = tuple[tuple, Event]
+
+
+class ConsensusPublicationSeen(NamedTuple):
+    """One member's consensus publication to another, as the capture saw it (`consensus_publications`)."""
+
+    sender: int
+    receiver: int
+    session_id: int
+    first_seen_ns: int  #: its first SETUP or frame
+    first_data_ns: int | None  #: its first message
+    status_messages: tuple[tuple[int, bool], ...]  #: (ts, end of stream) of each status message its receiver sent
 
 
 class DatagramDecoder:
@@ -266,6 +282,8 @@ class DatagramDecoder:
         self._silences: dict[tuple[int, int], list[tuple[int, int]]] = {}
         #: (member, role, ts) of each status message asking for a SETUP: the member had lost its image
         self._setup_requests: list[tuple[int, str, int]] = []
+        #: (ts, publication, receiver, flags) of each status message for a consensus publication
+        self._consensus_status: list[tuple[int, _Publication, int, int]] = []
         self._order = 0
         self._finished = False
 
@@ -298,7 +316,7 @@ class DatagramDecoder:
             if minimum is not None and version == 0 and minimum[1] <= frame_length <= len(payload):
                 self.frames[minimum[0]] += 1
                 if frame_type == HDR_TYPE_SM:
-                    self._on_status(datagram, payload, capture, bool(flags & SM_SEND_SETUP_FLAG), packet_index, out)
+                    self._on_status(datagram, payload, capture, flags, packet_index, out)
                 return out
         try:
             frames = decode_datagram(payload)
@@ -348,6 +366,29 @@ class DatagramDecoder:
                 out.setdefault(publication.sender, []).append((publication.first_ts, publication.key[2],
                                                                publication.key[3]))
         return {member: sorted(own) for member, own in sorted(out.items())}
+
+    def consensus_publications(self) -> list[ConsensusPublicationSeen]:
+        """Every consensus publication whose sender is known, with the status messages its receiver
+        sent it (what says when Aeron's publication was connected), in (sender, receiver, first seen)
+        order."""
+        status: dict[int, list[tuple[int, bool]]] = {}
+        receivers: dict[int, int] = {}
+        for ts, publication, receiver, flags in self._consensus_status:
+            status.setdefault(id(publication), []).append((ts, bool(flags & SM_EOS_FLAG)))
+            receivers[id(publication)] = receiver
+        out = []
+        for publication in self._publications.values():
+            if publication.sender is None or publication.key[3] != self.streams.consensus:
+                continue
+            receiver = receivers.get(id(publication))
+            if receiver is None:
+                receiver = next((s.receiver for s in self._streams.values()
+                                 if s.publication is publication and s.receiver is not None), None)
+            if receiver is None:
+                continue
+            out.append(ConsensusPublicationSeen(publication.sender, receiver, publication.key[2], publication.first_ts,
+                                                publication.first_data_ts, tuple(sorted(status.get(id(publication), ())))))
+        return sorted(out, key=lambda p: (p.sender, p.receiver, p.first_seen_ns, p.session_id))
 
     def publication_senders(self) -> dict[tuple[str, int], int]:
         """ip:port → the member whose publication sends from it (an ephemeral port), where known."""
@@ -399,9 +440,10 @@ class DatagramDecoder:
                 offset,
             )
 
-    def _on_status(self, datagram: Datagram, payload: bytes | memoryview, capture: int, asks_setup: bool,
+    def _on_status(self, datagram: Datagram, payload: bytes | memoryview, capture: int, flags: int,
                    packet: int, out: list[Keyed]) -> None:
         """A receiver's status message: it is alive with an image, or (SEND_SETUP) it has none."""
+        asks_setup = bool(flags & SM_SEND_SETUP_FLAG)
         session_id, stream_id = _SESSION_STREAM.unpack_from(payload, 8)
         owner = self.members.lookup(datagram.src_ip, datagram.src_port)
         receiver = (capture, owner[0]) if owner is not None else None
@@ -414,7 +456,10 @@ class DatagramDecoder:
         stream = self._streams.get(key)
         if stream is None or stream.reassembler is None:
             return
+        if stream.channel == "consensus" and stream.receiver is not None:
+            self._consensus_status.append((ts, stream.publication, stream.receiver, flags))
         if not asks_setup:
+            stream.answered = True
             if stream.held:
                 out += stream.held
                 stream.held = []
@@ -450,14 +495,15 @@ class DatagramDecoder:
         if stream.reassembler is None:
             return
         try:
-            if stream.awaiting_setup or not stream.seen_data:
+            if stream.awaiting_setup or not (stream.seen_data or stream.answered):
                 # The receiver's image starts here (Aeron's join position): a new image after a restart
-                # starts over, and frames before the SETUP's position are not delivered to it.
+                # starts over, and frames before the SETUP's position are not delivered to it.  Once the
+                # receiver has answered, its image exists: a repeated SETUP does not move it.
                 shift = position_bits_to_shift(frame.term_length)
                 if stream.awaiting_setup:
                     stream.reassembler = Reassembler()
                     stream.arrivals.clear()
-                    stream.awaiting_setup = stream.eos_seen = False
+                    stream.awaiting_setup = stream.eos_seen = stream.answered = False
                     self.notes.append(f"{self._describe_stream(self._key_of(datagram, frame, capture))}: the"
                                       f" receiver asked for a SETUP (no image: it restarted?); a new image"
                                       f" starts at packet {packet}")
@@ -509,6 +555,8 @@ class DatagramDecoder:
                 return
             stream.join = None  # from here on the reassembler's own position rules
         stream.seen_data = True
+        if stream.publication.first_data_ts is None and type(frame) is DataFrame and frame.frame_length > DATA_HEADER_LENGTH:
+            stream.publication.first_data_ts = ts
         try:
             items = stream.reassembler.on_frame(frame)
         except ValueError as error:

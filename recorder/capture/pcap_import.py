@@ -33,6 +33,7 @@ from formats.pcap import PcapReader, PortUnreachable
 from formats.replay_file import gc_paused
 from recorder.capture.datagrams import (
     DEFAULT_STREAMS,
+    ConsensusPublicationSeen,
     DatagramDecoder,
     DecodeSummary,
     Problem,
@@ -86,6 +87,8 @@ class PcapImport:
     notes: list[str]
     #: What each member sent and what was sent to it in vain (`recorder.capture.lifecycle`).
     liveness: dict[int, WireLiveness] = field(default_factory=dict)
+    #: Every consensus publication and its receiver's status messages (`recorder.capture.publications`).
+    consensus_publications: list[ConsensusPublicationSeen] = field(default_factory=list)
 
     @property
     def first_ts_ns(self) -> int | None:
@@ -229,7 +232,7 @@ def _decode_captures(
             source=names,
         )
     return PcapImport(events, files, members, DecodeSummary.of(decoder), problems, notes,
-                      _liveness(decoder, members, unreachable))
+                      _liveness(decoder, members, unreachable), decoder.consensus_publications())
 
 
 def _liveness(decoder: DatagramDecoder, members: MemberMap, unreachable: Sequence[PortUnreachable]
