@@ -269,7 +269,7 @@ class ClusterReplay:
         if member is None or not member.running:
             return
         if type(item) is ConsensusMessage and type(item.message) is CommitPosition:
-            self.invariants.observe_committed(item.message.log_position)
+            self.invariants.observe_committed(item.message.log_position, item.message.leadership_term_id)
         self.driver.feed(member_id, item, self.driver.clock.now_ns)
 
     def _end_of_stream(self, leader_id: int, session_id: int, now: int) -> None:

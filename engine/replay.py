@@ -502,8 +502,9 @@ class NodeReplay:
                 )
             if direction == "in" and event.type == "CommitPosition":
                 position = event.fields.get("logPosition")
+                term = event.fields.get("leadershipTermId")
                 if isinstance(position, int):
-                    self.invariants.observe_committed(position)
+                    self.invariants.observe_committed(position, term if isinstance(term, int) else None)
             if member.running:
                 item = input_of(event)
                 if item is None:

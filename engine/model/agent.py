@@ -144,6 +144,7 @@ class ConsensusModuleAgent:
         "errors",
         "flags",
         "has_log_publication",
+        "held_log_frames",
         "is_passive",
         "last_append_position",
         "leader_member",
@@ -272,6 +273,8 @@ class ConsensusModuleAgent:
         self.log_publication_count = 0
         self.log_subscription: str | None = None
         self.log_image: SimImage | None = None
+        #: Frames past a gap in the image, by start position, while a catch-up fills it (see `on_log_frame`).
+        self.held_log_frames: dict[int, tuple[int, Any]] = {}
         self.catchup_log_destination: str | None = None
         self.live_log_destination: str | None = None
         self.archive_evidence = archive_evidence
@@ -635,6 +638,7 @@ class ConsensusModuleAgent:
         """§2.1: tear down the log and go back to the last recorded position."""
         self.set_role(Role.FOLLOWER)
         self.log_image = None
+        self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
         self.has_log_publication = False
@@ -1073,13 +1077,34 @@ class ConsensusModuleAgent:
     # -- follower: log frames, polling, AppendPosition ---------------------------------------------------------
 
     def on_log_frame(self, message: Any, log_position: int | None, length: int | None) -> None:
-        """A log frame reached this member (live log or catch-up replay)."""
+        """A log frame reached this member (live log or catch-up replay).
+
+        During a catch-up the image is fed from two destinations (the leader's archive replay and, once
+        near live, its live log), and an Aeron image is contiguous: a frame that starts past its
+        position waits in the term buffer until the replay fills the gap.  So does it here (a live
+        frame that overtook the replay); outside a catch-up a gap is content the capture did not
+        show, and the frame is taken where it ends (so is a frame whose length is not known: a
+        scenario's frame may stand for a stretch of the log)."""
         if self.role is Role.LEADER or self.log_image is None or self.log_image.is_closed:
             return
-        end = log_position if log_position is not None else self.log.end + framed_length(length or len(encode(message)))
-        if end > self.log.end:
-            self.log.append(end, message)
-            self.changes += 1
+        log = self.log
+        if log_position is None:
+            end = log.end + framed_length(length if length is not None else len(encode(message)))
+        else:
+            end = log_position
+        if end <= log.end:
+            return
+        if length is not None and log_position is not None and self.catchup_log_destination is not None:
+            start = end - framed_length(length)
+            if start > log.end:
+                self.held_log_frames[start] = (end, message)
+                return
+        log.append(end, message)
+        held = self.held_log_frames
+        while held and log.end in held:
+            end, message = held.pop(log.end)
+            log.append(end, message)
+        self.changes += 1
 
     def on_log_end_of_stream(self) -> None:
         if self.log_image is not None:
@@ -1217,6 +1242,7 @@ class ConsensusModuleAgent:
     def close_log_subscription(self) -> None:
         self.log_subscription = None
         self.log_image = None
+        self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
 
@@ -1369,6 +1395,7 @@ class ConsensusModuleAgent:
             finally:
                 self.flush_recording_log_changes()
         self.log_image = None
+        self.held_log_frames = {}
         self.log_recording_stop_position = new_position
 
     # -- scheduling ---------------------------------------------------------------------------------------------
