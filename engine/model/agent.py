@@ -248,7 +248,12 @@ class ConsensusModuleAgent:
         self.recovery_last_leadership_term_id = plan.last_leadership_term_id
         self.recovery_last_term_base_log_position = plan.last_term_base_log_position
         self.recovery_appended_log_position = append_position
-        self.leadership_term_id = plan.last_leadership_term_id
+        # `onStart` leaves the agent's own leadershipTermId where the latest snapshot puts it (NULL_VALUE
+        # without one); the election starts from the recovery plan's last term, and the agent's moves on
+        # as the log is replayed or joined.  g_leader_sigterm_reelection_rejoin: member 0, restarted on a
+        # log without snapshot, led term 2 sending CommitPosition leadershipTermId=-1 in
+        # LEADER_LOG_REPLICATION (19:22:16.07).
+        self.leadership_term_id = plan.snapshots[0].leadership_term_id if plan.snapshots else NULL_VALUE
         snapshot_position = plan.snapshots[0].log_position if plan.snapshots else 0
         self.commit_position = snapshot_position
         self.notified_commit_position = snapshot_position
@@ -342,19 +347,24 @@ class ConsensusModuleAgent:
         means: a ballot or an AppendPosition is tried again, a CanvassPosition or CommitPosition is not."""
         if peer_id == self.member_id or peer_id not in self.member_by_id:
             return False
-        position = None
-        if self.publication_evidence:
-            publication = self.publications.get(peer_id)
-            if publication is None or not publication.offer(len(encode(message))):
-                return False
-            position = publication.position
-        self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message, publication_position=position))
+        if not self.publication_evidence:
+            self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message))
+            return True
+        publication = self.publications.get(peer_id)
+        if publication is None or not publication.offer(len(encode(message))):
+            return False
+        self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message, None, publication.position))
         return True
 
     def _send_to_others(self, message: Any) -> None:
+        if self.publication_evidence:
+            for member in self.members:
+                if member.id != self.member_id:
+                    self.send(member.id, message)
+            return
         for member in self.members:
             if member.id != self.member_id:
-                self.send(member.id, message)
+                self.emit(Send(self.output_ts, self.member_id, member.id, "consensus", message))
 
     def on_publication_status(self, peer_id: int, connected: bool, sender_position: int | None) -> None:
         """Evidence: the driver's view of the consensus publication to ``peer_id`` from now on."""
@@ -470,7 +480,7 @@ class ConsensusModuleAgent:
                     self.output_ts,
                     self.member_id,
                     "node started",
-                    self.leadership_term_id,
+                    self.recovery_last_leadership_term_id,
                     self.commit_position,
                     self.recovery_appended_log_position,
                 )
@@ -898,6 +908,11 @@ class ConsensusModuleAgent:
         Adding it is a blocking call to the driver: with a recorded wait, nothing else runs until then."""
         if self.log_publication_waits_ns:
             self.blocked_until_ns = self.output_ts + self.log_publication_waits_ns.pop(0)
+            # What the member does after the call returns happens then: Aeron logs the state change into
+            # LEADER_LOG_REPLICATION after `addLogPublication` (j_short_timeouts_leader_kill, member 1:
+            # ROLE_CHANGE CANDIDATE -> LEADER at 19:27:45.044, the state change at 19:27:45.874, the
+            # driver's READY for the log publication between).
+            self.output_ts = self.blocked_until_ns
         self.log.set_end(append_position)
         self.has_log_publication = True
         self.log_publication_count += 1

@@ -290,7 +290,7 @@ def load_captures(
     for restart in restarts:
         keyed = _queued_until_start(keyed, restart.member, restart.restart_ns, since=restart.back_ns)
         name = next((os.path.basename(p.source) for p in logs if p.node == restart.member), None)
-        keyed += [_with_restart_state(item, wire, logged, ends)
+        keyed += [_with_restart_state(item, wire, logged, ends, logs)
                   for item in _lifecycle_events(restart, load.cluster_members, name or _capture_name(kinds))]
     used = {os.path.realpath(i["archive"]) for i in load.inputs if i.get("archive")}
     for archive in kinds["archive-dir"]:
@@ -432,13 +432,19 @@ def _life_ends(restarts: Sequence[Restart]) -> dict[int, list[int]]:
     return {node: sorted(times) for node, times in ends.items()}
 
 
-def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], ends: dict[int, list[int]]) -> tuple:
+def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], ends: dict[int, list[int]],
+                        logs: list) -> tuple:
     """A restart's MemberStart with the append position the member itself gave at that start (its first
-    CanvassPosition, its INIT -> CANVASS line) and where it came from; the rest of its disk is what its
-    previous life in the replay left (the engine's rule for a restart)."""
+    CanvassPosition, its INIT -> CANVASS line) and where it came from, and the driver waits its new
+    process's agent log shows; the rest of its disk is what its previous life in the replay left (the
+    engine's rule for a restart)."""
     event = item[4]
     if event.type != "MemberStart":
         return item
+    waited = _with_waits(dict(event.fields), logs, event.node, at=event.ts)
+    if waited != event.fields:
+        event = dataclasses.replace(event, fields=waited)
+        item = (*item[:4], event)
     end = next((t for t in ends.get(event.node, ()) if t > event.ts), None)
     own = [w for w in (own_words_on_wire(wire, event.node, event.ts, end),
                        own_words_in_agent_log(logged, event.node, event.ts, end)) if w is not None]
@@ -474,18 +480,34 @@ def _log_recording(directory: Any, given: Sequence[str]) -> tuple[LogRecording |
     return recording, notes
 
 
-def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]:
-    """A MemberStart's fields with the driver waits its agent log shows (first clock segment), if any."""
+def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = None) -> dict[str, Any]:
+    """A MemberStart's fields with the driver waits its agent log shows, if any: of the log's first clock
+    segment, or (``at``, a restart) of the segment that life's process wrote."""
     for parsed in logs:
         if parsed.node == node and parsed.segments:
-            first = parsed.segments[0]
-            waits = {"logPublicationWaitsNs": first.log_publication_waits, "logImageWaitsNs": first.log_image_waits,
-                     "snapshotDurationsNs": first.snapshot_durations}
+            segment = parsed.segments[0] if at is None else _segment_at(parsed, at)
+            if segment is None:
+                return fields
+            waits = {"logPublicationWaitsNs": segment.log_publication_waits, "logImageWaitsNs": segment.log_image_waits,
+                     "snapshotDurationsNs": segment.snapshot_durations}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
-            if first.shutdown_snapshot is not None:
-                fields["shutdownSnapshot"] = first.shutdown_snapshot
+            if segment.shutdown_snapshot is not None:
+                fields["shutdownSnapshot"] = segment.shutdown_snapshot
             return fields
     return fields
+
+
+def _segment_at(parsed: Any, ts: int) -> Any:
+    """The clock segment (one JVM's life) of an agent log that was running at ``ts`` (capture time)."""
+    found = None
+    for segment in parsed.segments:
+        if not segment.records:
+            continue
+        offset = segment.alignment.offset_ns if segment.alignment is not None else 0
+        first = (segment.started.ts_ns if segment.started is not None else segment.records[0].ts_ns) + offset
+        if first <= ts:
+            found = segment
+    return found
 
 
 def _in_receipt_order(keyed: list) -> list:
