@@ -411,7 +411,8 @@ async def test_a_divergence_is_marked_on_the_timeline_and_in_the_list(failover_p
         assert app.query_one(EventList).line_text(line).startswith("  !")
         # The inspector says what the replay found about this event.
         assert (
-            "2 DIVERGENCE expected 2→1 Vote candidateTermId=1 log=(0,5344) ✗ actual 2→1 Vote candidateTermId=1 log=(0,5344) ✓"
+            "2 DIVERGENCE [model] expected 2→1 Vote candidateTermId=1 log=(0,5344) ✗ actual 2→1 Vote candidateTermId=1"
+            " log=(0,5344) ✓"
             in (app.query_one(Inspector).text("event").replace("\n", " "))
         )
 
