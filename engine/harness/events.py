@@ -178,11 +178,18 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         raise fail(f"'seed' must be an integer, got {seed!r}")
 
     waits = {}
-    for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs"):
+    for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
             raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
         waits[key] = tuple(values)
+    ready = fields.get("logPublicationsReadyNs") or []
+    if not isinstance(ready, list) or not all(_is_int(t) for t in ready):
+        raise fail(f"'logPublicationsReadyNs' must be a list of times (ns), got {ready!r}")
+    images = fields.get("logImagesNs")
+    if images is not None and not (isinstance(images, list) and all(
+            isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in images)):
+        raise fail(f"'logImagesNs' must be a list of [logSessionId, ns] pairs, got {images!r}")
     connected = fields.get("connectedPeers")
     if connected is not None and not (isinstance(connected, list) and all(_is_int(m) for m in connected)):
         raise fail(f"'connectedPeers' must be a list of member ids, got {connected!r}")
@@ -202,6 +209,9 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         log_publication_waits_ns=waits["logPublicationWaitsNs"],
         log_image_waits_ns=waits["logImageWaitsNs"],
         snapshot_durations_ns=waits["snapshotDurationsNs"],
+        leader_join_waits_ns=waits["leaderJoinWaitsNs"],
         shutdown_snapshot=shutdown,
         connected_peers=tuple(connected) if connected is not None else None,
+        log_publications_ready_ns=tuple(ready),
+        log_images_ns=tuple((pair[0], pair[1]) for pair in images) if images is not None else None,
     )

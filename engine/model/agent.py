@@ -88,6 +88,11 @@ from formats.recording_log import EntryType, RecordingLog, RecordingLogError
 from formats.sbe import encode
 
 SLOW_TICK_INTERVAL_NS = 10_000_000
+#: How far from the model's own moment a driver's answer the capture shows may be and still be the one
+#: for it (a log publication the model adds early or late against the real member's).
+EVIDENCE_REACH_NS = 5_000_000_000
+#: A time that never comes: an image the capture never shows.
+NEVER_NS = 1 << 62
 #: `ConsensusModule.Configuration.LIVE_ADD_MAX_WINDOW`: 32 MiB.
 LIVE_ADD_MAX_WINDOW = 32 * 1024 * 1024
 MS = 1_000_000
@@ -125,6 +130,9 @@ class ConsensusModuleAgent:
     ModuleState = ModuleState
     __slots__ = (
         "log_image_waits_ns",
+        "log_images_ns",
+        "log_publications_ready_ns",
+        "leader_join_waits_ns",
         "snapshot_durations_ns",
         "shutdown_snapshot",
         "snapshots_taken",
@@ -229,6 +237,9 @@ class ConsensusModuleAgent:
         self.log_image_waits_ns: list[int] = []  # recorded times from log subscription to image, in order
         self.log_image_available_ns: int | None = None  # the follower's log image is there from then
         self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
+        self.leader_join_waits_ns: list[int] = []  # recorded LEADER_INIT joins (Node.MemberStart), in order
+        self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
+        self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
         self.snapshots_taken = 0
         self.snapshot_done_ns: int | None = None  # a follower's snapshot is written then (SNAPSHOT until then)
@@ -906,8 +917,13 @@ class ConsensusModuleAgent:
         """The leader's log publication, created at ``append_position``; returns its session id.
 
         Adding it is a blocking call to the driver: with a recorded wait, nothing else runs until then."""
+        ready = None
         if self.log_publication_waits_ns:
-            self.blocked_until_ns = self.output_ts + self.log_publication_waits_ns.pop(0)
+            ready = self.output_ts + self.log_publication_waits_ns.pop(0)
+        elif self.log_publications_ready_ns:
+            ready = self._next_ready(self.log_publications_ready_ns)
+        if ready is not None and ready > self.output_ts:
+            self.blocked_until_ns = ready
             # What the member does after the call returns happens then: Aeron logs the state change into
             # LEADER_LOG_REPLICATION after `addLogPublication` (j_short_timeouts_leader_kill, member 1:
             # ROLE_CHANGE CANDIDATE -> LEADER at 19:27:45.044, the state change at 19:27:45.874, the
@@ -920,9 +936,27 @@ class ConsensusModuleAgent:
         self.log_publication_session_id = self.session_id_base + self.log_publication_count
         return self.log_publication_session_id
 
+    def _next_ready(self, times: list[int]) -> int | None:
+        """The time the capture shows the publication being added now was there: the first of ``times``
+        within `EVIDENCE_REACH_NS` of now (earlier ones were publications the model did not add then);
+        None when none is (the model adds one the member did not, or not then: no wait)."""
+        now = self.output_ts
+        while times and times[0] < now - EVIDENCE_REACH_NS:
+            times.pop(0)
+        if times and times[0] <= now + EVIDENCE_REACH_NS:
+            return times.pop(0)
+        return None
+
     def join_log_as_leader(self, leadership_term_id: int, log_position: int, log_session_id: int, is_startup: bool) -> None:
+        """Start the log recording and wait for the services to join the log: a blocking call in Aeron;
+        with a recorded wait, nothing else runs until then, and what follows happens then."""
         self.leadership_term_id = leadership_term_id
         self._start_log_recording()
+        if self.leader_join_waits_ns:
+            wait = self.leader_join_waits_ns.pop(0)
+            if wait > 0:
+                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
+                self.output_ts = self.blocked_until_ns
 
     def _start_log_recording(self) -> None:
         if self.log_recording_id == NULL_VALUE:
@@ -1249,8 +1283,14 @@ class ConsensusModuleAgent:
 
     def add_follower_subscription(self, log_session_id: int) -> str:
         self.log_subscription = f"aeron:udp?control-mode=manual|session-id={log_session_id}|alias=log-cm"
-        if self.log_image_waits_ns:  # the recorded time until the driver had the leader's image
-            self.log_image_available_ns = self.output_ts + self.log_image_waits_ns.pop(0)
+        wait = self.log_image_waits_ns.pop(0) if self.log_image_waits_ns else None
+        if self.log_images_ns is not None:
+            # When the capture shows this member's driver answering the leader's log session; never,
+            # when it never did (h_five_members_leader_kill: members 3 and 4 waiting for member 1's term 1).
+            # The wire names the session, so it wins over the agent log's wait for the next image.
+            self.log_image_available_ns = self.log_images_ns.get(log_session_id, NEVER_NS)
+        elif wait is not None:  # the recorded time until the driver had the leader's image
+            self.log_image_available_ns = self.output_ts + wait
         self.changes += 1
         return self.log_subscription
 

@@ -138,6 +138,10 @@ class MemberStart:
     #: How long each snapshot this start takes lasted (the agent log's STATE_CHANGE into SNAPSHOT to the
     #: next out of it): a follower stays in SNAPSHOT, its log not polled, that long.  Empty: at once.
     snapshot_durations_ns: tuple[int, ...] = ()
+    #: How long each LEADER_INIT this start goes through waited for the log recording and the services
+    #: to join the log (the agent log's entry into LEADER_INIT to the services' last SERVICE_ACK before it
+    #: left): `joinLogAsLeader` blocks the consensus module that long.  Empty: at once.
+    leader_join_waits_ns: tuple[int, ...] = ()
     #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
     #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
     shutdown_snapshot: int | None = None
@@ -147,6 +151,14 @@ class MemberStart:
     #: None: no such evidence, every offer succeeds (the synthetic environment).  A restart without it
     #: keeps the evidence with no peer connected.
     connected_peers: tuple[int, ...] | None = None
+    #: When each log publication this life added was there (absolute ns: the capture's first sight of
+    #: it, contract ``logPublicationsReadyNs``): `addLogPublication` blocks the module until then.  Used
+    #: where no recorded wait (``log_publication_waits_ns``) says how long.
+    log_publications_ready_ns: tuple[int, ...] = ()
+    #: (log session id, when) of each log image this life's driver had (contract ``logImagesNs``): the
+    #: follower's image of that session is there from then, and never when the session is not listed.
+    #: None: no such evidence (an image is there as soon as it is looked for).
+    log_images_ns: tuple[tuple[int, int], ...] | None = None
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)

@@ -274,6 +274,9 @@ class Node:
         self.agent.log_publication_waits_ns = list(start.log_publication_waits_ns)
         self.agent.log_image_waits_ns = list(start.log_image_waits_ns)
         self.agent.snapshot_durations_ns = list(start.snapshot_durations_ns)
+        self.agent.leader_join_waits_ns = list(start.leader_join_waits_ns)
+        self.agent.log_publications_ready_ns = list(start.log_publications_ready_ns)
+        self.agent.log_images_ns = dict(start.log_images_ns) if start.log_images_ns is not None else None
         self.agent.shutdown_snapshot = start.shutdown_snapshot
         self.is_running = True
         tick = start.ts - start.ts % MS
@@ -285,21 +288,7 @@ class Node:
 
     def _restart(self, start: MemberStart, now_ns: int) -> None:
         old = self.agent
-        start = MemberStart(
-            ts=now_ns,
-            cluster_members=start.cluster_members,
-            appointed_leader_id=start.appointed_leader_id,
-            recording_log=start.recording_log,
-            node_state=start.node_state,
-            append_position=start.append_position,
-            config=start.config,
-            seed=start.seed,
-            log_publication_waits_ns=start.log_publication_waits_ns,
-            log_image_waits_ns=start.log_image_waits_ns,
-            snapshot_durations_ns=start.snapshot_durations_ns,
-            shutdown_snapshot=start.shutdown_snapshot,
-            connected_peers=start.connected_peers,
-        )
+        start = replace(start, ts=now_ns)
         recording_log = RecordingLog.from_entries(start.recording_log) if start.recording_log is not None else old.recording_log
         node_state = old.node_state
         if start.node_state is not None:
@@ -315,11 +304,12 @@ class Node:
     def _tick(self, now_ns: int, message: Any = None, peer: int | None = None) -> None:
         """One tick: a duty cycle (with the input's message), repeated until a cycle changes nothing.
 
-        While the agent waits for the driver (`log_publication_waits_ns`) it runs no cycle: what
-        arrives waits in `_held`, and is handled, in order, when the wait is over."""
+        While the agent waits for the driver, the archive or its services (`log_publication_waits_ns`,
+        `leader_join_waits_ns`) it runs no cycle: what arrives waits in `_held`, and is handled, in
+        order, when the wait is over."""
         agent = self.agent
-        blocked = agent.blocked_until_ns
-        if blocked is not None:
+        while agent.blocked_until_ns is not None:
+            blocked = agent.blocked_until_ns
             if now_ns < blocked:
                 if message is not None:
                     self._held.append((message, peer))
@@ -333,6 +323,8 @@ class Node:
                 if agent.changes != before:
                     self._repeat_cycles()
                 self._collect()
+            # What those messages led to may block again (a leader adding its log publication, then
+            # joining its log): this input waits for that too.
         agent.set_time(now_ns, now_ns)
         before = agent.changes
         agent.duty_cycle(message, peer)

@@ -315,7 +315,8 @@ def load_captures(
                                                       type="End", fields={})))
     if captured is not None and captured.consensus_publications:
         # When each consensus publication could take an offer (`publications`): per life, so after the lives.
-        keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1)
+        keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1,
+                                          log_publications=captured.log_publications, log_images=captured.log_images)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -489,7 +490,7 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
             if segment is None:
                 return fields
             waits = {"logPublicationWaitsNs": segment.log_publication_waits, "logImageWaitsNs": segment.log_image_waits,
-                     "snapshotDurationsNs": segment.snapshot_durations}
+                     "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
             if segment.shutdown_snapshot is not None:
                 fields["shutdownSnapshot"] = segment.shutdown_snapshot

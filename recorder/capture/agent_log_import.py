@@ -77,6 +77,10 @@ class Segment:
     #: The index in ``snapshot_durations`` of the snapshot that ended in TERMINATING (``SNAPSHOT ->
     #: TERMINATING``: the leader's ClusterTool shutdown), if any.
     shutdown_snapshot: int | None = None
+    #: Each time the member entered LEADER_INIT, how long until its services had joined the log (the last
+    #: SERVICE_ACK before it left LEADER_INIT; 0 when none shows): `joinLogAsLeader` starts the log
+    #: recording and waits for the services, blocking the module all that while.
+    leader_join_waits: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -154,6 +158,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
         current.records.append(record)
         if record.event == "STATE_CHANGE":
             _note_snapshot(current, record, pending)
+        elif record.event in ("ELECTION_STATE_CHANGE", "SERVICE_ACK"):
+            _note_leader_join(current, record, pending)
         member = record.fields.get("memberId")
         if isinstance(member, int) and member >= 0:
             members[member] += 1
@@ -173,6 +179,21 @@ def _note_snapshot(segment: Segment, record: AgentLogRecord, pending: dict[str, 
         segment.snapshot_durations.append(record.ts_ns - pending.pop("snapshot"))
         if record.fields.get("to") == "TERMINATING":
             segment.shutdown_snapshot = len(segment.snapshot_durations) - 1
+
+
+def _note_leader_join(segment: Segment, record: AgentLogRecord, pending: dict[str, int]) -> None:
+    """Entering LEADER_INIT, the services' acks, and leaving it: the leader's wait to join its log."""
+    fields = record.fields
+    if record.event == "SERVICE_ACK":
+        if pending.get("leaderInit") is not None:
+            pending["leaderJoined"] = record.ts_ns
+    elif fields.get("to") == "LEADER_INIT":
+        pending["leaderInit"] = record.ts_ns
+        pending.pop("leaderJoined", None)
+    elif fields.get("from") == "LEADER_INIT" and pending.get("leaderInit") is not None:
+        entered = pending.pop("leaderInit")
+        joined = pending.pop("leaderJoined", None)
+        segment.leader_join_waits.append(joined - entered if joined is not None else 0)
 
 
 def align_agent_log(parsed: ParsedAgentLog, captured: Sequence[Event] | None) -> None:

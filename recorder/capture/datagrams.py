@@ -284,6 +284,10 @@ class DatagramDecoder:
         self._setup_requests: list[tuple[int, str, int]] = []
         #: (ts, publication, receiver, flags) of each status message for a consensus publication
         self._consensus_status: list[tuple[int, _Publication, int, int]] = []
+        #: (member, log session id) -> when its log or catch-up endpoint began answering that session with
+        #: regular status messages (each start after a silence: an image of the leader's log from then)
+        self._log_images: dict[tuple[int, int], list[int]] = {}
+        self._log_image_last: dict[tuple, int] = {}  # stream key -> its last status message
         self._order = 0
         self._finished = False
 
@@ -390,6 +394,25 @@ class DatagramDecoder:
                                                 publication.first_data_ts, tuple(sorted(status.get(id(publication), ())))))
         return sorted(out, key=lambda p: (p.sender, p.receiver, p.first_seen_ns, p.session_id))
 
+    def log_publications(self) -> dict[tuple[int, int], int]:
+        """(leader, log session id) -> when the capture first saw that log publication (its SETUP or first
+        frame): the leader's driver had added it by then.  A catch-up replay from the leader's archive
+        shares the session id and comes later: the earliest is the publication."""
+        out: dict[tuple[int, int], int] = {}
+        for publication in self._publications.values():
+            if publication.sender is None or publication.key[3] != self.streams.log:
+                continue
+            key = (publication.sender, publication.key[2])
+            if key not in out or publication.first_ts < out[key]:
+                out[key] = publication.first_ts
+        return dict(sorted(out.items()))
+
+    def log_images(self) -> dict[tuple[int, int], list[int]]:
+        """(member, log session id) -> when its driver had an image of that log: each time its log or
+        catch-up endpoint began answering it with regular status messages (a new image after a restart,
+        or the catch-up image beside the live one), in time order."""
+        return {key: sorted(times) for key, times in sorted(self._log_images.items())}
+
     def publication_senders(self) -> dict[tuple[str, int], int]:
         """ip:port → the member whose publication sends from it (an ephemeral port), where known."""
         return {(p.key[0], p.key[1]): p.sender for p in self._publications.values() if p.sender is not None}
@@ -456,8 +479,14 @@ class DatagramDecoder:
         stream = self._streams.get(key)
         if stream is None or stream.reassembler is None:
             return
-        if stream.channel == "consensus" and stream.receiver is not None:
-            self._consensus_status.append((ts, stream.publication, stream.receiver, flags))
+        if stream.receiver is not None:
+            if stream.channel == "consensus":
+                self._consensus_status.append((ts, stream.publication, stream.receiver, flags))
+            elif stream.channel == "log" and not asks_setup and not flags & SM_EOS_FLAG:
+                last = self._log_image_last.get(key)
+                self._log_image_last[key] = ts
+                if last is None or ts - last > RESTART_SILENCE_NS:
+                    self._log_images.setdefault((stream.receiver, session_id), []).append(ts)
         if not asks_setup:
             stream.answered = True
             if stream.held:
@@ -555,8 +584,10 @@ class DatagramDecoder:
                 return
             stream.join = None  # from here on the reassembler's own position rules
         stream.seen_data = True
-        if stream.publication.first_data_ts is None and type(frame) is DataFrame and frame.frame_length > DATA_HEADER_LENGTH:
-            stream.publication.first_data_ts = ts
+        if type(frame) is DataFrame and frame.frame_length > DATA_HEADER_LENGTH:
+            first = stream.publication.first_data_ts
+            if first is None or ts < first:
+                stream.publication.first_data_ts = ts
         try:
             items = stream.reassembler.on_frame(frame)
         except ValueError as error:
@@ -622,6 +653,8 @@ class DatagramDecoder:
         publication = self._publications.get(pub_key)
         if publication is None:
             publication = self._publications[pub_key] = _Publication(pub_key, datagram.ts_ns)
+        elif datagram.ts_ns < publication.first_ts:
+            publication.first_ts = datagram.ts_ns  # another host's capture saw it earlier
         destination = (datagram.dst_ip, datagram.dst_port)
         channel, receiver, role, skip = self._classify(destination, stream_id)
         stream = self._streams[key] = _Stream(channel, receiver, role, publication, destination, skip)

@@ -89,6 +89,10 @@ class PcapImport:
     liveness: dict[int, WireLiveness] = field(default_factory=dict)
     #: Every consensus publication and its receiver's status messages (`recorder.capture.publications`).
     consensus_publications: list[ConsensusPublicationSeen] = field(default_factory=list)
+    #: (leader, log session id) -> when its log publication was first seen (`DatagramDecoder.log_publications`).
+    log_publications: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: (member, log session id) -> when its driver had an image of it (`DatagramDecoder.log_images`).
+    log_images: dict[tuple[int, int], list[int]] = field(default_factory=dict)
 
     @property
     def first_ts_ns(self) -> int | None:
@@ -232,7 +236,8 @@ def _decode_captures(
             source=names,
         )
     return PcapImport(events, files, members, DecodeSummary.of(decoder), problems, notes,
-                      _liveness(decoder, members, unreachable), decoder.consensus_publications())
+                      _liveness(decoder, members, unreachable), decoder.consensus_publications(),
+                      decoder.log_publications(), decoder.log_images())
 
 
 def _liveness(decoder: DatagramDecoder, members: MemberMap, unreachable: Sequence[PortUnreachable]

@@ -19,6 +19,17 @@ capture shows was connected from then (the capture began late).  A member none o
 publications was ever answered gets no evidence at all (a capture without status messages): its
 offers are all taken, as before.
 
+The same status messages and publications say when the member's media driver answered it: the leader's
+log publication was added when the capture first shows it (its SETUP: `addLogPublication` blocks the
+consensus module until then; f_follower_kill_rejoin_catchup's member 2 waited 1.25 s for it, 19:21:04.84
+-> 19:21:06.09), and a follower's driver had the image of the leader's log when its log or catch-up
+endpoint first answered that session (FOLLOWER_LOG_AWAIT waits for it; in h_five_members_leader_kill,
+members 3 and 4 never got the image of member 1's term-1 log and stayed there).  Each life's MemberStart
+gets them as ``logPublicationsReadyNs`` (when each log publication it added was there) and
+``logImagesNs`` ([log session id, when] for each image it had): with them, the model waits as the
+member did (`engine.model.agent`), and without an image the capture never shows, FOLLOWER_LOG_AWAIT
+times out as the real one did.
+
 Only whether a publication is connected is read from captures, not how far its sender got (flow
 control): the model's own sends differ from the real member's, so their positions would not line
 up, and at the loads seen so far no consensus publication was back-pressured.  The simulator, whose
@@ -29,7 +40,7 @@ Pure: the decoder's findings and the members' lives in, events and start fields 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from formats.events import Event
@@ -59,6 +70,8 @@ class LifeEvidence:
     life: Life
     connected_peers: tuple[int, ...]
     changes: tuple[Event, ...]
+    log_publications_ready: tuple[int, ...] = ()
+    log_images: tuple[tuple[int, int], ...] = ()
 
 
 def connected_spans(publication: ConsensusPublicationSeen, timeout_ns: int = CONNECTION_TIMEOUT_NS
@@ -89,7 +102,10 @@ def connected_spans(publication: ConsensusPublicationSeen, timeout_ns: int = CON
 
 
 def publication_evidence(publications: Sequence[ConsensusPublicationSeen], lives: Iterable[Life],
-                         timeout_ns: int = CONNECTION_TIMEOUT_NS) -> dict[tuple[int, int], LifeEvidence]:
+                         timeout_ns: int = CONNECTION_TIMEOUT_NS, *,
+                         log_publications: Mapping[tuple[int, int], int] | None = None,
+                         log_images: Mapping[tuple[int, int], Sequence[int]] | None = None
+                         ) -> dict[tuple[int, int], LifeEvidence]:
     """(member, life start) → its `LifeEvidence`, for every member with evidence (see the module docstring)."""
     answered = {p.sender for p in publications if p.status_messages}
     by_sender: dict[int, list[ConsensusPublicationSeen]] = {}
@@ -117,8 +133,21 @@ def publication_evidence(publications: Sequence[ConsensusPublicationSeen], lives
                                                  "senderPosition": None},
                                          extra={"evidence": _evidence(is_connected, peer, ts)}))
         changes.sort(key=lambda event: (event.ts, event.peer))
-        out[(life.member, life.start_ns)] = LifeEvidence(life, connected, tuple(changes))
+        ready = tuple(sorted(ts for (member, _), ts in (log_publications or {}).items()
+                             if member == life.member and _within(life, ts)))
+        images = []
+        for (member, session), times in (log_images or {}).items():
+            first = next((ts for ts in times if _within(life, ts)), None) if member == life.member else None
+            if first is not None:
+                images.append((session, first))
+        images = tuple(sorted(images, key=lambda item: (item[1], item[0])))
+        out[(life.member, life.start_ns)] = LifeEvidence(life, connected, tuple(changes), ready, images)
     return out
+
+
+def _within(life: Life, ts: int) -> bool:
+    """Did something the member's driver did at ``ts`` belong to this life's process?"""
+    return (life.since_ns is None or ts > life.since_ns) and (life.end_ns is None or ts <= life.end_ns)
 
 
 def _changes(spans: list[tuple[int, int]]) -> list[tuple[int, bool]]:
@@ -170,10 +199,13 @@ def lives_of(events: Iterable[Event]) -> list[Life]:
 
 
 def with_publication_evidence(keyed: list[tuple], publications: Sequence[ConsensusPublicationSeen],
-                              group: int) -> list[tuple]:
-    """``keyed`` (sort key tuples ending with their event) with ``connectedPeers`` on each MemberStart of
-    a member with evidence and its ``PublicationStatus`` events added (with sort ``group``)."""
-    evidence = publication_evidence(publications, lives_of(item[-1] for item in keyed))
+                              group: int, *, log_publications: Mapping[tuple[int, int], int] | None = None,
+                              log_images: Mapping[tuple[int, int], Sequence[int]] | None = None) -> list[tuple]:
+    """``keyed`` (sort key tuples ending with their event) with ``connectedPeers``, ``logPublicationsReadyNs``
+    and ``logImagesNs`` on each MemberStart of a member with evidence and its ``PublicationStatus``
+    events added (with sort ``group``)."""
+    evidence = publication_evidence(publications, lives_of(item[-1] for item in keyed),
+                                    log_publications=log_publications, log_images=log_images)
     if not evidence:
         return keyed
     out = []
@@ -183,9 +215,11 @@ def with_publication_evidence(keyed: list[tuple], publications: Sequence[Consens
         if found is not None:
             extra = {**(event.extra or {}), "connectedPeers": "the consensus publications its peers' endpoints had"
                      " answered (status messages) when its replay starts"}
+            fields = {**event.fields, "connectedPeers": list(found.connected_peers),
+                      "logPublicationsReadyNs": list(found.log_publications_ready),
+                      "logImagesNs": [list(image) for image in found.log_images]}
             event = Event(ts=event.ts, node=event.node, dir=event.dir, peer=event.peer, channel=event.channel,
-                          type=event.type, fields={**event.fields, "connectedPeers": list(found.connected_peers)},
-                          payload=event.payload, extra=extra)
+                          type=event.type, fields=fields, payload=event.payload, extra=extra)
             item = (*item[:-1], event)
         out.append(item)
     for found in evidence.values():
