@@ -178,7 +178,8 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         raise fail(f"'seed' must be an integer, got {seed!r}")
 
     waits = {}
-    for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs"):
+    for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
+                "logReplayDurationsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
             raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
@@ -210,6 +211,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         log_image_waits_ns=waits["logImageWaitsNs"],
         snapshot_durations_ns=waits["snapshotDurationsNs"],
         leader_join_waits_ns=waits["leaderJoinWaitsNs"],
+        log_replay_durations_ns=waits["logReplayDurationsNs"],
         shutdown_snapshot=shutdown,
         connected_peers=tuple(connected) if connected is not None else None,
         log_publications_ready_ns=tuple(ready),

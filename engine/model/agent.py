@@ -133,6 +133,7 @@ class ConsensusModuleAgent:
         "log_images_ns",
         "log_publications_ready_ns",
         "leader_join_waits_ns",
+        "log_replay_durations_ns",
         "snapshot_durations_ns",
         "shutdown_snapshot",
         "snapshots_taken",
@@ -238,6 +239,7 @@ class ConsensusModuleAgent:
         self.log_image_available_ns: int | None = None  # the follower's log image is there from then
         self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
         self.leader_join_waits_ns: list[int] = []  # recorded LEADER_INIT joins (Node.MemberStart), in order
+        self.log_replay_durations_ns: list[int] = []  # recorded election log replays (Node.MemberStart), in order
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
@@ -1374,7 +1376,10 @@ class ConsensusModuleAgent:
 
     def new_log_replay(self, start_position: int, stop_position: int) -> SimLogReplay:
         self.changes += 1
-        return SimLogReplay(self, start_position, stop_position)
+        replay = SimLogReplay(self, start_position, stop_position)
+        if self.log_replay_durations_ns:  # the recorded time the archive and the services took
+            replay.done_at_ns = self.output_ts + self.log_replay_durations_ns.pop(0)
+        return replay
 
     def replay_local_log(self, start_position: int, stop_position: int) -> None:
         """Replay [start, stop) of the local log into the services: the CM sees its NewLeadershipTermEvents."""

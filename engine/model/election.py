@@ -1164,7 +1164,11 @@ class Election:
                 candidates.append(self.nomination_deadline_ns)
         elif state in (S.CANDIDATE_BALLOT, S.FOLLOWER_BALLOT):
             candidates.append(self.time_of_last_state_change_ns + config.election_timeout_ns)
-        elif state in (S.LEADER_LOG_REPLICATION, S.LEADER_REPLAY, S.LEADER_READY):
+        if state in (S.LEADER_REPLAY, S.FOLLOWER_REPLAY) and self.log_replay is not None:
+            done_at = self.log_replay.done_at_ns  # a replay that takes the time it took (agent log)
+            if done_at is not None:
+                candidates.append(done_at)
+        if state in (S.LEADER_LOG_REPLICATION, S.LEADER_REPLAY, S.LEADER_READY):
             candidates.append(self.time_of_last_update_ns + config.leader_heartbeat_interval_ns)
             if state is not S.LEADER_READY:
                 candidates.append(self.time_of_last_commit_position_update_ns + config.leader_heartbeat_interval_ns)

@@ -142,6 +142,9 @@ class MemberStart:
     #: to join the log (the agent log's entry into LEADER_INIT to the services' last SERVICE_ACK before it
     #: left): `joinLogAsLeader` blocks the consensus module that long.  Empty: at once.
     leader_join_waits_ns: tuple[int, ...] = ()
+    #: How long each log replay of an election (LEADER_REPLAY, FOLLOWER_REPLAY) this start does took, the
+    #: archive replaying the log into the services until they acknowledged it.  Empty: done at once.
+    log_replay_durations_ns: tuple[int, ...] = ()
     #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
     #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
     shutdown_snapshot: int | None = None

@@ -195,16 +195,18 @@ class SimLogReplay:
     NewLeadershipTermEvents met on the way, handed to the agent as Aeron's LogAdapter would.
     """
 
-    __slots__ = ("agent", "start_position", "stop_position", "done")
+    __slots__ = ("agent", "start_position", "stop_position", "done", "done_at_ns")
 
     def __init__(self, agent: Any, start_position: int, stop_position: int) -> None:
         self.agent = agent
         self.start_position = start_position
         self.stop_position = stop_position
         self.done = False
+        #: With a recorded duration, the replay is done then, not in its first `do_work`.
+        self.done_at_ns: int | None = None
 
     def do_work(self) -> int:
-        if self.done:
+        if self.done or (self.done_at_ns is not None and self.agent.output_ts < self.done_at_ns):
             return 0
         self.agent.replay_local_log(self.start_position, self.stop_position)
         self.done = True

@@ -490,7 +490,8 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
             if segment is None:
                 return fields
             waits = {"logPublicationWaitsNs": segment.log_publication_waits, "logImageWaitsNs": segment.log_image_waits,
-                     "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits}
+                     "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
+                     "logReplayDurationsNs": segment.log_replay_durations}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
             if segment.shutdown_snapshot is not None:
                 fields["shutdownSnapshot"] = segment.shutdown_snapshot
