@@ -24,7 +24,9 @@ Choices the model has to make because real timing is unknowable (each documented
 * how many cycles run between two inputs: as many as change something, at the input's millisecond;
 * the slow tick keeps a 10 ms phase from the node's start; a slow tick that does work runs again on
   the next millisecond (Aeron: ``nowNs + 1``);
-* simulated components (images, replays, replication, services) succeed in the cycle that asks;
+* simulated components (images, replays, replication, services) succeed in the cycle that asks,
+  unless the start gives what the real member's driver, archive and services took (recorded waits and
+  durations from the agent log, log publications and images from the capture): then they take that;
 * the log publication's session id is ``memberId × 1000 + n`` (n-th publication of this process);
 * a new log recording gets the next recording id after those in recording.log.
 

@@ -11,7 +11,9 @@ clustered service (ServiceAck).  The engine replaces them with small determinist
   channel ``log``) extend the local recording; a ``RecordingSignal`` local event moves a replication
   (after the first signal a node has seen, replications wait for REPLICATE_END and STOP signals);
   a ``LogEndOfStream`` local event closes the log image; ``PublicationStatus`` local events say when
-  a consensus publication is connected and where its publisher limit stands (`SimPublication`).
+  a consensus publication is connected and where its publisher limit stands (`SimPublication`); the
+  start's recorded waits say how long the log publication, the log image, the leader's join, an
+  election's log replay and a snapshot took (`engine.model.inputs.MemberStart`).
 
 `LogStore` is the content of the local log recording as far as it is known: a contiguous run of
 frames, each kept as (end position, message).  Stretches whose content is unknown (a replication
