@@ -13,7 +13,9 @@ members' agent logs; then the same without the agent logs as inputs (they still 
 * the same with every field the line prints;
 * role changes, NewLeadershipTerms handled, and the RequestVote/Vote/NewLeadershipTerm sends per
   receiver (distinct runs), each as reproduced/expected;
-* divergences reported by the replay, and the seconds to convert and to replay.
+* divergences reported by the replay (runs of one cause, `engine.divergences`), the failed checks they
+  hold, and how many of them the replay blames on the model rather than on timing or missing
+  evidence; and the seconds to convert and to replay.
 
 ``--write-baseline FILE`` also writes these figures as JSON, per capture and with/without agent
 logs: the baseline that ``tests/test_real_capture_conformance.py`` holds each capture to (kept in
@@ -39,6 +41,12 @@ def _cell(report: CaptureReport, what: str) -> str:
     score = report.sends if what == "sends" else report.total(what)
     extra = f" +{score.extra}" if score.extra else ""
     return f"{score.reproduced}/{score.expected}{extra}"
+
+
+def _causes(report: CaptureReport) -> str:
+    causes = report.causes
+    return (f"{report.divergences} ({report.divergence_checks}): {causes.get('evidence', 0)}/{causes.get('timing', 0)}/"
+            f"{causes.get('model', 0)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, with_logs, without in rows:
         print(f"| {name} | {_cell(with_logs, 'states')} | {with_logs.divergences} | "
               f"{_cell(without, 'states')}, {without.divergences} |")
+    print()
+    print("Divergences: runs (failed checks) and by cause, evidence/timing/model (with agent logs / without):")
+    print("| capture | with agent logs | without agent logs |")
+    print("|---|---|---|")
+    for name, with_logs, without in rows:
+        print(f"| {name} | {_causes(with_logs)} | {_causes(without)} |")
     print()
     print("Detail (reproduced/expected, +extra; with agent logs / without):")
     print("| capture | states with fields | role changes | NewLeadershipTerm handled | RequestVote/Vote/NLT sent |")

@@ -266,6 +266,33 @@ def print_summary(console: Console, summary: Mapping[str, Any], *, source: str, 
             str(sources.get(member, "")),
         )
     console.print(table)
+    for member, verdict in (summary.get("verdicts") or {}).items():
+        text, style = verdict_line(member, verdict, origin, wall_clock)
+        console.print(Text(text, style=style))
     divergences = summary.get("divergences", 0)
     style = "bold red" if divergences else "bold green"
     console.print(Text(f"{divergences} divergence(s); trace sha256 {summary.get('traceSha256')}", style=style))
+
+
+def verdict_line(member: str, verdict: Mapping[str, Any], origin: int | None = None, wall_clock: bool = False
+                 ) -> tuple[str, str]:
+    """One member's verdict (the summary's ``verdicts``, `engine.divergences.count_causes`): the line and
+    its style."""
+    count = verdict.get("divergences", 0)
+    if not count:
+        return f"member {member}: replayed as recorded, no divergence", "green"
+    parts = []
+    if verdict.get("model"):
+        first = verdict.get("firstModelTs")
+        when = f", the first at {_when(first, origin, wall_clock).strip()}" if first is not None else ""
+        parts.append(f"{verdict['model']} from the model{when}")
+    if verdict.get("timing"):
+        parts.append(f"{verdict['timing']} timing (the same behaviour at another time)")
+    if verdict.get("evidence"):
+        settled = "; ".join(verdict.get("settledBy") or ())
+        parts.append(f"{verdict['evidence']} from missing evidence ({settled} would settle it)")
+    checks = verdict.get("checks", count)
+    runs = f" ({checks} checks)" if checks != count else ""
+    if verdict.get("model"):
+        return f"member {member}: DIVERGES: {count} divergence(s){runs}: " + ", ".join(parts), "bold red"
+    return f"member {member}: {count} divergence(s){runs}, none from the model: " + ", ".join(parts), "yellow"

@@ -18,7 +18,9 @@ produced by the model
     gets the log's end of stream (``LogEndOfStream``) one link delay later.
 dropped
     what the recording's members sent and received between themselves, and evidence tied to the
-    recorded run (archive ``RecordingSignal``s, recorded end-of-stream, agent-log observations).
+    recorded run (archive ``RecordingSignal``s, recorded end-of-stream, agent-log observations, and
+    when the recorded members' consensus publications were connected: ``PublicationStatus`` and
+    ``MemberStart.connectedPeers``; here every offer is taken, the router decides what arrives).
 
 Link delays are inferred from the capture: for each direction ``a → b``, every consensus message
 recorded as sent by ``a`` (``out``) is paired, in order, with the first equal message recorded as
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from engine.harness.clock import Clock
@@ -234,6 +237,8 @@ class ClusterReplay:
             start = member_start_of(event)
         except DecodeError as error:
             raise DecodeError(error.expected, offset=ref, unit=self.ref_kind) from None
+        if start.connected_peers is not None:
+            start = replace(start, connected_peers=None)  # the recorded publications, not these
         member = self.driver.members.get(node_id)
         restart = member is not None
         if member is not None:
@@ -264,7 +269,7 @@ class ClusterReplay:
         if member is None or not member.running:
             return
         if type(item) is ConsensusMessage and type(item.message) is CommitPosition:
-            self.invariants.observe_committed(item.message.log_position)
+            self.invariants.observe_committed(item.message.log_position, item.message.leadership_term_id)
         self.driver.feed(member_id, item, self.driver.clock.now_ns)
 
     def _end_of_stream(self, leader_id: int, session_id: int, now: int) -> None:

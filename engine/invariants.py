@@ -14,11 +14,16 @@ Properties (names as they appear in the records):
     term again is fine: Aeron 1.47.3's single-node re-election reuses its term (aeron-election.md
     §2.1, fixed in 1.50.1).
 ``committed-position-truncated``
-    A member's log is cut back to below a position the cluster had committed (the highest
-    CommitPosition any leader sent in the replay or the recording shows arriving): a recording.log
-    TERM entry's ``logPosition`` is lowered (Aeron truncates through ``commitLogPosition``, §3.9), or
-    the ``appendPosition`` its election states carry goes down (an open term truncated: recording.log
-    cannot show it, the archive's stop position can).
+    A member's log is cut back to below a position the cluster had committed for that term: a
+    recording.log TERM entry's ``logPosition`` is lowered (Aeron truncates through
+    ``commitLogPosition``, §3.9), or the ``appendPosition`` its election states carry goes down (an
+    open term truncated: recording.log cannot show it, the archive's stop position can; the term is
+    the state's ``logLeadershipTermId``).  What the cluster committed of a term: the highest
+    CommitPosition a leader sent (or the recording shows arriving) with that ``leadershipTermId``, and,
+    once a later term is committed, everything of it below the first later term's base (the
+    cluster's log up to that commit is the committed history).  A cut of an older term's suffix that
+    no commit covered is Raft's own repair of a deposed leader's log (a later term's commit at the same
+    positions is other content), not a violation.  A commit whose term is unknown covers every term.
 ``log-contiguous``
     In a member's recording.log the valid TERM entries, by term, each start where the previous one
     ended (``termBaseLogPosition`` == previous ``logPosition``), only the last one may be open
@@ -59,6 +64,8 @@ class InvariantChecker:
 
     leaders: dict[int, int] = field(default_factory=dict)  # term -> member that led it
     committed: int = 0  # highest position the cluster is known to have committed
+    committed_terms: dict[int, int] = field(default_factory=dict)  # term -> highest position committed in it
+    bases: dict[int, int] = field(default_factory=dict)  # term -> its termBaseLogPosition, as first seen
     candidate_terms: dict[int, int] = field(default_factory=dict)  # member -> highest candidateTermId on disk
     terms: dict[int, dict[int, _Term]] = field(default_factory=dict)  # member -> term -> entry
     appends: dict[int, int] = field(default_factory=dict)  # member -> last appendPosition its records showed
@@ -95,10 +102,25 @@ class InvariantChecker:
                 )
         self.terms[node] = entries
 
-    def observe_committed(self, position: int) -> None:
-        """The recording shows the cluster committed ``position`` (an inbound CommitPosition)."""
+    def observe_committed(self, position: int, leadership_term_id: int | None = None) -> None:
+        """The recording shows the cluster committed ``position`` (an inbound CommitPosition) in
+        ``leadership_term_id`` (None: a term not known, which then covers every term)."""
         if position > self.committed:
             self.committed = position
+        term = NULL if leadership_term_id is None else leadership_term_id
+        if position > self.committed_terms.get(term, -1):
+            self.committed_terms[term] = position
+
+    def committed_of(self, term: int | None) -> int:
+        """How far the cluster is known to have committed term ``term`` (None: any term)."""
+        if term is None or term == NULL:
+            return self.committed
+        extent = max(self.committed_terms.get(term, 0), self.committed_terms.get(NULL, 0))
+        later_bases = [base for other, base in self.bases.items() if other > term]
+        later_commits = [position for other, position in self.committed_terms.items() if other > term]
+        if later_bases and later_commits:
+            extent = max(extent, min(min(later_bases), max(later_commits)))
+        return extent
 
     def observe(
         self,
@@ -117,18 +139,21 @@ class InvariantChecker:
                 kind_type = record.get("type")
                 fields = record.get("fields") or {}
                 if kind_type == "CommitPosition":
-                    self.observe_committed(_int(fields.get("logPosition"), 0))
+                    self.observe_committed(_int(fields.get("logPosition"), 0), _int(fields.get("leadershipTermId")))
                 elif kind_type == "NewLeadershipTerm":
+                    self._base(_int(fields.get("leadershipTermId")), _int(fields.get("termBaseLogPosition")))
                     self._claim(out, ts, node, _int(fields.get("leadershipTermId")), _int(fields.get("leaderMemberId"), node))
             elif kind == "logAppend":
                 message = record.get("message") or {}
                 if (record.get("type") or message.get("type")) == "NewLeadershipTermEvent":
                     fields = message.get("fields", message)
+                    self._base(_int(fields.get("leadershipTermId")), _int(fields.get("termBaseLogPosition")))
                     self._claim(out, ts, node, _int(fields.get("leadershipTermId")), _int(fields.get("leaderMemberId"), node))
             elif kind == "role":
                 last_role_to_leader = record if record.get("to") == "LEADER" else None
             elif kind == "state" or kind == "election":
-                self._check_append(out, ts, node, record.get("appendPosition"))
+                term = record.get("logLeadershipTermId")
+                self._check_append(out, ts, node, record.get("appendPosition"), term if isinstance(term, int) else None)
             elif kind == "nodeState":
                 self._check_candidate_term(out, ts, node, _int(record.get("candidateTermId")))
             elif kind == "recordingLog":
@@ -167,19 +192,26 @@ class InvariantChecker:
                 f"members {holder} and {leader} both lead term {term}",
             )
 
-    def _check_append(self, out: list, ts: int | None, node: int, append: Any) -> None:
+    def _base(self, term: int, base: int) -> None:
+        if term != NULL and base != NULL:
+            self.bases.setdefault(term, base)
+
+    def _check_append(self, out: list, ts: int | None, node: int, append: Any, term: int | None = None) -> None:
         if not isinstance(append, int) or isinstance(append, bool) or append < 0:
             return
         before = self.appends.get(node)
         self.appends[node] = append
-        if before is not None and append < before and append < self.committed:
+        if before is None or append >= before:
+            return
+        committed = self.committed_of(term)
+        if append < committed:
             self._report(
                 out,
                 ("committed-position-truncated", node, "append", append),
                 ts,
                 node,
                 "committed-position-truncated",
-                f"member {node}'s log was cut from {before} to {append}, below the committed position {self.committed}",
+                f"member {node}'s log was cut from {before} to {append}, below the committed position {committed}",
             )
 
     def _check_candidate_term(self, out: list, ts: int | None, node: int, candidate: int) -> None:
@@ -208,8 +240,11 @@ class InvariantChecker:
         if op == "removeEntry":
             entries.pop(term, None)
             return
+        if entry.get("isValid", True) is not False:
+            self._base(term, _int(entry.get("termBaseLogPosition")))
         if known is not None and known.position != NULL and position != NULL and position < known.position:
-            if position < self.committed:
+            committed = self.committed_of(term)
+            if position < committed:
                 self._report(
                     out,
                     ("committed-position-truncated", node, term, position),
@@ -217,7 +252,7 @@ class InvariantChecker:
                     node,
                     "committed-position-truncated",
                     f"member {node} truncated term {term} from {known.position} to {position},"
-                    f" below the committed position {self.committed}",
+                    f" below the committed position {committed}",
                 )
         entries[term] = _Term(_int(entry.get("termBaseLogPosition")), position, entry.get("isValid", True) is not False)
 

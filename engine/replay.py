@@ -39,16 +39,29 @@ What the member sent in the recording (``dir: "out"``) is the expected behaviour
   did is not a divergence, but one that reports a position the real member never came near is).
 * When the recording holds agent-log observations for a member (``ElectionStateChange`` and
   ``RoleChange`` with ``from``/``to`` as the agent log prints them, ``NewElection`` with its
-  ``reason`` and ``leadershipTermId``), every election-state change, role change and election start
-  of the model must match one within ±tolerance, and vice versa.
+  ``reason`` and ``leadershipTermId``), every election-state change and role change of the model
+  must match one within ±``state_tolerance_ns`` (200 ms by default: both are stamped by the member's
+  own clock), and every election start within ±tolerance (a replay starts a member where its
+  election left INIT, up to 0.2 s after its NEW_ELECTION "node started" line), and vice versa.
+* A consensus send offered to a publication the recording follows (``PublicationStatus``) is held
+  to the wire only once the evidence says its frame left the sender (it may wait in the publication
+  while the receiver's flow control holds it, and is gone with the process if it never left).
 * A check whose window reaches past the end of the evidence (``--until``, the member's ``End``,
   crash or the last event) is not reported when it fails: what would match it may lie past the
   end (so a behaviour in the last ``tolerance_ns`` of a capture is never a divergence).
 
 A failed check is a ``divergence`` record whose ``ts`` is the time of the unmatched send or
 observation, ``event`` the seq (replay file) or line (JSON Lines) of the recorded event concerned
-(or null), ``expected``/``actual`` the two sides (null for "nothing"), and ``state`` the member's
-state when the divergence was established (at most ``tolerance_ns`` later).
+(or null), ``expected``/``actual`` the two sides (null for "nothing"), ``unmatched`` which side had
+no counterpart (``model`` or ``recording``), and ``state`` the member's state when the divergence was
+established (at most ``tolerance_ns`` later).  Each also says why (`engine.divergences`): ``cause``
+(``evidence``, with ``settledBy`` naming the input that would settle it; ``timing``, with
+``offsetNs``, the model's time less the recording's, the counterpart found as the other side; or
+``model``) and ``why`` in a sentence; consecutive divergences of one member and one cause are one
+record, ``count`` of them until ``lastTs``.  Records come out once the timing window (5 s) has
+closed.  The summary counts the records (``divergences``) and the failed checks they hold
+(``divergenceChecks``), and gives each member's ``verdicts``: its records by cause, what would settle
+the evidence ones, and when the first one blamed on the model happened.
 
 Randomness: each member's nomination delay comes from a `JavaRandom` seeded with
 ``MemberStart.seed`` when the recording has one and no ``seed`` is given, else ``seed + memberId``
@@ -75,11 +88,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.divergences import TIMING_WINDOW_NS, EvidenceGap, EvidenceGaps, Runs, count_causes, gaps_of
 from engine.harness.driver import ClusterDriver, Member
 from engine.harness.events import input_of, member_start_of
 from engine.harness.nomination import NodeClock, RecordedNomination, SeededNomination, member_seed
 from engine.invariants import InvariantChecker
 from engine.model.flags import ModelFlags
+from engine.model.inputs import LogFrame, LogFrames, PublicationStatus
 from engine.model.outputs import Ready
 from engine.model.view import MemberView
 from engine.trace import TraceHasher, canonical, encode_record, summary_record
@@ -125,6 +140,11 @@ def _model(name: str):
 MODELS: Mapping[str, ModelFlags] = _KnownModels()
 
 DEFAULT_TOLERANCE_NS = 500 * MS
+#: How far apart in time a modelled state or role change and the one the member's agent log shows may
+#: be.  Both are stamped by the member's own clock, so it is tighter than a send's; but a real member
+#: changes state only once its services and media driver have answered, which the model does at once:
+#: on the real captures of 1.41.7 and 1.50.4 that puts state changes up to 135 ms after the model's.
+DEFAULT_STATE_TOLERANCE_NS = 200 * MS
 #: Settled checks between two prunings of the comparison series (memory stays bounded by the window).
 PRUNE_EVERY = 4096
 
@@ -139,7 +159,7 @@ UNCOMPARED_FIELDS = frozenset({"timestamp", "logSessionId", "catchupEndpoint"})
 COMPARED_CHANNELS = frozenset({"consensus", "log"})
 
 #: Local events the member's Node is fed; other local events are observations, compared or ignored.
-LOCAL_INPUTS = frozenset({"MemberStop", "MemberCrash", "End", "RecordingSignal", "LogEndOfStream"})
+LOCAL_INPUTS = frozenset({"MemberStop", "MemberCrash", "End", "RecordingSignal", "LogEndOfStream", "PublicationStatus"})
 #: Agent-log observation type -> the kind of model record it is compared with.
 #: (The agent log's module StateChange is not compared: a capture's stop or kill of a member reaches
 #: the replay only when its importer turns it into a MemberStop/MemberCrash input, and an ACTIVE ->
@@ -338,6 +358,23 @@ class _Series:
         index = self.by_key.get(run.key)
         return index is not None and index.covers(run.position, low, high)
 
+    def nearest_same(self, run: _Run, window: int) -> _Run | None:
+        """The run nearest ``run`` in time with its key, within ``window`` of it, whose positions cover
+        ``run``'s (None: there is none)."""
+        index = self.by_key.get(run.key)
+        if index is None or not index.covers(run.position, run.start - window, run.start + window):
+            return None
+        first = max(bisect.bisect_left(self.starts, run.start - window) - 1, 0)
+        last = bisect.bisect_right(self.starts, run.start + window)
+        best = None
+        for other in self.runs[first:last]:
+            if other.key != run.key or other.end < run.start - window:
+                continue
+            distance = min(abs(other.start - run.start), abs(other.end - run.start))
+            if best is None or distance < best[0]:
+                best = (distance, other)
+        return best[1] if best is not None else None
+
     def nearest(self, ts: int) -> _Run | None:
         if not self.runs:
             return None
@@ -360,6 +397,20 @@ class _Series:
             index.prune(cutoff, keep_last=bool(runs) and key == last_key)
 
 
+class _Sender:
+    """What node replay knows of one member's consensus publication to one peer (``PublicationStatus``):
+    how far its sender has sent (None: everything offered), and the model's sends not on the wire yet:
+    ``pending`` (offered this instant: the evidence for this instant may still come) and ``held``
+    (offered past the sender position: they leave when the evidence moves it past them)."""
+
+    __slots__ = ("position", "pending", "held")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.pending: list[tuple[int, dict[str, Any]]] = []
+        self.held: list[tuple[int, dict[str, Any]]] = []
+
+
 @dataclass(slots=True)
 class _Check:
     due: int
@@ -367,6 +418,15 @@ class _Check:
     node: int
     series: tuple[Any, ...]
     run: _Run
+
+
+@dataclass(slots=True)
+class _Found:
+    """A failed check waiting to be classified (`engine.divergences`) once the timing window closes."""
+
+    check: _Check
+    record: dict[str, Any]
+    absorbed: bool = False  # the other half of a timing difference already reported
 
 
 # -- node replay on the harness ------------------------------------------------------------------------
@@ -384,6 +444,8 @@ class RecordingFacts:
     nominations: Mapping[int, Sequence[int]]
     #: Each member's first MemberStart (a peer started later has no subscription before).
     first_start: Mapping[int, int]
+    #: Where the inputs are known to be uncertain (`engine.divergences.EvidenceGap`).
+    gaps: tuple[EvidenceGap, ...] = ()
 
 
 class NodeReplay:
@@ -405,6 +467,7 @@ class NodeReplay:
         model: str = "1.47.3",
         nomination: str = "auto",
         tolerance_ns: int = DEFAULT_TOLERANCE_NS,
+        state_tolerance_ns: int = DEFAULT_STATE_TOLERANCE_NS,
         compare: bool = True,
         hash_trace: bool = True,
     ) -> None:
@@ -417,6 +480,7 @@ class NodeReplay:
         self.seed = seed
         self.nomination = nomination
         self.tolerance_ns = tolerance_ns
+        self.state_tolerance_ns = state_tolerance_ns
         self.compare = compare
         self.compared_channels = facts.compared_channels if compare else {}
         self.observed_kinds = facts.observed_kinds if compare else {}
@@ -432,9 +496,20 @@ class NodeReplay:
         self.hasher: TraceHasher | None = TraceHasher() if hash_trace else None
         self.keep_lines = False  # also keep each record's encoded line (`ReplaySession.lines`)
         self.lines: list[str] = []
-        self.divergences = 0
+        self.divergences = 0  # divergence records (runs of one cause), as the summary counts them
+        self.divergence_checks = 0  # failed checks, before they were paired and collapsed
+        self.causes: list[dict[str, Any]] = []  # each divergence record's member, cause, count, settledBy
+        self.gaps = EvidenceGaps(facts.gaps)
+        self.found: list[tuple[int, int, _Found]] = []  # failed checks by when they can be classified
+        self.found_by_run: dict[int, _Found] = {}
+        self.runs = Runs()
         self.now: int | None = None  # the time line's current time
         self._out: list[dict[str, Any]] = []
+        #: member -> (ts, frames): log frames that arrived at one instant, fed together once it is over.
+        self._log_batches: dict[int, tuple[int, list[Any]]] = {}
+        #: (member, peer) -> its consensus publication's sender, where the recording follows it.
+        self.senders: dict[tuple[int, int], _Sender] = {}
+        self._undecided: set[tuple[int, int]] = set()  # senders with pending sends
 
     @property
     def members(self) -> Mapping[int, Member]:
@@ -446,9 +521,16 @@ class NodeReplay:
         out = self._out = []
         ts = event.ts
         self.now = ts
+        batches = self._log_batches
+        if batches:
+            self._feed_log_batches(before=ts)
+        if self._undecided:
+            self._decide_pending(before=ts)
         driver = self.driver
         driver.clock.run_until(ts)
         node_id = event.node
+        if batches and node_id in batches and not (event.dir == "in" and event.channel == "log"):
+            self._feed_log_batch(node_id)
         if self.selected is not None and node_id not in self.selected:
             self._resolve_due(ts, out)
             return self._emit(out)
@@ -476,14 +558,27 @@ class NodeReplay:
                 )
             if direction == "in" and event.type == "CommitPosition":
                 position = event.fields.get("logPosition")
+                term = event.fields.get("leadershipTermId")
                 if isinstance(position, int):
-                    self.invariants.observe_committed(position)
+                    self.invariants.observe_committed(position, term if isinstance(term, int) else None)
             if not member.ended and member.node.is_running:
                 item = input_of(event)
                 if item is None:
                     driver.touch(node_id, ts)  # not an input to the model; time passes all the same
+                elif type(item) is LogFrame:
+                    # Frames that arrive at one instant are taken in one go (`LogFrames`): fed when
+                    # something else happens to the member, or the time line moves on.
+                    batch = self._log_batches.get(node_id)
+                    if batch is None:
+                        self._log_batches[node_id] = (ts, [item])
+                    else:
+                        batch[1].append(item)
                 else:
                     driver.feed(node_id, item, ts)
+                    if type(item) is PublicationStatus and self.compare:
+                        self._sender_status(node_id, item, ts)
+            if self.senders and event.type in ("MemberCrash", "MemberStop"):
+                self._forget_senders(node_id)
         self._resolve_due(ts, out)
         return self._emit(out)
 
@@ -491,9 +586,12 @@ class NodeReplay:
         """Advance every live member to the end of the evidence, settle the checks, add the summary."""
         out = self._out = []
         final = self.until if self.until is not None else self.now
+        if self._log_batches:
+            self._feed_log_batches(before=None)
         if final is not None:
             self.now = final
             self.driver.advance_all(final)
+            self._decide_pending(before=None)
             for node_id, member in self.driver.members.items():
                 if member.running:
                     self.horizon[node_id] = max(self.horizon.get(node_id, final), final)
@@ -528,6 +626,10 @@ class NodeReplay:
             random = SeededNomination(seed)
             source = "seeded"
         restart = node_id in self.driver.members
+        if restart:
+            self._forget_senders(node_id)
+        if self.compare:
+            self.gaps.started(node_id, event.ts)
         self.seeds[node_id] = seed
         self.sources[node_id] = source
         self.invariants.member_started(node_id, event.fields, restart=restart)
@@ -535,18 +637,95 @@ class NodeReplay:
 
     def _on_ready(self, node_id: int, ready: Ready) -> None:
         out = self._out
-        records = [o.to_json() for o in ready]
-        if self.compare:
+        if not self.compare:
+            records = [o.to_json() for o in ready]
+        else:
+            records = []
             compared = self.compared_channels.get(node_id, frozenset())
             observed = self.observed_kinds.get(node_id, frozenset())
-            for record in records:
+            for output in ready:
+                record = output.to_json()
+                records.append(record)
                 kind = record["kind"]
                 if kind == "send" and record.get("channel") in compared:
-                    self._actual_send(node_id, record)
+                    position = output.publication_position
+                    if position is None:
+                        self._actual_send(node_id, record)
+                    else:  # on the wire once the evidence says its sender got that far
+                        key = (node_id, output.peer)
+                        sender = self.senders.get(key)
+                        if sender is None:
+                            sender = self.senders[key] = _Sender()
+                        sender.pending.append((position, record))
+                        self._undecided.add(key)
                 elif kind in observed and (kind == "election" or record.get("from") is not None):
                     self._actual_observation(node_id, record)
+                if kind == "state" and record.get("to") == "CLOSED":
+                    self.gaps.closed(node_id, record["ts"])
         out.extend(records)
         out.extend(self.invariants.observe(node_id, records, self.driver.members[node_id].node.view))
+
+    # -- log frames that arrived together ------------------------------------------------------------------
+
+    def _feed_log_batches(self, *, before: int | None) -> None:
+        batches = self._log_batches
+        for node_id in sorted(batches) if len(batches) > 1 else list(batches):
+            if before is None or batches[node_id][0] < before:
+                self._feed_log_batch(node_id)
+
+    def _feed_log_batch(self, node_id: int) -> None:
+        ts, frames = self._log_batches.pop(node_id)
+        member = self.driver.members[node_id]
+        if member.running:
+            self.driver.feed(node_id, frames[0] if len(frames) == 1 else LogFrames(tuple(frames)), ts)
+
+    # -- the sender between a model's offer and the wire ------------------------------------------------
+
+    def _sender_status(self, node_id: int, status: PublicationStatus, ts: int) -> None:
+        """New evidence of one publication's sender: what was offered before now is decided by the
+        evidence before it; then what it has now sent leaves, held sends at this time."""
+        key = (node_id, status.peer)
+        sender = self.senders.get(key)
+        if sender is None:
+            sender = self.senders[key] = _Sender()
+        self._decide(key, sender, before=ts)
+        sender.position = status.sender_position
+        if sender.held:
+            still = []
+            for position, record in sender.held:
+                if sender.position is None or position <= sender.position:
+                    self._actual_send(node_id, {**record, "ts": ts})
+                else:
+                    still.append((position, record))
+            sender.held = still
+        self._decide(key, sender, before=None)
+
+    def _decide_pending(self, *, before: int | None) -> None:
+        for key in sorted(self._undecided):
+            self._decide(key, self.senders[key], before=before)
+
+    def _decide(self, key: tuple[int, int], sender: _Sender, *, before: int | None) -> None:
+        """The pending sends offered before ``before`` (all: None) leave now if the sender has got that
+        far, and wait in the publication otherwise."""
+        pending = sender.pending
+        if not pending:
+            return
+        cut = len(pending) if before is None else sum(1 for _, record in pending if record["ts"] < before)
+        for position, record in pending[:cut]:
+            if sender.position is None or position <= sender.position:
+                self._actual_send(key[0], record)
+            else:
+                sender.held.append((position, record))
+        del pending[:cut]
+        if not pending:
+            self._undecided.discard(key)
+
+    def _forget_senders(self, node_id: int) -> None:
+        """The member's process ended: what it offered and never sent is gone with its publications."""
+        for key in sorted(k for k in self.senders if k[0] == node_id):
+            sender = self.senders.pop(key)
+            self._decide(key, sender, before=None)
+            self._undecided.discard(key)
 
     # -- the two sides -------------------------------------------------------------------------------
 
@@ -596,38 +775,74 @@ class NodeReplay:
         if run is not None:
             self._schedule("actual", node_id, series, run)
 
+    def _tolerance(self, series: tuple[Any, ...]) -> int:
+        # An election start is compared with the send tolerance: a member's replay starts where its
+        # election left INIT, and its NEW_ELECTION "node started" line comes up to 0.2 s before that.
+        if series[2] == "observation" and series[3] != "election":
+            return self.state_tolerance_ns
+        return self.tolerance_ns
+
     def _schedule(self, side: str, node_id: int, series: tuple[Any, ...], run: _Run) -> None:
         # Settled at once when the other side already matches: more evidence in the window can only
         # add matches (and widen a position range), never take one away.  Only a check that fails so
         # far waits for its window to close.
+        tolerance = self.tolerance_ns if series[2] != "observation" else self._tolerance(series)
         other = (self.expected if side == "actual" else self.actual).get(series)
-        if other is not None and other.covers(run, run.start - self.tolerance_ns, run.start + self.tolerance_ns):
+        if other is not None and other.covers(run, run.start - tolerance, run.start + tolerance):
             return
-        due = run.start + self.tolerance_ns
+        due = run.start + tolerance
         self.check_seq += 1
         heapq.heappush(self.checks, (due, self.check_seq, _Check(due, side, node_id, series, run)))
 
     def _resolve_due(self, now: int | None, out: list) -> None:
-        """Settle the checks whose window has closed (all of them when ``now`` is None)."""
+        """Settle the checks whose window has closed (all of them when ``now`` is None), classify the
+        failed ones whose timing window has closed, and emit the runs of divergences that ended."""
         checks = self.checks
+        if now is not None and (not checks or checks[0][0] >= now) and not self.found and not self.runs.open:
+            return  # the common case: nothing due
         settled = 0
         while checks and (now is None or checks[0][0] < now):
             _, _, check = heapq.heappop(checks)
-            self._settle(check, complete=now is not None or check.due <= self.horizon.get(check.node, -1), out=out)
+            self._settle(check, complete=now is not None or check.due <= self.horizon.get(check.node, -1))
             settled += 1
+        found = self.found
+        if found and (now is None or found[0][0] < now):
+            emitted: list[dict[str, Any]] = []
+            while found and (now is None or found[0][0] < now):
+                _, _, one = heapq.heappop(found)
+                self.found_by_run.pop(id(one.check.run), None)
+                if not one.absorbed:
+                    self._classify(one)
+                    self.runs.add(one.record, emitted)
+            self._emit_divergences(emitted, out)
+        if self.runs and (now is None or self.runs.due(now)):
+            emitted = []
+            self.runs.flush(emitted, now)
+            self._emit_divergences(emitted, out)
         self.settled += settled
         if now is not None and self.settled >= PRUNE_EVERY:
             self.settled = 0
-            # The oldest check still pending looks back to its start - tolerance: older runs can go.
+            # The oldest check still pending looks back to its start - tolerance, and a failed one waiting
+            # to be classified to its start - the timing window: older runs can go.
             oldest = checks[0][0] if checks else now
+            if found:
+                oldest = min(oldest, found[0][0] - 2 * TIMING_WINDOW_NS)
             cutoff = oldest - 3 * self.tolerance_ns
             for side in (self.actual, self.expected):
                 for series in side.values():
                     series.prune(cutoff)
 
-    def _settle(self, check: _Check, *, complete: bool, out: list) -> None:
+    def _emit_divergences(self, records: list[dict[str, Any]], out: list) -> None:
+        for record in records:
+            self.divergences += 1
+            self.causes.append({"node": record["node"], "ts": record["ts"], "cause": record["cause"],
+                                "count": record["count"], "settledBy": record.get("settledBy")})
+            out.append(record)
+
+    def _settle(self, check: _Check, *, complete: bool) -> None:
         run = check.run
-        low, high = run.start - self.tolerance_ns, run.start + self.tolerance_ns
+        tolerance = self._tolerance(check.series)
+        low, high = run.start - tolerance, run.start + tolerance
         other_side = self.expected if check.side == "actual" else self.actual
         series = other_side.get(check.series)
         if series is not None and series.covers(run, low, high):
@@ -643,17 +858,55 @@ class NodeReplay:
             expected = run.record
             actual = nearest.record if nearest is not None else None
             ref = run.ref
-        self.divergences += 1
-        out.append(
-            {
-                "kind": "divergence",
-                "ts": run.start,
-                "node": check.node,
-                "event": ref,
-                "expected": _side(expected),
-                "actual": _side(actual),
-                "state": self._state(check.node),
-            }
+        self.divergence_checks += 1
+        record = {
+            "kind": "divergence",
+            "ts": run.start,
+            "node": check.node,
+            "event": ref,
+            "expected": _side(expected),
+            "actual": _side(actual),
+            "state": self._state(check.node),
+            "unmatched": "model" if check.side == "actual" else "recording",
+        }
+        one = _Found(check, record)
+        self.check_seq += 1
+        heapq.heappush(self.found, (run.start + TIMING_WINDOW_NS, self.check_seq, one))
+        self.found_by_run[id(run)] = one
+
+    def _classify(self, one: _Found) -> None:
+        """The divergence's cause (`engine.divergences`): evidence, timing or model."""
+        check, record = one.check, one.record
+        run = check.run
+        gap = self.gaps.at(check.node, run.start)
+        if gap is not None:
+            record.update(cause="evidence", why=gap.why, settledBy=gap.settled_by)
+            return
+        other_side = self.expected if check.side == "actual" else self.actual
+        series = other_side.get(check.series)
+        match = series.nearest_same(run, TIMING_WINDOW_NS) if series is not None else None
+        what = "state change" if check.series[2] == "observation" else "send"
+        if match is not None:
+            offset = run.start - match.start if check.side == "actual" else match.start - run.start
+            record.update(
+                cause="timing",
+                offsetNs=offset,
+                why=f"the model made the same {what} {abs(offset) / MS:.0f} ms {'later' if offset > 0 else 'earlier'}"
+                f" than the recording shows",
+            )
+            if check.side == "actual":  # show the counterpart found, not merely the nearest record
+                record["expected"], record["event"] = _side(match.record), match.ref
+            else:
+                record["actual"] = _side(match.record)
+            partner = self.found_by_run.get(id(match))
+            if partner is not None:
+                partner.absorbed = True  # the same difference, seen from the other side
+            return
+        window = f"{TIMING_WINDOW_NS // 1_000_000_000} s"
+        record.update(
+            cause="model",
+            why=f"the recording shows no such {what} within {window}" if check.side == "actual"
+            else f"the model made no such {what} within {window}",
         )
 
     def _state(self, node_id: int) -> dict[str, Any] | None:
@@ -687,10 +940,17 @@ class NodeReplay:
             nodes=nodes,
             divergences=self.divergences,
             trace_sha256=self.hasher.hexdigest() if self.hasher is not None else "",
+            divergenceChecks=self.divergence_checks,
+            verdicts=self._verdicts(),
             seeds={str(n): self.seeds[n] for n in sorted(self.seeds)},
             nominationDelay={str(n): self.sources[n] for n in sorted(self.sources)},
             toleranceNs=self.tolerance_ns,
+            stateToleranceNs=self.state_tolerance_ns,
         )
+
+    def _verdicts(self) -> dict[str, dict[str, Any]]:
+        """Per member (every started one): its divergences by cause (`engine.divergences.count_causes`)."""
+        return count_causes(self.causes, self.driver.members)
 
     # -- checkpoints ---------------------------------------------------------------------------------------
 
@@ -702,12 +962,16 @@ class NodeReplay:
         member state exactly, when the divergences are already known)."""
         if compare:
             return self._copy()
-        kept = (self.actual, self.expected, self.checks, self.hasher, self.lines, self._out)
-        self.actual, self.expected, self.checks, self.hasher, self.lines, self._out = {}, {}, [], None, [], []
+        empty = {"actual": {}, "expected": {}, "checks": [], "hasher": None, "lines": [], "_out": [], "found": [],
+                 "found_by_run": {}, "runs": Runs(), "causes": [], "senders": {}, "_undecided": set()}
+        kept = {name: getattr(self, name) for name in empty}
+        for name, value in empty.items():
+            setattr(self, name, value)
         try:
             twin = self._copy()
         finally:
-            self.actual, self.expected, self.checks, self.hasher, self.lines, self._out = kept
+            for name, value in kept.items():
+                setattr(self, name, value)
         twin.compare = False
         twin.compared_channels = {}
         twin.observed_kinds = {}
@@ -758,9 +1022,11 @@ def _side(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
 # -- the session -------------------------------------------------------------------------------------------
 
 
-def scan(events: Iterable[Event]) -> RecordingFacts:
+def scan(events: Iterable[Event], tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> RecordingFacts:
     """The `RecordingFacts` of a recording, from its events in replay order (only ``ts``, ``node``,
-    ``dir``, ``channel``, ``type`` and a RequestVote's ``candidateTermId`` are read)."""
+    ``dir``, ``channel``, ``type``, a RequestVote's ``candidateTermId`` and the ``extra`` of lifecycle
+    events are read)."""
+    gaps: list[EvidenceGap] = []
     channels: dict[int, set[str]] = {}
     observed: dict[int, set[str]] = {}
     nominations: dict[int, dict[int, int]] = {}
@@ -780,11 +1046,14 @@ def scan(events: Iterable[Event]) -> RecordingFacts:
                 observed.setdefault(event.node, set()).add(OBSERVATIONS[event.type])
             elif event.type == "MemberStart":
                 starts.setdefault(event.node, event.ts)
+            if event.extra and event.type in ("MemberStart", "MemberCrash", "MemberStop"):
+                gaps += gaps_of(event, tolerance_ns)
     return RecordingFacts(
         compared_channels={n: frozenset(c) for n, c in channels.items()},
         observed_kinds={n: frozenset(k) for n, k in observed.items()},
         nominations={n: sorted(t.values()) for n, t in nominations.items()},
         first_start=starts,
+        gaps=tuple(gaps),
     )
 
 
@@ -810,13 +1079,14 @@ class ReplaySession:
         model: str = "1.47.3",
         nomination: str = "auto",
         tolerance_ns: int = DEFAULT_TOLERANCE_NS,
+        state_tolerance_ns: int = DEFAULT_STATE_TOLERANCE_NS,
         checkpoint_every: int | None = None,
     ) -> None:
         flags_for(model)
         if nomination not in NOMINATION_SOURCES:
             raise ValueError(f"nomination must be one of {', '.join(NOMINATION_SOURCES)}, got {nomination!r}")
-        if tolerance_ns < 0:
-            raise ValueError("tolerance_ns must not be negative")
+        if tolerance_ns < 0 or state_tolerance_ns < 0:
+            raise ValueError("tolerances must not be negative")
         events = list(events)
         self.refs = list(refs) if refs is not None else list(range(len(events)))
         if len(self.refs) != len(events):
@@ -827,13 +1097,14 @@ class ReplaySession:
             ordered = [t for t in ordered if t[0] <= until]
         self.ordered = ordered
         self._driver = NodeReplay(
-            scan(event for _, _, event in ordered),
+            scan((event for _, _, event in ordered), tolerance_ns),
             nodes=frozenset(nodes) if nodes is not None else None,
             until=until,
             seed=seed,
             model=model,
             nomination=nomination,
             tolerance_ns=tolerance_ns,
+            state_tolerance_ns=state_tolerance_ns,
         )
         self.position = 0
         self.finished = False
@@ -923,6 +1194,7 @@ def replay(
     model: str = "1.47.3",
     nomination: str = "auto",
     tolerance_ns: int = DEFAULT_TOLERANCE_NS,
+    state_tolerance_ns: int = DEFAULT_STATE_TOLERANCE_NS,
     refs: Sequence[Any] | None = None,
     ref_kind: str = "seq",
 ) -> Iterator[dict[str, Any]]:
@@ -937,6 +1209,7 @@ def replay(
         model=model,
         nomination=nomination,
         tolerance_ns=tolerance_ns,
+        state_tolerance_ns=state_tolerance_ns,
     )
     return session.records()
 
@@ -947,6 +1220,7 @@ def replay_lines(events: Iterable[Event], **options: Any) -> Iterator[str]:
 
 
 __all__ = [
+    "DEFAULT_STATE_TOLERANCE_NS",
     "DEFAULT_TOLERANCE_NS",
     "MODELS",
     "RecordedNomination",

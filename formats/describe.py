@@ -334,8 +334,11 @@ def describe_record(record: Mapping[str, Any]) -> str:
         message = record.get("type") or (record.get("message") or {}).get("type", "?")
         return f"{node} log +{message} {ARROW} {_v(record.get('position'))}"
     if kind == "divergence":
+        cause = record.get("cause")
+        count = record.get("count") or 1
+        tag = f" [{cause}{f' ×{count}' if count > 1 else ''}]" if cause else ""
         return (
-            f"{node} DIVERGENCE expected {_outline(record.get('expected'))}"
+            f"{node} DIVERGENCE{tag} expected {_outline(record.get('expected'))}"
             f" actual {_outline(record.get('actual'))}"
         )
     if kind == "invariant":

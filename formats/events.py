@@ -41,6 +41,7 @@ LOCAL_OBSERVATION_TYPES = (
     "AgentEvent",  # any other agent-log cluster event, kept with its text fields
     "RecordingSignal",  # archive signal for the log recording (START/STOP/EXTEND/SYNC/...)
     "LogEndOfStream",  # the log image reached end of stream (EOS flag seen on the log stream)
+    "PublicationStatus",  # a consensus publication (to ``peer``) connected or not, and how far its sender got
     "NetworkFault",  # simulator: a fault applied to a link or host
     "ClientRequest",  # simulator: a client asked the cluster for something
 )

@@ -201,6 +201,10 @@ class CaptureReport:
     convert_s: float = 0.0
     replay_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    #: The failed checks the divergence records hold (before pairing and collapsing into runs).
+    divergence_checks: int = 0
+    #: Divergence records by cause (engine.divergences): "evidence", "timing", "model".
+    causes: Mapping[str, int] = field(default_factory=dict)
 
     def total(self, what: str) -> Score:
         score = NO_SCORE
@@ -226,7 +230,8 @@ class CaptureReport:
 
     def figures(self) -> dict[str, Any]:
         """The numbers a baseline keeps (`BASELINE_KEYS`): divergences and each score's reproduced/expected/extra."""
-        return {"divergences": self.divergences,
+        return {"divergences": self.divergences, "divergenceChecks": self.divergence_checks,
+                "divergencesFromModel": self.causes.get("model", 0),
                 **{key: {"reproduced": score.reproduced, "expected": score.expected, "extra": score.extra}
                    for key, score in (("states", self.total("states")),
                                       ("statesWithFields", self.total("states_with_fields")),
@@ -235,6 +240,7 @@ class CaptureReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"capture": self.name, "agentLogs": self.agent_logs, "divergences": self.divergences,
+                "divergenceChecks": self.divergence_checks, "causes": dict(self.causes),
                 "states": self.total("states").to_json(), "statesWithFields": self.total("states_with_fields").to_json(),
                 "roles": self.total("roles").to_json(), "newLeadershipTerms": self.total("new_terms").to_json(),
                 "sends": self.sends.to_json(), "members": [m.to_json() for m in self.members],
@@ -361,10 +367,16 @@ def run_capture(folder: CaptureFolder, *, agent_logs: bool = True, config: Mappi
     replayed = time.perf_counter()
     witnesses = {m: read_witness(path, m) for m, path in folder.agent_logs.items()}
     summary = records[-1] if records and records[-1].get("kind") == "summary" else {}
+    causes: dict[str, int] = {}
+    for verdict in (summary.get("verdicts") or {}).values():
+        for cause in ("evidence", "timing", "model"):
+            causes[cause] = causes.get(cause, 0) + verdict.get(cause, 0)
     return CaptureReport(
         name=folder.name,
         agent_logs=agent_logs,
         divergences=int(summary.get("divergences", 0)),
+        divergence_checks=int(summary.get("divergenceChecks", summary.get("divergences", 0))),
+        causes=causes,
         members=compare(built.events, records, witnesses),
         convert_s=converted - started,
         replay_s=replayed - converted,

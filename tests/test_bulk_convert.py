@@ -9,10 +9,14 @@ demand the same replay file bytes, events, problems, notes and summary; the same
 read in small stretches (stretch boundaries everywhere), with a repeated capture (many streams, many
 runs), and with the mutation fuzzer's damaged captures.  The evidence of the members' lives that the
 decoder keeps beside the events (issue 12: ICMP port unreachable answers, each member's spans of
-activity, its SETUP requests and consensus publications, `PcapImport.liveness`) is compared too, and
-what `recorder.capture` makes of it without agent logs (crashes and restarts read from the wire, what
-reached a member while it was down dropped, starting states from its own first messages), which the
-bulk conversion builds on columns, must be what the reference builds on events.
+activity, its SETUP requests and consensus publications, `PcapImport.liveness`; when each consensus
+publication's receiver answered it, when each log publication was first seen and each member's driver
+had an image of the leader's log, read from status messages the bulk path never feeds to the decoder:
+`PcapImport.consensus_publications`, ``log_publications``, ``log_images``) is compared too, and what
+`recorder.capture` makes of it without agent logs (crashes and restarts read from the wire, what
+reached a member while it was down dropped, starting states from its own first messages, connected
+peers and ``PublicationStatus`` events), which the bulk conversion builds on columns, must be what the
+reference builds on events.
 """
 
 from __future__ import annotations
@@ -78,6 +82,12 @@ def _same_import(paths: list[Path], members: str | None) -> None:
     assert fast.summary == reference.summary
     assert [f.to_json() for f in fast.files] == [f.to_json() for f in reference.files]
     assert fast.liveness == reference.liveness
+    assert _publication_evidence(fast) == _publication_evidence(reference)
+
+
+def _publication_evidence(imported) -> tuple:
+    """What the decoder read of the members' publications and images (issue 12 item 3)."""
+    return imported.consensus_publications, imported.log_publications, imported.log_images
 
 
 def _same_load(inputs: list[Path], members: str | None) -> CaptureLoad:
@@ -131,20 +141,32 @@ def test_members_lives_read_from_the_wire_are_the_same_in_bulk_and_reach_the_bul
     """The evidence i12 reads from the wire comes out of the bulk decoder as out of the reference: the
     ICMP port unreachable answers (f and h kept ICMP), each member's spans of activity, its SETUP
     requests and consensus publications; and without agent logs the bulk load, assembled as columns,
-    holds the same crashes, restarts, drops and starting states as the reference's events."""
+    holds the same crashes, restarts, drops and starting states as the reference's events.
+
+    So does what is read from the status messages that the bulk path passes over in runs: each
+    consensus publication's status messages (when it was connected), each log publication's first
+    sighting and each member's images of the leader's log; and the bulk load gives every life's
+    MemberStart the same ``connectedPeers``, ``logPublicationsReadyNs`` and ``logImagesNs`` and the same
+    ``PublicationStatus`` events as the reference (`_same_load` compares the events)."""
     kinds_seen: set[str] = set()
     for name in ("f_follower_kill_rejoin_catchup", "g_leader_sigterm_reelection_rejoin", "h_five_members_leader_kill",
                  "i_restart_all_one_member_behind", "j_short_timeouts_leader_kill"):
         directory = reference / "aeron-1.47.3-capture" / name
         members = _members_of(directory)
         captures = [(str(directory / "capture.pcap"), (directory / "capture.pcap").read_bytes())]
-        liveness = decode_captures(captures, MemberMap.parse(members)).liveness
-        assert liveness == decode_captures(captures, MemberMap.parse(members), bulk=False).liveness
+        fast = decode_captures(captures, MemberMap.parse(members))
+        slow = decode_captures(captures, MemberMap.parse(members), bulk=False)
+        liveness = fast.liveness
+        assert liveness == slow.liveness
         assert all(alive.heard and alive.publications for alive in liveness.values())
         if any(alive.unreachable for alive in liveness.values()):
             kinds_seen.add("ICMP")
         if any(alive.setup_requests for alive in liveness.values()):
             kinds_seen.add("SETUP requests")
+        assert _publication_evidence(fast) == _publication_evidence(slow)
+        # Most status messages are passed over in runs: the evidence holds them all the same.
+        assert sum(len(p.status_messages) for p in fast.consensus_publications) > 500, name
+        assert fast.log_publications and fast.log_images, name
         load = _same_load([directory / "capture.pcap", *sorted(directory.glob("node*"))], members)
         events = load.events
         crashes = [e for e in events if e.type == "MemberCrash"]
@@ -156,7 +178,19 @@ def test_members_lives_read_from_the_wire_are_the_same_in_bulk_and_reach_the_bul
         assert all("startingState" in e.extra for e in starts)  # every member's cluster dir was given
         if any(note.endswith("were not delivered (dropped)") for note in load.notes):
             kinds_seen.add("dropped")
-    assert kinds_seen == {"ICMP", "SETUP requests", "ICMP in a crash's evidence", "dropped"}
+        lives = starts + restarts
+        assert all("connectedPeers" in e.fields for e in lives), name  # every member's publications were answered
+        if any(e.fields["connectedPeers"] for e in restarts):
+            kinds_seen.add("peers connected at a restart")
+        if any(e.fields["logPublicationsReadyNs"] for e in lives):
+            kinds_seen.add("log publication ready")
+        if any(e.fields["logImagesNs"] for e in lives):
+            kinds_seen.add("log image")
+        changes = [e for e in events if e.type == "PublicationStatus"]
+        kinds_seen.update("publication " + ("connected" if e.fields["connected"] else "not connected") for e in changes)
+    assert kinds_seen == {"ICMP", "SETUP requests", "ICMP in a crash's evidence", "dropped",
+                          "peers connected at a restart", "log publication ready", "log image",
+                          "publication connected", "publication not connected"}
 
 
 def test_reading_the_capture_in_small_stretches_changes_nothing(reference, monkeypatch):
@@ -220,7 +254,7 @@ def test_captures_the_fuzzer_damaged_decode_the_same_both_ways():
                 outcomes.append(("refused", str(error)))
                 continue
             outcomes.append((result.events, [p.to_json() for p in result.problems], result.notes, result.summary,
-                             result.liveness))
+                             result.liveness, _publication_evidence(result)))
         assert outcomes[0] == outcomes[1], index
         compared += outcomes[0][0] != "refused"
     assert compared > 60  # most damaged captures still hold messages to compare
@@ -399,7 +433,7 @@ def test_made_up_traffic_with_loss_reordering_duplicates_restarts_and_silences_d
             outcomes.append(str(error))
             continue
         outcomes.append((result.events, [p.to_json() for p in result.problems], result.notes, result.summary,
-                         result.liveness))
+                         result.liveness, _publication_evidence(result)))
     assert outcomes[0] == outcomes[1]
     if isinstance(outcomes[0], str):
         return

@@ -114,7 +114,7 @@ def test_divergences_are_marked_on_the_member_that_diverged():
     document, incident, _ = _document(HOST0)
     check_trace_event_format(document)
     marks = [e for e in document["traceEvents"] if e["tid"] == PROBLEMS_TID and e["ph"] == "i"]
-    assert len(marks) == len(incident.divergences) == 93
+    assert len(marks) == len(incident.divergences) == 7
     assert Counter(e["pid"] - 1 for e in marks) == Counter(p.member for p in incident.divergences)
     assert all(e["cat"] == "divergence" and "DIVERGENCE" in e["args"]["what"] for e in marks)
 

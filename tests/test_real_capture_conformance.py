@@ -104,6 +104,8 @@ def test_the_capture_replays_no_worse_than_its_baseline(name, run):
                                  f" ({_figures(figures)}); record it with benchmarks/real_captures.py --write-baseline")
         return
     assert figures["divergences"] <= known["divergences"], _figures(figures)
+    assert figures.get("divergencesFromModel", 0) <= known.get("divergencesFromModel", figures["divergences"]), (
+        f"more divergences blamed on the model: {_figures(figures)}")
     for key in BASELINE_KEYS:
         assert figures[key]["expected"] == known[key]["expected"], f"{key}: the witness changed"
         assert figures[key]["reproduced"] >= known[key]["reproduced"], f"{key}: {_figures(figures)}"

@@ -159,3 +159,22 @@ def test_cutting_uncommitted_entries_is_not_a_violation():
     checker.member_started(2, {"appendPosition": 1500})
     checker.observe_committed(1200)
     assert checker.observe(2, [{"kind": "state", "ts": 9, "node": 2, "appendPosition": 1200}]) == []
+
+
+def test_cutting_a_deposed_leaders_uncommitted_suffix_below_a_later_terms_commit_is_not_a_violation():
+    # tests/testdata/simulation/partitioned-minority-truncates-old-term.toml: member 3 held term 0 to 3488
+    # in a minority partition; the majority closed term 0 at 2816 and committed term 1 to 2912.  Cutting
+    # term 0 back to 2816 is Raft's repair of the log: positions 2816..2912 were committed in term 1,
+    # with other content.
+    checker = InvariantChecker()
+    checker.member_started(3, {"appendPosition": 3488})
+    checker.observe(1, [_send(1, "NewLeadershipTerm", leadershipTermId=1, termBaseLogPosition=2816, leaderMemberId=1)])
+    checker.observe(1, [_send(1, "CommitPosition", leadershipTermId=1, logPosition=2912, leaderMemberId=1)])
+    state = {"kind": "state", "ts": 9, "node": 3, "from": "INIT", "to": "CANVASS", "logLeadershipTermId": 0}
+    assert checker.observe(3, [{**state, "appendPosition": 2816}]) == []
+    # ... but term 0 was committed up to term 1's base: cutting it below that is a violation.
+    checker.member_started(3, {"appendPosition": 3488}, restart=True)
+    found = checker.observe(3, [{**state, "appendPosition": 2000}])
+    assert [(r["name"], r["detail"]) for r in found] == [
+        ("committed-position-truncated", "member 3's log was cut from 3488 to 2000, below the committed position 2816")
+    ]

@@ -1,7 +1,7 @@
 """Driving `recount tui` with Textual's Pilot over the leader-failover sample: what the panels show.
 
 The sample (samples/README.md): leader 0 killed at 4 s; member 1 elected leader of term 1 at
-+15.064 s (event #722) on a quorum at the ballot timeout, both live members having written
++15.064 s (event #669) on a quorum at the ballot timeout, both live members having written
 candidateTermId 1 to node-state.dat at +14.064 s.
 """
 
@@ -25,7 +25,7 @@ from formats.sbe import encode
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILOVER = ROOT / "samples" / "leader-failover" / "incident.arrow"
-ELECTED = 722  # member 1 becomes leader of term 1
+ELECTED = 669  # member 1 becomes leader of term 1
 SIZE = (200, 50)
 
 
@@ -90,7 +90,7 @@ async def test_first_screen_shows_the_first_event_every_member_and_the_lanes(fai
     app = make_app(failover_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        assert "#0 (1 of 829)" in status(app) and "divergences 0" in status(app)
+        assert "#0 (1 of 753)" in status(app) and "divergences 0" in status(app)
         assert "+0.000s" in status(app)
         assert cluster_row(app, 0)[1:3] == ["CANVASS", "FOLLOWER"]
         assert cluster_row(app, 1)[1:] == ["-"] * 6  # not started yet
@@ -411,7 +411,8 @@ async def test_a_divergence_is_marked_on_the_timeline_and_in_the_list(failover_p
         assert app.query_one(EventList).line_text(line).startswith("  !")
         # The inspector says what the replay found about this event.
         assert (
-            "2 DIVERGENCE expected 2→1 Vote candidateTermId=1 log=(0,5344) ✗ actual 2→1 Vote candidateTermId=1 log=(0,5344) ✓"
+            "2 DIVERGENCE [model] expected 2→1 Vote candidateTermId=1 log=(0,5344) ✗ actual 2→1 Vote candidateTermId=1"
+            " log=(0,5344) ✓"
             in (app.query_one(Inspector).text("event").replace("\n", " "))
         )
 
@@ -556,7 +557,7 @@ async def test_at_100_by_30_the_cluster_at_the_cursor_is_readable(failover_path)
         assert ["▶1", "LEADER_READY", "LEADER"] in lines
         assert any(words[:2] == ["term=1", "leader=1"] and "log=5344" in words for words in lines)
         assert ["0", "DOWN", "LEADER"] in lines  # the killed leader, as it left it
-        assert "#722 (723 of 829)" in status(app)
+        assert "#669 (670 of 753)" in status(app)
 
 
 @pilot_test
@@ -591,7 +592,7 @@ async def test_the_inspector_says_why_the_election_started_and_who_led_each_term
         assert f"started {app.session.source.relative(started.ts)} at #{int(app.session.source.seq[started.position])}" in election
         assert "leader heartbeat timeout" in election  # Aeron's own reason, from the NEW_ELECTION record
         rows = [line.split() for line in inspector.text("leaders").splitlines()[2:] if line.strip()]
-        assert [row[:3] for row in rows] == [["0", "0", "+0.097s"], ["1", "1", "+15.064s"]]
+        assert [row[:3] for row in rows] == [["0", "0", "+0.197s"], ["1", "1", "+15.064s"]]
         assert rows[1][3] == "1.254s"  # from member 1's election start at +13.810 s to its leadership
         await pilot.press("home")
         assert "no leader yet" in inspector.text("leaders")

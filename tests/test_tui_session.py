@@ -91,7 +91,7 @@ def without_vote_received(events):
 
 def test_state_after_any_event_equals_a_fresh_replay_up_to_that_event(failover, failover_events):
     events, _ = failover_events
-    wanted = [0, 1, 33, 63, 64, 65, 400, 591, 592, 721, 722, len(events) - 1]
+    wanted = [0, 1, 33, 63, 64, 65, 400, 597, 598, 668, 669, len(events) - 1]
     fresh = ReplaySession(events)
     expected = {}
     for k in range(len(events)):
@@ -99,7 +99,7 @@ def test_state_after_any_event_equals_a_fresh_replay_up_to_that_event(failover, 
         if k in wanted:
             expected[k] = {n: view.to_json() for n, view in fresh.views().items()}
     # Visit out of order: forward, far back, one back, across checkpoints.
-    for k in [722, 0, 721, 400, 64, 63, 65, len(events) - 1, 592, 591, 33, 1]:
+    for k in [669, 0, 668, 400, 64, 63, 65, len(events) - 1, 598, 597, 33, 1]:
         assert failover.states_at(k) == expected[k], k
 
 
@@ -145,9 +145,9 @@ def test_seeks_are_exact_when_nominations_come_from_the_recording(tmp_path, fail
     expected = {}
     for k in range(len(unseeded)):
         fresh.step()
-        if k in (30, 700, 717, 722):
+        if k in (30, 647, 664, 669):
             expected[k] = {n: view.to_json() for n, view in fresh.views().items()}
-    for k in (722, 700, 717, 30):  # each restored from a checkpoint before the term-1 nomination draw
+    for k in (669, 647, 664, 30):  # each restored from a checkpoint before the term-1 nomination draw
         assert session.states_at(k) == expected[k], k
     assert [(t.leadership_term_id, t.leader_member_id) for t in session.index.terms] == [(0, 0), (1, 1)]
 
@@ -173,7 +173,7 @@ def test_lanes_show_the_leader_of_each_term_and_the_killed_member(failover):
     index = failover.index
     assert [(t.leadership_term_id, t.leader_member_id) for t in index.terms] == [(0, 0), (1, 1)]
     last = {member: lane[-1] for member, lane in index.lanes.items()}
-    assert last[0].running is False and last[0].position == 592  # MemberCrash at 4 s
+    assert last[0].running is False and last[0].position == 598  # MemberCrash at 4 s
     assert (last[1].role, last[1].election_state, last[1].leadership_term_id) == ("LEADER", "CLOSED", 1)
     assert (last[2].role, last[2].leader_member_id) == ("FOLLOWER", 1)
     assert failover.source.relative(index.terms[1].ts) == "+15.064s"
@@ -182,7 +182,7 @@ def test_lanes_show_the_leader_of_each_term_and_the_killed_member(failover):
 def test_state_changes_are_listed_per_member(failover):
     changes = failover.state_changes(2)
     assert changes == sorted(changes) and changes
-    after_crash = failover.next_of(changes, 592, 1)
+    after_crash = failover.next_of(changes, 598, 1)
     state = failover.states_at(after_crash)[2]
     assert state["electionState"] == "CANVASS"  # member 2's heartbeat timeout starts the election
     assert failover.next_of(changes, changes[0], -1) is None
@@ -193,14 +193,14 @@ def test_state_changes_are_listed_per_member(failover):
 
 def test_jumps_find_time_seq_log_position_and_term(failover):
     source = failover.source
-    assert source.position_at_time(source.origin + 4_000_000_000) == 592
-    assert source.position_of_seq(722) == 722 and source.position_of_seq(10**9) is None
+    assert source.position_at_time(source.origin + 4_000_000_000) == 598
+    assert source.position_of_seq(669) == 669 and source.position_of_seq(10**9) is None
     k = failover.position_of_log_position(5344)
     assert source.event(k).fields["logPosition"] >= 5344
     assert all(
         source.event(j).fields.get("logPosition", -1) < 5344 for j in range(k) if source.event(j).is_message
     )
-    assert failover.position_of_term(1) == 722
+    assert failover.position_of_term(1) == 669
     assert failover.position_of_term(9) is None
 
 
@@ -217,7 +217,7 @@ def test_search_finds_where_a_condition_became_true_in_both_directions(failover)
 def test_search_reports_which_condition_fired(failover):
     conditions = [breakpoints.parse("node 0 isRunning == false"), breakpoints.parse("candidateTermId >= 1")]
     crash, fired = failover.search(conditions, 0, 1)
-    assert (crash, fired) == (592, [0])
+    assert (crash, fired) == (598, [0])
     nomination, fired = failover.search(conditions, crash, 1)
     assert fired == [1]
     assert failover.source.event(nomination).type == "RequestVote"  # node-state.dat written as it nominates
@@ -239,10 +239,10 @@ def test_list_layout_puts_each_events_records_under_it(failover):
     positions = np.arange(len(failover))
     layout = ListLayout(positions, failover.index.counts)
     assert layout.height == len(failover) + int(failover.index.counts.sum())
-    line = layout.line_of(722)
-    assert layout.line(line) == (722, 0)
-    assert layout.line(line + 1) == (722, 1)
-    assert layout.line(line + 1 + int(failover.index.counts[722])) == (723, 0)
+    line = layout.line_of(669)
+    assert layout.line(line) == (669, 0)
+    assert layout.line(line + 1) == (669, 1)
+    assert layout.line(line + 1 + int(failover.index.counts[669])) == (670, 0)
 
 
 # -- problems and diffs -------------------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_diff_aligns_two_replays_and_starts_at_the_first_difference(tmp_path, fa
     assert all(row.left.text == row.right.text for row in rows[: starts[0]])
     assert first.left is not None and first.left.node == 1
     assert "LEADER" in first.left.text
-    assert first.left.position >= 721
+    assert first.left.position >= 668
 
 
 # -- input -------------------------------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ def test_a_jsonl_capture_opens_like_its_replay_file(tmp_path, failover, failover
     assert [(t.position, t.leadership_term_id) for t in session.index.terms] == [
         (t.position, t.leadership_term_id) for t in failover.index.terms
     ]
-    assert session.states_at(722) == failover.states_at(722)
+    assert session.states_at(669) == failover.states_at(669)
 
 
 def test_a_replay_whose_seq_goes_backwards_is_refused(failover_events):

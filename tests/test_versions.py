@@ -397,6 +397,20 @@ def test_leader_role_from_log_replication_since_1_43_and_from_leader_init_before
     assert role_change_state(off) == "LEADER_REPLAY"  # changed on entering LEADER_INIT
 
 
+def test_the_state_change_is_logged_after_the_log_publication_was_added_since_1_45():
+    # j_short_timeouts_leader_kill: member 1's ROLE_CHANGE CANDIDATE -> LEADER at 19:27:45.044, its
+    # CANDIDATE_BALLOT -> LEADER_LOG_REPLICATION at .874, after the driver had added the log publication.
+    def stamps(flags: ModelFlags) -> tuple[int, int]:
+        one = elected(flags, logPublicationWaitsNs=[500 * MS])
+        role = next(r["ts"] for r in one.records if r["kind"] == "role" and r["to"] == "LEADER")
+        state = next(r["ts"] for r in one.records if r["kind"] == "state" and r["to"] == "LEADER_LOG_REPLICATION")
+        return role, state
+
+    off, on = both_sides("state_logged_after_entry")
+    assert stamps(on) == (3 * MS, 503 * MS)
+    assert stamps(off) == (3 * MS, 3 * MS)
+
+
 def test_new_election_event_records_each_election_since_1_44():
     off, on = both_sides("new_election_event")
     events = startup() + [local_event(i, 1_000 * MS, "End") for i in range(3)]

@@ -15,6 +15,7 @@ from cli.options import DURATION, Mode, Nomination, duration_ns
 from engine.cluster_replay import cluster_replay
 from engine.model.config import format_duration
 from engine.replay import (
+    DEFAULT_STATE_TOLERANCE_NS,
     DEFAULT_TOLERANCE_NS,
     MODELS,
     UnknownModelError,
@@ -143,6 +144,12 @@ def replay_command(
         typer.Option("--tolerance", help="How far apart in time a send and its recorded counterpart may be.",
                      parser=duration_ns, metavar=DURATION, show_default=format_duration(DEFAULT_TOLERANCE_NS)),
     ] = DEFAULT_TOLERANCE_NS,
+    state_tolerance: Annotated[
+        int,
+        typer.Option("--state-tolerance", help="How far apart in time a modelled state or role change and the one the"
+                     " member's agent log shows may be.", parser=duration_ns, metavar=DURATION,
+                     show_default=format_duration(DEFAULT_STATE_TOLERANCE_NS)),
+    ] = DEFAULT_STATE_TOLERANCE_NS,
     heartbeats: Annotated[
         bool, typer.Option("--heartbeats", help="Show every periodic position send; by default a repeat of the"
                                                 " last value sent to that peer is hidden (text timeline only).")
@@ -184,6 +191,7 @@ def replay_command(
             model=model,
             nomination=nomination.value,
             tolerance_ns=tolerance_ns,
+            state_tolerance_ns=state_tolerance,
             refs=loaded.refs,
             ref_kind=loaded.ref_kind,
         )

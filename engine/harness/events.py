@@ -9,7 +9,7 @@ input to the model (what the member sent on another channel than its log, observ
 egress): ``in`` on ``consensus`` → `ConsensusMessage`; on ``log`` → `LogFrame` (the top-level
 ``logPosition`` of ``extra``, the payload's length); on ``ingress`` → `IngressMessage`; ``out`` on
 ``log`` → `OwnLogAppend`; local ``MemberStart`` (parsed by `member_start_of`), ``MemberStop``,
-``MemberCrash``, ``End``, ``RecordingSignal``, ``LogEndOfStream``.
+``MemberCrash``, ``End``, ``RecordingSignal``, ``LogEndOfStream``, ``PublicationStatus``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from engine.model.inputs import (
     MemberStart,
     MemberStop,
     OwnLogAppend,
+    PublicationStatus,
     RecordingSignal,
 )
 from engine.model.members import parse_cluster_members
@@ -85,6 +86,15 @@ def input_of(event: Any) -> Input | None:
     if kind == "LogEndOfStream":
         session = event.fields.get("logSessionId")
         return LogEndOfStream(log_session_id=session if _is_int(session) else None)
+    if kind == "PublicationStatus":
+        fields = event.fields
+        peer = event.peer
+        if not _is_int(peer) or fields.get("channel", "consensus") != "consensus":
+            return None
+        position = fields.get("senderPosition")
+        return PublicationStatus(
+            peer=peer, connected=bool(fields.get("connected")), sender_position=position if _is_int(position) else None
+        )
     return None
 
 
@@ -175,11 +185,22 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         raise fail(f"'seed' must be an integer, got {seed!r}")
 
     waits = {}
-    for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs"):
+    for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
+                "logReplayDurationsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
             raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
         waits[key] = tuple(values)
+    ready = fields.get("logPublicationsReadyNs") or []
+    if not isinstance(ready, list) or not all(_is_int(t) for t in ready):
+        raise fail(f"'logPublicationsReadyNs' must be a list of times (ns), got {ready!r}")
+    images = fields.get("logImagesNs")
+    if images is not None and not (isinstance(images, list) and all(
+            isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in images)):
+        raise fail(f"'logImagesNs' must be a list of [logSessionId, ns] pairs, got {images!r}")
+    connected = fields.get("connectedPeers")
+    if connected is not None and not (isinstance(connected, list) and all(_is_int(m) for m in connected)):
+        raise fail(f"'connectedPeers' must be a list of member ids, got {connected!r}")
     shutdown = fields.get("shutdownSnapshot")
     if shutdown is not None and not (_is_int(shutdown) and shutdown >= 0):
         raise fail(f"'shutdownSnapshot' must be a non-negative integer, got {shutdown!r}")
@@ -196,5 +217,10 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         log_publication_waits_ns=waits["logPublicationWaitsNs"],
         log_image_waits_ns=waits["logImageWaitsNs"],
         snapshot_durations_ns=waits["snapshotDurationsNs"],
+        leader_join_waits_ns=waits["leaderJoinWaitsNs"],
+        log_replay_durations_ns=waits["logReplayDurationsNs"],
         shutdown_snapshot=shutdown,
+        connected_peers=tuple(connected) if connected is not None else None,
+        log_publications_ready_ns=tuple(ready),
+        log_images_ns=tuple((pair[0], pair[1]) for pair in images) if images is not None else None,
     )

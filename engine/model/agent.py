@@ -60,6 +60,7 @@ from engine.model.sim_parts import (
     LogStore,
     SimImage,
     SimLogReplay,
+    SimPublication,
     SimReplication,
     framed_length,
 )
@@ -87,6 +88,11 @@ from formats.recording_log import EntryType, RecordingLog, RecordingLogError
 from formats.sbe import encode
 
 SLOW_TICK_INTERVAL_NS = 10_000_000
+#: How far from the model's own moment a driver's answer the capture shows may be and still be the one
+#: for it (a log publication the model adds early or late against the real member's).
+EVIDENCE_REACH_NS = 5_000_000_000
+#: A time that never comes: an image the capture never shows.
+NEVER_NS = 1 << 62
 #: `ConsensusModule.Configuration.LIVE_ADD_MAX_WINDOW`: 32 MiB.
 LIVE_ADD_MAX_WINDOW = 32 * 1024 * 1024
 MS = 1_000_000
@@ -124,6 +130,10 @@ class ConsensusModuleAgent:
     ModuleState = ModuleState
     __slots__ = (
         "log_image_waits_ns",
+        "log_images_ns",
+        "log_publications_ready_ns",
+        "leader_join_waits_ns",
+        "log_replay_durations_ns",
         "snapshot_durations_ns",
         "shutdown_snapshot",
         "snapshots_taken",
@@ -143,6 +153,7 @@ class ConsensusModuleAgent:
         "errors",
         "flags",
         "has_log_publication",
+        "held_log_frames",
         "is_passive",
         "last_append_position",
         "leader_member",
@@ -168,6 +179,8 @@ class ConsensusModuleAgent:
         "output_ts",
         "outputs",
         "protocol_version",
+        "publication_evidence",
+        "publications",
         "random",
         "ranked_positions",
         "recording_active",
@@ -202,6 +215,7 @@ class ConsensusModuleAgent:
         archive_evidence: bool = False,
         session_id_base: int = 0,
         log_evidence: bool = False,
+        connected_peers: tuple[int, ...] | None = None,
     ) -> None:
         self.member_id = member_id
         self.members = members
@@ -224,6 +238,10 @@ class ConsensusModuleAgent:
         self.log_image_waits_ns: list[int] = []  # recorded times from log subscription to image, in order
         self.log_image_available_ns: int | None = None  # the follower's log image is there from then
         self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
+        self.leader_join_waits_ns: list[int] = []  # recorded LEADER_INIT joins (Node.MemberStart), in order
+        self.log_replay_durations_ns: list[int] = []  # recorded election log replays (Node.MemberStart), in order
+        self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
+        self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
         self.snapshots_taken = 0
         self.snapshot_done_ns: int | None = None  # a follower's snapshot is written then (SNAPSHOT until then)
@@ -243,7 +261,12 @@ class ConsensusModuleAgent:
         self.recovery_last_leadership_term_id = plan.last_leadership_term_id
         self.recovery_last_term_base_log_position = plan.last_term_base_log_position
         self.recovery_appended_log_position = append_position
-        self.leadership_term_id = plan.last_leadership_term_id
+        # `onStart` leaves the agent's own leadershipTermId where the latest snapshot puts it (NULL_VALUE
+        # without one); the election starts from the recovery plan's last term, and the agent's moves on
+        # as the log is replayed or joined.  g_leader_sigterm_reelection_rejoin: member 0, restarted on a
+        # log without snapshot, led term 2 sending CommitPosition leadershipTermId=-1 in
+        # LEADER_LOG_REPLICATION (19:22:16.07).
+        self.leadership_term_id = plan.snapshots[0].leadership_term_id if plan.snapshots else NULL_VALUE
         snapshot_position = plan.snapshots[0].log_position if plan.snapshots else 0
         self.commit_position = snapshot_position
         self.notified_commit_position = snapshot_position
@@ -268,6 +291,8 @@ class ConsensusModuleAgent:
         self.log_publication_count = 0
         self.log_subscription: str | None = None
         self.log_image: SimImage | None = None
+        #: Frames past a gap in the image, by start position, while a catch-up fills it (see `on_log_frame`).
+        self.held_log_frames: dict[int, tuple[int, Any]] = {}
         self.catchup_log_destination: str | None = None
         self.live_log_destination: str | None = None
         self.archive_evidence = archive_evidence
@@ -277,6 +302,16 @@ class ConsensusModuleAgent:
         self.log_evidence = log_evidence
         self.next_cluster_session_id = 1
         self.next_correlation_id = 1
+        #: The capture says when each consensus publication could take an offer (`PublicationStatus`):
+        #: this life's publications to every peer, connected as the evidence says at the start.  Without
+        #: it, none: every offer succeeds.
+        self.publication_evidence = connected_peers is not None
+        self.publications: dict[int, SimPublication] = {}
+        if connected_peers is not None:
+            for member in members:
+                if member.id != member_id:
+                    publication = self.publications[member.id] = SimPublication()
+                    publication.connected = member.id in connected_peers
 
     # -- clocks -------------------------------------------------------------------------------------------
 
@@ -319,16 +354,36 @@ class ConsensusModuleAgent:
         return delay_ns
 
     def send(self, peer_id: int, message: Any) -> bool:
-        """The consensus publication to ``peer_id`` accepts ``message`` (the model has no back-pressure)."""
+        """`ConsensusPublisher`: offer ``message`` to the consensus publication to ``peer_id``; False when
+        the publication refuses it (not connected, or back pressure: only with `PublicationStatus`
+        evidence; the synthetic environment takes every offer).  Aeron's callers decide what a refusal
+        means: a ballot or an AppendPosition is tried again, a CanvassPosition or CommitPosition is not."""
         if peer_id == self.member_id or peer_id not in self.member_by_id:
             return False
-        self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message))
+        if not self.publication_evidence:
+            self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message))
+            return True
+        publication = self.publications.get(peer_id)
+        if publication is None or not publication.offer(len(encode(message))):
+            return False
+        self.emit(Send(self.output_ts, self.member_id, peer_id, "consensus", message, None, publication.position))
         return True
 
     def _send_to_others(self, message: Any) -> None:
+        if self.publication_evidence:
+            for member in self.members:
+                if member.id != self.member_id:
+                    self.send(member.id, message)
+            return
         for member in self.members:
             if member.id != self.member_id:
                 self.emit(Send(self.output_ts, self.member_id, member.id, "consensus", message))
+
+    def on_publication_status(self, peer_id: int, connected: bool, sender_position: int | None) -> None:
+        """Evidence: the driver's view of the consensus publication to ``peer_id`` from now on."""
+        publication = self.publications.get(peer_id)
+        if publication is not None:
+            publication.on_status(connected, sender_position)
 
     def set_role(self, new_role: Role) -> None:
         if new_role is not self.role:
@@ -438,7 +493,7 @@ class ConsensusModuleAgent:
                     self.output_ts,
                     self.member_id,
                     "node started",
-                    self.leadership_term_id,
+                    self.recovery_last_leadership_term_id,
                     self.commit_position,
                     self.recovery_appended_log_position,
                 )
@@ -606,6 +661,7 @@ class ConsensusModuleAgent:
         """§2.1: tear down the log and go back to the last recorded position."""
         self.set_role(Role.FOLLOWER)
         self.log_image = None
+        self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
         self.has_log_publication = False
@@ -863,8 +919,18 @@ class ConsensusModuleAgent:
         """The leader's log publication, created at ``append_position``; returns its session id.
 
         Adding it is a blocking call to the driver: with a recorded wait, nothing else runs until then."""
+        ready = None
         if self.log_publication_waits_ns:
-            self.blocked_until_ns = self.output_ts + self.log_publication_waits_ns.pop(0)
+            ready = self.output_ts + self.log_publication_waits_ns.pop(0)
+        elif self.log_publications_ready_ns:
+            ready = self._next_ready(self.log_publications_ready_ns)
+        if ready is not None and ready > self.output_ts:
+            self.blocked_until_ns = ready
+            # What the member does after the call returns happens then: Aeron logs the state change into
+            # LEADER_LOG_REPLICATION after `addLogPublication` (j_short_timeouts_leader_kill, member 1:
+            # ROLE_CHANGE CANDIDATE -> LEADER at 19:27:45.044, the state change at 19:27:45.874, the
+            # driver's READY for the log publication between).
+            self.output_ts = self.blocked_until_ns
         self.log.set_end(append_position)
         self.has_log_publication = True
         self.log_publication_count += 1
@@ -872,9 +938,27 @@ class ConsensusModuleAgent:
         self.log_publication_session_id = self.session_id_base + self.log_publication_count
         return self.log_publication_session_id
 
+    def _next_ready(self, times: list[int]) -> int | None:
+        """The time the capture shows the publication being added now was there: the first of ``times``
+        within `EVIDENCE_REACH_NS` of now (earlier ones were publications the model did not add then);
+        None when none is (the model adds one the member did not, or not then: no wait)."""
+        now = self.output_ts
+        while times and times[0] < now - EVIDENCE_REACH_NS:
+            times.pop(0)
+        if times and times[0] <= now + EVIDENCE_REACH_NS:
+            return times.pop(0)
+        return None
+
     def join_log_as_leader(self, leadership_term_id: int, log_position: int, log_session_id: int, is_startup: bool) -> None:
+        """Start the log recording and wait for the services to join the log: a blocking call in Aeron;
+        with a recorded wait, nothing else runs until then, and what follows happens then."""
         self.leadership_term_id = leadership_term_id
         self._start_log_recording()
+        if self.leader_join_waits_ns:
+            wait = self.leader_join_waits_ns.pop(0)
+            if wait > 0:
+                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
+                self.output_ts = self.blocked_until_ns
 
     def _start_log_recording(self) -> None:
         if self.log_recording_id == NULL_VALUE:
@@ -1044,13 +1128,34 @@ class ConsensusModuleAgent:
     # -- follower: log frames, polling, AppendPosition ---------------------------------------------------------
 
     def on_log_frame(self, message: Any, log_position: int | None, length: int | None) -> None:
-        """A log frame reached this member (live log or catch-up replay)."""
+        """A log frame reached this member (live log or catch-up replay).
+
+        During a catch-up the image is fed from two destinations (the leader's archive replay and, once
+        near live, its live log), and an Aeron image is contiguous: a frame that starts past its
+        position waits in the term buffer until the replay fills the gap.  So does it here (a live
+        frame that overtook the replay); outside a catch-up a gap is content the capture did not
+        show, and the frame is taken where it ends (so is a frame whose length is not known: a
+        scenario's frame may stand for a stretch of the log)."""
         if self.role is Role.LEADER or self.log_image is None or self.log_image.is_closed:
             return
-        end = log_position if log_position is not None else self.log.end + framed_length(length or len(encode(message)))
-        if end > self.log.end:
-            self.log.append(end, message)
-            self.changes += 1
+        log = self.log
+        if log_position is None:
+            end = log.end + framed_length(length if length is not None else len(encode(message)))
+        else:
+            end = log_position
+        if end <= log.end:
+            return
+        if length is not None and log_position is not None and self.catchup_log_destination is not None:
+            start = end - framed_length(length)
+            if start > log.end:
+                self.held_log_frames[start] = (end, message)
+                return
+        log.append(end, message)
+        held = self.held_log_frames
+        while held and log.end in held:
+            end, message = held.pop(log.end)
+            log.append(end, message)
+        self.changes += 1
 
     def on_log_end_of_stream(self) -> None:
         if self.log_image is not None:
@@ -1180,14 +1285,21 @@ class ConsensusModuleAgent:
 
     def add_follower_subscription(self, log_session_id: int) -> str:
         self.log_subscription = f"aeron:udp?control-mode=manual|session-id={log_session_id}|alias=log-cm"
-        if self.log_image_waits_ns:  # the recorded time until the driver had the leader's image
-            self.log_image_available_ns = self.output_ts + self.log_image_waits_ns.pop(0)
+        wait = self.log_image_waits_ns.pop(0) if self.log_image_waits_ns else None
+        if self.log_images_ns is not None:
+            # When the capture shows this member's driver answering the leader's log session; never,
+            # when it never did (h_five_members_leader_kill: members 3 and 4 waiting for member 1's term 1).
+            # The wire names the session, so it wins over the agent log's wait for the next image.
+            self.log_image_available_ns = self.log_images_ns.get(log_session_id, NEVER_NS)
+        elif wait is not None:  # the recorded time until the driver had the leader's image
+            self.log_image_available_ns = self.output_ts + wait
         self.changes += 1
         return self.log_subscription
 
     def close_log_subscription(self) -> None:
         self.log_subscription = None
         self.log_image = None
+        self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
 
@@ -1264,7 +1376,10 @@ class ConsensusModuleAgent:
 
     def new_log_replay(self, start_position: int, stop_position: int) -> SimLogReplay:
         self.changes += 1
-        return SimLogReplay(self, start_position, stop_position)
+        replay = SimLogReplay(self, start_position, stop_position)
+        if self.log_replay_durations_ns:  # the recorded time the archive and the services took
+            replay.done_at_ns = self.output_ts + self.log_replay_durations_ns.pop(0)
+        return replay
 
     def replay_local_log(self, start_position: int, stop_position: int) -> None:
         """Replay [start, stop) of the local log into the services: the CM sees its NewLeadershipTermEvents."""
@@ -1340,6 +1455,7 @@ class ConsensusModuleAgent:
             finally:
                 self.flush_recording_log_changes()
         self.log_image = None
+        self.held_log_frames = {}
         self.log_recording_stop_position = new_position
 
     # -- scheduling ---------------------------------------------------------------------------------------------

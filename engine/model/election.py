@@ -1099,6 +1099,8 @@ class Election:
             return
         agent = self.agent
         old_state = self.state
+        if not self.flags.state_logged_after_entry:
+            self._log_state_change(old_state, new_state, reason)
         if old_state is S.CANVASS:
             self.is_extended_canvass = False
 
@@ -1119,7 +1121,16 @@ class Election:
         elif new_state in (S.FOLLOWER_LOG_REPLICATION, S.FOLLOWER_REPLAY):
             agent.set_role(agent.Role.FOLLOWER)
 
-        agent.log_state_change(
+        if self.flags.state_logged_after_entry:
+            self._log_state_change(old_state, new_state, reason)
+        self.state = new_state
+        agent.election_state_code = new_state.code
+        self.time_of_last_state_change_ns = now_ns
+        self.time_of_last_update_ns = self.initial_time_of_last_update_ns
+        self.time_of_last_commit_position_update_ns = self.initial_time_of_last_update_ns
+
+    def _log_state_change(self, old_state: ElectionState, new_state: ElectionState, reason: str) -> None:
+        self.agent.log_state_change(
             old_state,
             new_state,
             self.leader_member.id if self.leader_member is not None else NULL_VALUE,
@@ -1131,11 +1142,6 @@ class Election:
             self.catchup_join_position,
             reason,
         )
-        self.state = new_state
-        agent.election_state_code = new_state.code
-        self.time_of_last_state_change_ns = now_ns
-        self.time_of_last_update_ns = self.initial_time_of_last_update_ns
-        self.time_of_last_commit_position_update_ns = self.initial_time_of_last_update_ns
 
     # -- scheduling -----------------------------------------------------------------------------------------
 
@@ -1158,7 +1164,11 @@ class Election:
                 candidates.append(self.nomination_deadline_ns)
         elif state in (S.CANDIDATE_BALLOT, S.FOLLOWER_BALLOT):
             candidates.append(self.time_of_last_state_change_ns + config.election_timeout_ns)
-        elif state in (S.LEADER_LOG_REPLICATION, S.LEADER_REPLAY, S.LEADER_READY):
+        if state in (S.LEADER_REPLAY, S.FOLLOWER_REPLAY) and self.log_replay is not None:
+            done_at = self.log_replay.done_at_ns  # a replay that takes the time it took (agent log)
+            if done_at is not None:
+                candidates.append(done_at)
+        if state in (S.LEADER_LOG_REPLICATION, S.LEADER_REPLAY, S.LEADER_READY):
             candidates.append(self.time_of_last_update_ns + config.leader_heartbeat_interval_ns)
             if state is not S.LEADER_READY:
                 candidates.append(self.time_of_last_commit_position_update_ns + config.leader_heartbeat_interval_ns)

@@ -54,6 +54,11 @@ class ModelFlags:
     #: 4d8760a757, 55769dd320: the election counter and the NEW_ELECTION event (the `election` records).
     #: False: no `election` record when an election starts.
     new_election_event: bool = True
+    # -- 1.45.0 ----------------------------------------------------------------------------------------------
+    #: cb1304daa1: ELECTION_STATE_CHANGE is logged after the new state's entry actions, so the change into
+    #: LEADER_LOG_REPLICATION comes after the blocking add of the log publication (j_short_timeouts_leader_kill,
+    #: member 1: ROLE_CHANGE at 19:27:45.044, the state change at .874).  False: logged before them.
+    state_logged_after_entry: bool = True
     # -- 1.47.0 ----------------------------------------------------------------------------------------------
     #: 3c434a6e35 (backported to 1.46.6): NOMINATE keeps sending CanvassPosition on the status interval.
     #: False: NOMINATE sends nothing.
@@ -169,6 +174,12 @@ FLAGS: tuple[FlagInfo, ...] = (
         "election counter and NEW_ELECTION event",
         "no NEW_ELECTION event (no `election` trace records)",
         "NEW_ELECTION with the reason (an `election` trace record)",
+    ),
+    FlagInfo(
+        "state_logged_after_entry", "1.45.0", "cb1304daa1",
+        "ELECTION_STATE_CHANGE logged after the new state's entry actions",
+        "the change is logged first (before LEADER_LOG_REPLICATION's log publication is added)",
+        "logged after them: into LEADER_LOG_REPLICATION once the driver has added the log publication",
     ),
     FlagInfo(
         "nominate_sends_canvass", "1.47.0", "3c434a6e35 (backport d0849b535a)",

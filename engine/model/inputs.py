@@ -32,6 +32,15 @@ class LogFrame:
     length: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LogFrames:
+    """Log frames that arrived together (at one instant, in stream order): the archive records them all,
+    then the consensus module runs one duty cycle, as its pollers take what is there in one go (a
+    follower reports the new append position once, not once per frame)."""
+
+    frames: tuple[LogFrame, ...]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IngressMessage:
     """A client message that reached this member's ingress."""
@@ -65,6 +74,26 @@ class LogEndOfStream:
     """The log image this member follows saw end of stream (its leader closed the publication)."""
 
     log_session_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublicationStatus:
+    """Evidence: how the media driver held this member's consensus publication to ``peer`` from now on.
+
+    Aeron's publication takes an offer only while its position is below the driver's publisher limit.
+    With no receiver heard for the publication connection timeout (5 s by default), or none yet, the
+    limit is the sender position: every offer is refused (NOT_CONNECTED; ``connected`` false).  While
+    connected, the limit is the sender position plus the term window (half a term), so offers are
+    refused (BACK_PRESSURED) once the sender has fallen that far behind: it sends only what the
+    receiver's status messages allow (flow control).  ``sender_position``: how far the sender has
+    sent; what was offered past it waits in the publication, not yet on the wire.  None: it has sent
+    everything offered.  A member started with ``MemberStart.connected_peers`` refuses, as Aeron does,
+    what the driver would have refused.
+    """
+
+    peer: int
+    connected: bool
+    sender_position: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +138,30 @@ class MemberStart:
     #: How long each snapshot this start takes lasted (the agent log's STATE_CHANGE into SNAPSHOT to the
     #: next out of it): a follower stays in SNAPSHOT, its log not polled, that long.  Empty: at once.
     snapshot_durations_ns: tuple[int, ...] = ()
+    #: How long each LEADER_INIT this start goes through waited for the log recording and the services
+    #: to join the log (the agent log's entry into LEADER_INIT to the services' last SERVICE_ACK before it
+    #: left): `joinLogAsLeader` blocks the consensus module that long.  Empty: at once.
+    leader_join_waits_ns: tuple[int, ...] = ()
+    #: How long each log replay of an election (LEADER_REPLAY, FOLLOWER_REPLAY) this start does took, the
+    #: archive replaying the log into the services until they acknowledged it.  Empty: done at once.
+    log_replay_durations_ns: tuple[int, ...] = ()
     #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
     #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
     shutdown_snapshot: int | None = None
+    #: The recording follows the member's consensus publications (contract: ``connectedPeers``): the peers
+    #: whose publication is connected as the member starts; the others' refuse offers (NOT_CONNECTED)
+    #: until a `PublicationStatus` says otherwise, as Aeron's do before their first status message.
+    #: None: no such evidence, every offer succeeds (the synthetic environment).  A restart without it
+    #: keeps the evidence with no peer connected.
+    connected_peers: tuple[int, ...] | None = None
+    #: When each log publication this life added was there (absolute ns: the capture's first sight of
+    #: it, contract ``logPublicationsReadyNs``): `addLogPublication` blocks the module until then.  Used
+    #: where no recorded wait (``log_publication_waits_ns``) says how long.
+    log_publications_ready_ns: tuple[int, ...] = ()
+    #: (log session id, when) of each log image this life's driver had (contract ``logImagesNs``): the
+    #: follower's image of that session is there from then, and never when the session is not listed.
+    #: None: no such evidence (an image is there as soon as it is looked for).
+    log_images_ns: tuple[tuple[int, int], ...] | None = None
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)
@@ -121,10 +171,12 @@ class MemberStart:
 Input = (
     ConsensusMessage
     | LogFrame
+    | LogFrames
     | IngressMessage
     | OwnLogAppend
     | RecordingSignal
     | LogEndOfStream
+    | PublicationStatus
     | MemberStart
     | MemberStop
     | MemberCrash

@@ -24,7 +24,9 @@ Choices the model has to make because real timing is unknowable (each documented
 * how many cycles run between two inputs: as many as change something, at the input's millisecond;
 * the slow tick keeps a 10 ms phase from the node's start; a slow tick that does work runs again on
   the next millisecond (Aeron: ``nowNs + 1``);
-* simulated components (images, replays, replication, services) succeed in the cycle that asks;
+* simulated components (images, replays, replication, services) succeed in the cycle that asks,
+  unless the start gives what the real member's driver, archive and services took (recorded waits and
+  durations from the agent log, log publications and images from the capture): then they take that;
 * the log publication's session id is ``memberId × 1000 + n`` (n-th publication of this process);
 * a new log recording gets the next recording id after those in recording.log.
 
@@ -32,10 +34,13 @@ Inputs (engine.model.inputs): ``MemberStart`` (start, or restart after a stop/cr
 recording.log, node-state.dat and the log recording unless it gives them), ``MemberStop`` (clean
 stop), ``MemberCrash`` (nothing more is sent or written), ``End``, the evidence ``RecordingSignal``
 and ``LogEndOfStream``, and the messages: ``ConsensusMessage``, ``LogFrame`` (with the position after
-the frame when known), ``IngressMessage`` (client messages the leader appends to its log), and
+the frame when known; ``LogFrames`` for several that arrived together, handled in one duty cycle),
+``IngressMessage`` (client messages the leader appends to its log), and
 ``OwnLogAppend`` (evidence of the member's own appends as leader, `ConsensusModuleAgent.on_log_append`;
 after `expect_log_evidence()` the leader appends only what they show — timers, session closes and
-cluster actions included — and nothing for ingress).  Anything else is a `TypeError`: a caller's bug.
+cluster actions included — and nothing for ingress), and ``PublicationStatus`` (evidence of when each
+consensus publication can take an offer; for a member started with ``MemberStart.connected_peers``
+a refused offer sends nothing, as in Aeron).  Anything else is a `TypeError`: a caller's bug.
 """
 
 from __future__ import annotations
@@ -54,10 +59,12 @@ from engine.model.inputs import (
     Input,
     LogEndOfStream,
     LogFrame,
+    LogFrames,
     MemberCrash,
     MemberStart,
     MemberStop,
     OwnLogAppend,
+    PublicationStatus,
     RecordingSignal,
 )
 from engine.model.outputs import Ready
@@ -85,6 +92,7 @@ class Node:
         "is_running",
         "start",
         "log_evidence",
+        "publication_evidence",
         "_tick_ns",
         "_now_ns",
         "_outputs",
@@ -99,6 +107,7 @@ class Node:
         self.random = random
         self.flags = flags
         self.log_evidence = False
+        self.publication_evidence = False
         self._outputs: list[Any] = []
         self._held: list[tuple[Any, int | None]] = []  # inputs that arrived while the agent waited
         members = start.members()
@@ -134,6 +143,11 @@ class Node:
             agent.set_time(now_ns, now_ns)
             agent.on_log_frame(item.message, item.log_position, item.length)
             self._tick(now_ns)
+        elif kind is LogFrames:
+            agent.set_time(now_ns, now_ns)
+            for frame in item.frames:
+                agent.on_log_frame(frame.message, frame.log_position, frame.length)
+            self._tick(now_ns)
         elif kind is IngressMessage:
             agent.set_time(now_ns, now_ns)
             agent.on_ingress(item.message, item.length)
@@ -160,6 +174,12 @@ class Node:
         elif kind is LogEndOfStream:
             agent.set_time(now_ns, now_ns)
             agent.on_log_end_of_stream()
+            self._tick(now_ns)
+        elif kind is PublicationStatus:
+            # The driver's counters change beside the agent; what a refusal held back (a ballot, an
+            # AppendPosition) is tried again in the agent's next duty cycle, which is now.
+            agent.set_time(now_ns, now_ns)
+            agent.on_publication_status(item.peer, item.connected, item.sender_position)
             self._tick(now_ns)
         elif kind is not End:
             raise TypeError(f"Node.step takes an engine.model.inputs value, got {kind.__name__}")
@@ -243,6 +263,10 @@ class Node:
         archive_evidence: bool = False,
     ) -> None:
         self.start = start
+        connected = start.connected_peers
+        if connected is None and self.publication_evidence:
+            connected = ()  # kept across restarts, as the log evidence is: a new process, nothing connected
+        self.publication_evidence = connected is not None
         config = start.config
         if start.appointed_leader_id != config.appointed_leader_id and start.appointed_leader_id != -1:
             config = _with_appointed(config, start.appointed_leader_id)
@@ -259,11 +283,16 @@ class Node:
             archive_evidence=archive_evidence,
             session_id_base=self.member_id * 1000,
             log_evidence=self.log_evidence,
+            connected_peers=connected,
         )
         self.agent.outputs = self._outputs
         self.agent.log_publication_waits_ns = list(start.log_publication_waits_ns)
         self.agent.log_image_waits_ns = list(start.log_image_waits_ns)
         self.agent.snapshot_durations_ns = list(start.snapshot_durations_ns)
+        self.agent.leader_join_waits_ns = list(start.leader_join_waits_ns)
+        self.agent.log_replay_durations_ns = list(start.log_replay_durations_ns)
+        self.agent.log_publications_ready_ns = list(start.log_publications_ready_ns)
+        self.agent.log_images_ns = dict(start.log_images_ns) if start.log_images_ns is not None else None
         self.agent.shutdown_snapshot = start.shutdown_snapshot
         self.is_running = True
         self._wakeup = _UNKNOWN
@@ -276,20 +305,7 @@ class Node:
 
     def _restart(self, start: MemberStart, now_ns: int) -> None:
         old = self.agent
-        start = MemberStart(
-            ts=now_ns,
-            cluster_members=start.cluster_members,
-            appointed_leader_id=start.appointed_leader_id,
-            recording_log=start.recording_log,
-            node_state=start.node_state,
-            append_position=start.append_position,
-            config=start.config,
-            seed=start.seed,
-            log_publication_waits_ns=start.log_publication_waits_ns,
-            log_image_waits_ns=start.log_image_waits_ns,
-            snapshot_durations_ns=start.snapshot_durations_ns,
-            shutdown_snapshot=start.shutdown_snapshot,
-        )
+        start = replace(start, ts=now_ns)
         recording_log = RecordingLog.from_entries(start.recording_log) if start.recording_log is not None else old.recording_log
         node_state = old.node_state
         if start.node_state is not None:
@@ -305,12 +321,13 @@ class Node:
     def _tick(self, now_ns: int, message: Any = None, peer: int | None = None) -> None:
         """One tick: a duty cycle (with the input's message), repeated until a cycle changes nothing.
 
-        While the agent waits for the driver (`log_publication_waits_ns`) it runs no cycle: what
-        arrives waits in `_held`, and is handled, in order, when the wait is over."""
+        While the agent waits for the driver, the archive or its services (`log_publication_waits_ns`,
+        `leader_join_waits_ns`) it runs no cycle: what arrives waits in `_held`, and is handled, in
+        order, when the wait is over."""
         self._wakeup = _UNKNOWN
         agent = self.agent
-        blocked = agent.blocked_until_ns
-        if blocked is not None:
+        while agent.blocked_until_ns is not None:
+            blocked = agent.blocked_until_ns
             if now_ns < blocked:
                 if message is not None:
                     self._held.append((message, peer))
@@ -324,6 +341,8 @@ class Node:
                 if agent.changes != before:
                     self._repeat_cycles()
                 self._collect()
+            # What those messages led to may block again (a leader adding its log publication, then
+            # joining its log): this input waits for that too.
         agent.set_time(now_ns, now_ns)
         before = agent.changes
         agent.duty_cycle(message, peer)

@@ -17,7 +17,11 @@ from formats.describe import describe_record
 @dataclass(frozen=True, slots=True)
 class Send:
     """One message to one destination.  ``channel`` is ``consensus`` or ``log``; a log frame carries
-    ``log_position``, the log position just after it (written as the top-level ``logPosition`` key)."""
+    ``log_position``, the log position just after it (written as the top-level ``logPosition`` key).
+    A consensus message offered to a publication the evidence follows (``PublicationStatus``) carries
+    ``publication_position``, the publication's position just after it: whether its frame has left
+    the sender yet is the evidence's to say (node replay compares it with the wire once it has).  Not
+    written: it says where the message sits in the member's own stream, not what was sent."""
 
     ts: int
     node: int
@@ -25,6 +29,7 @@ class Send:
     channel: str
     message: Any
     log_position: int | None = None
+    publication_position: int | None = None
 
     @property
     def type(self) -> str:

@@ -10,7 +10,10 @@ clustered service (ServiceAck).  The engine replaces them with small determinist
 * When the capture has evidence, it drives them instead: log frames received (``in`` events on
   channel ``log``) extend the local recording; a ``RecordingSignal`` local event moves a replication
   (after the first signal a node has seen, replications wait for REPLICATE_END and STOP signals);
-  a ``LogEndOfStream`` local event closes the log image.
+  a ``LogEndOfStream`` local event closes the log image; ``PublicationStatus`` local events say when
+  a consensus publication is connected and where its publisher limit stands (`SimPublication`); the
+  start's recorded waits say how long the log publication, the log image, the leader's join, an
+  election's log replay and a snapshot took (`engine.model.inputs.MemberStart`).
 
 `LogStore` is the content of the local log recording as far as it is known: a contiguous run of
 frames, each kept as (end position, message).  Stretches whose content is unknown (a replication
@@ -126,6 +129,55 @@ class LogStore:
         return len(self.ends)
 
 
+#: The consensus channel's term length (Aeron Cluster's default consensus channel: ``term-length=64k``).
+CONSENSUS_TERM_LENGTH = 64 * 1024
+#: The publication's term window: the publisher limit runs this far ahead of the sender position.
+CONSENSUS_TERM_WINDOW = CONSENSUS_TERM_LENGTH // 2
+#: `ConsensusPublisher.SEND_ATTEMPTS`: a claim that meets the end of a term pads it and tries again.
+SEND_ATTEMPTS = 3
+
+
+class SimPublication:
+    """One consensus publication to a peer, as `ExclusivePublication.tryClaim` sees it.
+
+    Only with evidence (``PublicationStatus`` inputs; without it the agent has none of these and every
+    offer succeeds).  An offer succeeds while the publication is connected and its position is below
+    the publisher limit (the sender position the evidence gives, plus the term window; none while the
+    sender has sent everything); the position moves by each accepted message's framed length, and a
+    message that does not fit the rest of the term pads it first (Aeron's appender returns
+    ADMIN_ACTION and the publisher tries again, up to `SEND_ATTEMPTS` times).  A new publication
+    starts at position 0, not connected: Aeron refuses offers until the first status message.
+    """
+
+    __slots__ = ("connected", "position", "limit")
+
+    def __init__(self) -> None:
+        self.connected = False
+        self.position = 0
+        self.limit: int | None = None
+
+    def on_status(self, connected: bool, sender_position: int | None) -> None:
+        self.connected = connected
+        self.limit = None if sender_position is None else sender_position + CONSENSUS_TERM_WINDOW
+
+    def offer(self, message_length: int) -> bool:
+        """Take a message of ``message_length`` bytes (False: refused); `position` is then after it."""
+        if not self.connected:
+            return False
+        length = framed_length(message_length)
+        for _ in range(SEND_ATTEMPTS):
+            position = self.position
+            if self.limit is not None and position >= self.limit:
+                return False  # BACK_PRESSURED
+            term_offset = position & (CONSENSUS_TERM_LENGTH - 1)
+            if term_offset + length > CONSENSUS_TERM_LENGTH:
+                self.position = position + CONSENSUS_TERM_LENGTH - term_offset  # padded: the next term
+                continue
+            self.position = position + length
+            return True
+        return False
+
+
 class SimImage:
     """A log image as the consensus module sees it: where it joined, and whether it has closed."""
 
@@ -145,16 +197,18 @@ class SimLogReplay:
     NewLeadershipTermEvents met on the way, handed to the agent as Aeron's LogAdapter would.
     """
 
-    __slots__ = ("agent", "start_position", "stop_position", "done")
+    __slots__ = ("agent", "start_position", "stop_position", "done", "done_at_ns")
 
     def __init__(self, agent: Any, start_position: int, stop_position: int) -> None:
         self.agent = agent
         self.start_position = start_position
         self.stop_position = stop_position
         self.done = False
+        #: With a recorded duration, the replay is done then, not in its first `do_work`.
+        self.done_at_ns: int | None = None
 
     def do_work(self) -> int:
-        if self.done:
+        if self.done or (self.done_at_ns is not None and self.agent.output_ts < self.done_at_ns):
             return 0
         self.agent.replay_local_log(self.start_position, self.stop_position)
         self.done = True

@@ -24,6 +24,9 @@ the events of one replay (contract §1) and a summary of what was read and skipp
    its new process before its election began is read at the start.  A directory's starting state is
    reconciled with what the member itself said at its start (`starting_state`).
 5. Each member that the captures cover ends with an ``End`` event at the end of its host's capture.
+6. When each member's consensus publications could take an offer (`publications`): per life, the
+   peers whose publication was connected as its replay starts (the MemberStart's ``connectedPeers``)
+   and a ``PublicationStatus`` event at each later change, read from the receivers' status messages.
 
 Order: by ``ts``; at equal times MemberStart first, then captured messages (in capture order), then
 agent-log observations, then End.  Everything here is deterministic.
@@ -33,10 +36,10 @@ on arrays, the reference being the loop over `Event` values that ``bulk=False`` 
 
 Modules: `datagrams` (the shared datagram decoder), `bulk` (its steady traffic decoded as arrays),
 `members` (endpoints and inference), `pcap_import`, `agent_log_import`, `cluster_dir_import`, `align`
-(clock alignment), `lifecycle`, `starting_state`.  This package does file I/O (it is part of
-`recorder`); the decoding itself is in pure functions beside it.  The agent-log, cluster-directory
-and archive readers are imported where such an input is read: a conversion of captures alone starts
-without them.
+(clock alignment), `lifecycle`, `starting_state`, `publications`.  This package does file I/O (it is
+part of `recorder`); the decoding itself is in pure functions beside it.  The agent-log,
+cluster-directory and archive readers are imported where such an input is read: a conversion of
+captures alone starts without them.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
+from recorder.capture.publications import with_publication_evidence
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
 #: A member whose first CanvassPosition comes this long after the capture began started during the
@@ -328,7 +332,7 @@ def load_captures(
     for restart in restarts:
         keyed = _queued_until_start(keyed, restart.member, restart.restart_ns, since=restart.back_ns)
         name = next((os.path.basename(p.source) for p in logs if p.node == restart.member), None)
-        keyed += [_with_restart_state(item, wire, logged, ends)
+        keyed += [_with_restart_state(item, wire, logged, ends, logs)
                   for item in _lifecycle_events(restart, load.cluster_members, name or _capture_name(kinds))]
     _archive_dirs_noted(load, kinds["archive-dir"])
 
@@ -346,6 +350,10 @@ def load_captures(
             if end is not None:
                 keyed.append((end, 3, member, 0, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                       type="End", fields={})))
+    if captured is not None and captured.consensus_publications:
+        # When each consensus publication could take an offer (`publications`): per life, so after the lives.
+        keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1,
+                                          log_publications=captured.log_publications, log_images=captured.log_images)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -450,7 +458,7 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
     for restart in restarts:
         queue_until(restart.member, restart.restart_ns, since=restart.back_ns)
         for item in _lifecycle_events(restart, load.cluster_members, _capture_name(kinds)):
-            item = _with_restart_state(item, first_sent_from(restart.member, item[0]), [], ends)
+            item = _with_restart_state(item, first_sent_from(restart.member, item[0]), [], ends, [])
             extra.append((item[0], item[1], item[2], item[4]))
     _archive_dirs_noted(load, kinds["archive-dir"])
     if member_map is not None:
@@ -467,6 +475,11 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             if end is not None:
                 extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                     type="End", fields={})))
+    if captured.consensus_publications:
+        # `with_publication_evidence`, as `load_captures` applies it: its new events after the others.
+        extra = [(item[0], item[1], item[2], item[4]) for item in with_publication_evidence(
+            [(*item[:3], 0, item[3]) for item in extra], captured.consensus_publications, group=1,
+            log_publications=captured.log_publications, log_images=captured.log_images)]
     moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
     taken = np.flatnonzero(kept)
@@ -600,15 +613,21 @@ def _life_ends(restarts: Sequence[Restart]) -> dict[int, list[int]]:
     return {node: sorted(times) for node, times in ends.items()}
 
 
-def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], ends: dict[int, list[int]]) -> tuple:
+def _with_restart_state(item: tuple, wire: list[Event], logged: list[Event], ends: dict[int, list[int]],
+                        logs: list) -> tuple:
     """A restart's MemberStart with the append position the member itself gave at that start (its first
-    CanvassPosition, its INIT -> CANVASS line) and where it came from; the rest of its disk is what its
-    previous life in the replay left (the engine's rule for a restart)."""
+    CanvassPosition, its INIT -> CANVASS line) and where it came from, and the driver waits its new
+    process's agent log shows; the rest of its disk is what its previous life in the replay left (the
+    engine's rule for a restart)."""
     from recorder.capture.starting_state import EXACT, Known, own_words_in_agent_log, own_words_on_wire
 
     event = item[4]
     if event.type != "MemberStart":
         return item
+    waited = _with_waits(dict(event.fields), logs, event.node, at=event.ts)
+    if waited != event.fields:
+        event = dataclasses.replace(event, fields=waited)
+        item = (*item[:4], event)
     end = next((t for t in ends.get(event.node, ()) if t > event.ts), None)
     own = [w for w in (own_words_on_wire(wire, event.node, event.ts, end),
                        own_words_in_agent_log(logged, event.node, event.ts, end)) if w is not None]
@@ -655,18 +674,35 @@ def _log_recording(directory: Any, given: Sequence[str]) -> tuple[Any, list[str]
     return recording, notes
 
 
-def _with_waits(fields: dict[str, Any], logs: list, node: int) -> dict[str, Any]:
-    """A MemberStart's fields with the driver waits its agent log shows (first clock segment), if any."""
+def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = None) -> dict[str, Any]:
+    """A MemberStart's fields with the driver waits its agent log shows, if any: of the log's first clock
+    segment, or (``at``, a restart) of the segment that life's process wrote."""
     for parsed in logs:
         if parsed.node == node and parsed.segments:
-            first = parsed.segments[0]
-            waits = {"logPublicationWaitsNs": first.log_publication_waits, "logImageWaitsNs": first.log_image_waits,
-                     "snapshotDurationsNs": first.snapshot_durations}
+            segment = parsed.segments[0] if at is None else _segment_at(parsed, at)
+            if segment is None:
+                return fields
+            waits = {"logPublicationWaitsNs": segment.log_publication_waits, "logImageWaitsNs": segment.log_image_waits,
+                     "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
+                     "logReplayDurationsNs": segment.log_replay_durations}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
-            if first.shutdown_snapshot is not None:
-                fields["shutdownSnapshot"] = first.shutdown_snapshot
+            if segment.shutdown_snapshot is not None:
+                fields["shutdownSnapshot"] = segment.shutdown_snapshot
             return fields
     return fields
+
+
+def _segment_at(parsed: Any, ts: int) -> Any:
+    """The clock segment (one JVM's life) of an agent log that was running at ``ts`` (capture time)."""
+    found = None
+    for segment in parsed.segments:
+        if not segment.records:
+            continue
+        offset = segment.alignment.offset_ns if segment.alignment is not None else 0
+        first = (segment.started.ts_ns if segment.started is not None else segment.records[0].ts_ns) + offset
+        if first <= ts:
+            found = segment
+    return found
 
 
 def _in_receipt_order(keyed: list) -> list:

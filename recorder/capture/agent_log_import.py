@@ -77,6 +77,14 @@ class Segment:
     #: The index in ``snapshot_durations`` of the snapshot that ended in TERMINATING (``SNAPSHOT ->
     #: TERMINATING``: the leader's ClusterTool shutdown), if any.
     shutdown_snapshot: int | None = None
+    #: Each time the member entered LEADER_INIT, how long until its services had joined the log (the last
+    #: SERVICE_ACK before it left LEADER_INIT; 0 when none shows): `joinLogAsLeader` starts the log
+    #: recording and waits for the services, blocking the module all that while.
+    leader_join_waits: list[int] = field(default_factory=list)
+    #: Each log replay of an election (LEADER_REPLAY or FOLLOWER_REPLAY with an archive CMD_IN_REPLAY in
+    #: it), from entering the state to the services' last SERVICE_ACK before leaving it: the archive
+    #: replays the log into the services, which take it and acknowledge.
+    log_replay_durations: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -133,6 +141,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             continue
         if type(record) is not AgentLogRecord:
             skipped[f"{record.context} lines"] += 1
+            if record.context == "ARCHIVE" and record.event == "CMD_IN_REPLAY" and pending.get("replay") is not None:
+                pending["replaying"] = 1
             if record.context == "DRIVER":
                 for asked, alias, answered, waits in DRIVER_WAITS:
                     if record.event == asked and alias.search(record.text):
@@ -154,6 +164,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
         current.records.append(record)
         if record.event == "STATE_CHANGE":
             _note_snapshot(current, record, pending)
+        elif record.event in ("ELECTION_STATE_CHANGE", "SERVICE_ACK"):
+            _note_leader_join(current, record, pending)
         member = record.fields.get("memberId")
         if isinstance(member, int) and member >= 0:
             members[member] += 1
@@ -173,6 +185,34 @@ def _note_snapshot(segment: Segment, record: AgentLogRecord, pending: dict[str, 
         segment.snapshot_durations.append(record.ts_ns - pending.pop("snapshot"))
         if record.fields.get("to") == "TERMINATING":
             segment.shutdown_snapshot = len(segment.snapshot_durations) - 1
+
+
+def _note_leader_join(segment: Segment, record: AgentLogRecord, pending: dict[str, int]) -> None:
+    """Entering LEADER_INIT, the services' acks, and leaving it: the leader's wait to join its log; the
+    same for a stay in LEADER_REPLAY / FOLLOWER_REPLAY that replayed the log."""
+    fields = record.fields
+    if record.event == "SERVICE_ACK":
+        if pending.get("leaderInit") is not None:
+            pending["leaderJoined"] = record.ts_ns
+        if pending.get("replay") is not None:
+            pending["replayAcked"] = record.ts_ns
+        return
+    if fields.get("to") in ("LEADER_REPLAY", "FOLLOWER_REPLAY"):
+        pending["replay"] = record.ts_ns
+        pending.pop("replayAcked", None)
+        pending.pop("replaying", None)
+    elif fields.get("from") in ("LEADER_REPLAY", "FOLLOWER_REPLAY") and pending.get("replay") is not None:
+        entered = pending.pop("replay")
+        acked = pending.pop("replayAcked", None)
+        if pending.pop("replaying", None):
+            segment.log_replay_durations.append(acked - entered if acked is not None else 0)
+    if fields.get("to") == "LEADER_INIT":
+        pending["leaderInit"] = record.ts_ns
+        pending.pop("leaderJoined", None)
+    elif fields.get("from") == "LEADER_INIT" and pending.get("leaderInit") is not None:
+        entered = pending.pop("leaderInit")
+        joined = pending.pop("leaderJoined", None)
+        segment.leader_join_waits.append(joined - entered if joined is not None else 0)
 
 
 def align_agent_log(parsed: ParsedAgentLog, captured: Sequence[Event] | None) -> None:

@@ -135,6 +135,12 @@ class BulkDecoder:
         state = self._captures.get(key[0])
         return state.last_status(key, packet) if state is not None else -1
 
+    def answered(self, key: tuple, since: int, packet: int) -> bool:
+        """Did the stream's receiver send a regular status message after packet ``since`` and before
+        ``packet``?"""
+        state = self._captures.get(key[0])
+        return state.answered(key, since, packet) if state is not None else False
+
     def drop_held(self, key: tuple, released: int, packet: int, down: int | None) -> int:
         """Runs' ``in`` events on this stream made after ``released`` and before ``packet`` were still
         held when the receiver asked for a SETUP: those that arrived after ``down`` are dropped."""
@@ -225,6 +231,7 @@ class _Capture:
                         "SM": int(np.count_nonzero(regular))}
         all_status = has[status]  # regular ones and those asking for a SETUP: their stream's key is reversed
         status_word = word1[status]
+        status_flags = flags[status]
         del status, regular
         # DATA frames alone in their datagram: a heartbeat, or a whole message.
         is_data = ~counted & (frame_type == 1) & (size >= 32) & (version == 0)
@@ -355,6 +362,9 @@ class _Capture:
         status_order = np.argsort(s_stream_id, kind="stable")
         status_sorted = s_stream_id[status_order]
         self.s_packet = columns.index[all_status[status_order]]
+        self.s_flags = status_flags[status_order]
+        self.s_regular = (self.s_flags & 0x80) == 0  # not asking for a SETUP: never fed
+        self.s_row = all_status[status_order]
         self.s_start = np.searchsorted(status_sorted, np.arange(streams), side="left")
         self.s_end = np.searchsorted(status_sorted, np.arange(streams), side="right")
         # What members sent in their status messages.
@@ -556,6 +566,7 @@ class _Capture:
         # Every datagram of the capture has been seen: its members' spans of activity (`DatagramDecoder.heard`)
         # are worked out while this walk still knows what its runs and status messages sent.
         decoder.settle_activity(self.capture, self.senders())
+        self.settle_status()
         if progress is not None:
             total = len(c.data)
             if total > done:
@@ -711,6 +722,11 @@ class _Capture:
         highest = next_position if last_message == last else base + int(self.c_offset[last])  # a heartbeat's position
         reassembler.skip_ahead(next_position, highest)
         state.join = None  # from here on the reassembler's own position rules (as `_on_term_frame` says)
+        first_message = int(self.c_next_message[position])
+        if first_message < end:  # the publication's first message (`DatagramDecoder._on_term_frame`)
+            ts = int(self.columns.ts_ns[self.c_row[first_message]])
+            if publication.first_data_ts is None or ts < publication.first_data_ts:
+                publication.first_data_ts = ts
         row = int(self.c_row[last])
         state.last_ts = int(self.columns.ts_ns[row])
         state.last_packet = int(self.columns.index[row])
@@ -733,6 +749,38 @@ class _Capture:
         packets = self.s_packet[self.s_start[stream]:self.s_end[stream]]
         k = int(np.searchsorted(packets, packet, side="left"))
         return int(packets[k - 1]) if k else -1
+
+    def answered(self, key: tuple, since: int, packet: int) -> bool:
+        stream = self._stream_id(key)
+        if stream is None:
+            return False
+        start, end = int(self.s_start[stream]), int(self.s_end[stream])
+        packets = self.s_packet[start:end]
+        low, high = np.searchsorted(packets, since, side="right"), np.searchsorted(packets, packet, side="left")
+        return bool(self.s_regular[start:end][low:high].any())
+
+    def settle_status(self) -> None:
+        """The regular status messages of the capture's consensus and log streams, each after its stream
+        was made (`DatagramDecoder._on_status` looks them up), handed to the decoder
+        (`DatagramDecoder.settle_status`): its evidence of when publications were connected and images
+        there is what feeding each of them would have recorded."""
+        decoder = self.decoder
+        c = self.columns
+        found = {}
+        for stream in np.flatnonzero(self.s_end > self.s_start).tolist():
+            key = self._stream_key(stream)
+            state = decoder._streams.get(key)
+            if (state is None or state.reassembler is None or state.receiver is None
+                    or state.channel not in ("consensus", "log")):
+                continue
+            start, end = int(self.s_start[stream]), int(self.s_end[stream])
+            packets = self.s_packet[start:end]
+            # The stream was made by a datagram fed one by one: what came before it found no stream.
+            mine = self.s_regular[start:end] & (packets > state.made_at)
+            if mine.any():
+                found[key] = np.stack([packets[mine], c.ts_ns[self.s_row[start:end][mine]],
+                                       self.s_flags[start:end][mine]], axis=1).astype(np.int64)
+        decoder.settle_status(found)
 
     def drop_held(self, key: tuple, released: int, packet: int, down: int | None) -> int:
         stream = self._stream_id(key)

@@ -91,11 +91,13 @@ from formats.events import Event, new_event
 from formats.reassembly import Gap, Message, Reassembler
 from formats.udp import (
     BEGIN_FLAG,
+    DATA_HEADER_LENGTH,
     HDR_TYPE_NAK,
     HDR_TYPE_RTTM,
     HDR_TYPE_SM,
     NAK_LENGTH,
     RTTM_LENGTH,
+    SM_EOS_FLAG,
     SM_LENGTH,
     SM_SEND_SETUP_FLAG,
     DataFrame,
@@ -196,7 +198,7 @@ class DecodedMessage(NamedTuple):
 class _Publication:
     """One sender's publication (source endpoint, session, stream), whatever its destinations."""
 
-    __slots__ = ("key", "sender", "how", "pending", "first_ts")
+    __slots__ = ("key", "sender", "how", "pending", "first_ts", "first_data_ts")
 
     def __init__(self, key: tuple, first_ts: int = 0) -> None:
         self.key = key
@@ -204,6 +206,7 @@ class _Publication:
         self.how = ""
         self.pending: list[tuple] = []
         self.first_ts = first_ts  #: when the capture first saw it (a SETUP or its first frame)
+        self.first_data_ts: int | None = None  #: when it first carried a message
 
 
 class _Stream:
@@ -211,7 +214,7 @@ class _Stream:
 
     __slots__ = ("channel", "receiver", "role", "publication", "reassembler", "eos_seen", "destination", "skip",
                  "last_ts", "last_packet", "end_position", "arrivals", "seen_data", "awaiting_setup", "join", "held",
-                 "unreceived")
+                 "unreceived", "answered", "made_at", "answers_from")
 
     def __init__(self, channel: str | None, receiver: int | None, role: str | None, publication: _Publication,
                  destination: tuple[str, int], skip: str | None) -> None:
@@ -239,9 +242,27 @@ class _Stream:
         self.held: list[tuple[int, Keyed]] = []
         #: start positions of messages completed while the receiver had no image
         self.unreceived: set[int] = set()
+        #: the receiver has sent a status message for it: it has an image, which a later SETUP does not move
+        self.answered = False
+        #: the packet number of the datagram that made the stream (`DatagramDecoder._stream`)
+        self.made_at = 0
+        #: the packet from which the receiver's regular status messages answer the current image (the one
+        #: that made the stream, or the SETUP that began a new image): `DatagramDecoder._answered`
+        self.answers_from = 0
 
 
 Keyed = tuple[tuple, Event]
+
+
+class ConsensusPublicationSeen(NamedTuple):
+    """One member's consensus publication to another, as the capture saw it (`consensus_publications`)."""
+
+    sender: int
+    receiver: int
+    session_id: int
+    first_seen_ns: int  #: its first SETUP or frame
+    first_data_ns: int | None  #: its first message
+    status_messages: tuple[tuple[int, bool], ...]  #: (ts, end of stream) of each status message its receiver sent
 
 
 class DatagramDecoder:
@@ -286,6 +307,10 @@ class DatagramDecoder:
         self._spans: dict[tuple[int, int], list[tuple[int, int]]] = {}
         #: (member, role, ts) of each status message asking for a SETUP: the member had lost its image
         self._setup_requests: list[tuple[int, str, int]] = []
+        #: stream key → (packet number, time, flags) of each status message the receiver of a consensus or
+        #: log stream sent for it while the stream was known, in packet order (what `consensus_publications`
+        #: and `log_images` read); `recorder.capture.bulk` adds those it decoded (`settle_status`)
+        self._status: dict[tuple, array | np.ndarray] = {}
         self._order = 0
         self._finished = False
         #: the packet being decoded (held ``in`` events remember it); after the last one, at `finish`
@@ -323,7 +348,7 @@ class DatagramDecoder:
             if minimum is not None and version == 0 and minimum[1] <= frame_length <= len(payload):
                 self.frames[minimum[0]] += 1
                 if frame_type == HDR_TYPE_SM:
-                    self._on_status(datagram, payload, capture, bool(flags & SM_SEND_SETUP_FLAG), packet_index, out)
+                    self._on_status(datagram, payload, capture, flags, packet_index, out)
                 return out
         try:
             frames = decode_datagram(payload)
@@ -380,6 +405,80 @@ class DatagramDecoder:
                                                                publication.key[3]))
         return {member: sorted(own) for member, own in sorted(out.items())}
 
+    def consensus_publications(self) -> list[ConsensusPublicationSeen]:
+        """Every consensus publication whose sender is known, with the status messages its receiver
+        sent it (what says when Aeron's publication was connected), in (sender, receiver, first seen)
+        order."""
+        status: dict[tuple, list[tuple[int, bool]]] = {}
+        receivers: dict[tuple, tuple[tuple[int, int], int]] = {}  # publication → (capture, packet), receiver
+        for key, seen in self._status.items():
+            stream = self._streams[key]
+            rows = _status_rows(seen)
+            if stream.channel != "consensus" or not len(rows):
+                continue
+            publication = stream.publication.key
+            status.setdefault(publication, []).extend(
+                zip(rows[:, 1].tolist(), ((rows[:, 2] & SM_EOS_FLAG) != 0).tolist(), strict=True))
+            last = (key[0], int(rows[-1, 0]))  # the receiver of its last status message, as captures are fed
+            if publication not in receivers or last > receivers[publication][0]:
+                receivers[publication] = (last, stream.receiver)
+        first_receiver: dict[tuple, int] = {}
+        for stream in self._streams.values():
+            if stream.receiver is not None:
+                first_receiver.setdefault(stream.publication.key, stream.receiver)
+        out = []
+        for publication in self._publications.values():
+            if publication.sender is None or publication.key[3] != self.streams.consensus:
+                continue
+            answered = receivers.get(publication.key)
+            receiver = answered[1] if answered is not None else first_receiver.get(publication.key)
+            if receiver is None:
+                continue
+            out.append(ConsensusPublicationSeen(publication.sender, receiver, publication.key[2], publication.first_ts,
+                                                publication.first_data_ts, tuple(sorted(status.get(publication.key, ())))))
+        return sorted(out, key=lambda p: (p.sender, p.receiver, p.first_seen_ns, p.session_id))
+
+    def log_publications(self) -> dict[tuple[int, int], int]:
+        """(leader, log session id) -> when the capture first saw that log publication (its SETUP or first
+        frame): the leader's driver had added it by then.  A catch-up replay from the leader's archive
+        shares the session id and comes later: the earliest is the publication."""
+        out: dict[tuple[int, int], int] = {}
+        for publication in self._publications.values():
+            if publication.sender is None or publication.key[3] != self.streams.log:
+                continue
+            key = (publication.sender, publication.key[2])
+            if key not in out or publication.first_ts < out[key]:
+                out[key] = publication.first_ts
+        return dict(sorted(out.items()))
+
+    def log_images(self) -> dict[tuple[int, int], list[int]]:
+        """(member, log session id) -> when its driver had an image of that log: each time its log or
+        catch-up endpoint began answering it with regular status messages (the first, and each after a
+        silence of more than `RESTART_SILENCE_NS`: a new image after a restart, or the catch-up image
+        beside the live one), in time order."""
+        images: dict[tuple[int, int], list[int]] = {}
+        for key, seen in self._status.items():
+            stream = self._streams[key]
+            if stream.channel != "log":
+                continue
+            rows = _status_rows(seen)
+            times = rows[(rows[:, 2] & (SM_SEND_SETUP_FLAG | SM_EOS_FLAG)) == 0, 1]
+            if len(times):
+                starts = times[np.concatenate([[True], np.diff(times) > RESTART_SILENCE_NS])]
+                images.setdefault((stream.receiver, key[5]), []).extend(starts.tolist())
+        return {key: sorted(times) for key, times in sorted(images.items())}
+
+    def settle_status(self, found: Mapping[tuple, np.ndarray]) -> None:
+        """``found``: stream key → (packet number, time, flags) of the regular status messages that
+        `recorder.capture.bulk` decoded for a consensus or log stream after the stream was made, in packet
+        order; merged with those fed one by one (a SETUP request, ...)."""
+        for key, rows in found.items():
+            own = self._status.get(key)
+            if own is not None and len(own):
+                rows = np.concatenate([_status_rows(own), rows])
+                rows = rows[np.argsort(rows[:, 0], kind="stable")]
+            self._status[key] = rows
+
     def publication_senders(self) -> dict[tuple[str, int], int]:
         """ip:port → the member whose publication sends from it (an ephemeral port), where known."""
         return {(p.key[0], p.key[1]): p.sender for p in self._publications.values() if p.sender is not None}
@@ -431,9 +530,10 @@ class DatagramDecoder:
                 offset,
             )
 
-    def _on_status(self, datagram: Datagram, payload: bytes | memoryview, capture: int, asks_setup: bool,
+    def _on_status(self, datagram: Datagram, payload: bytes | memoryview, capture: int, flags: int,
                    packet: int, out: list[Keyed]) -> None:
         """A receiver's status message: it is alive with an image, or (SEND_SETUP) it has none."""
+        asks_setup = bool(flags & SM_SEND_SETUP_FLAG)
         session_id, stream_id = _SESSION_STREAM.unpack_from(payload, 8)
         owner = self.members.lookup(datagram.src_ip, datagram.src_port)
         receiver = (capture, owner[0]) if owner is not None else None
@@ -446,7 +546,13 @@ class DatagramDecoder:
         stream = self._streams.get(key)
         if stream is None or stream.reassembler is None:
             return
+        if stream.receiver is not None and (stream.channel == "consensus" or stream.channel == "log"):
+            seen = self._status.get(key)
+            if seen is None:
+                seen = self._status[key] = array("q")
+            seen.extend((packet, ts, flags))
         if not asks_setup:
+            stream.answered = True
             if stream.held:
                 out += [item for _, item in stream.held]
                 stream.held = []
@@ -520,14 +626,16 @@ class DatagramDecoder:
         if stream.reassembler is None:
             return
         try:
-            if stream.awaiting_setup or not stream.seen_data:
+            if stream.awaiting_setup or not (stream.seen_data or self._answered(stream, datagram, frame, packet, capture)):
                 # The receiver's image starts here (Aeron's join position): a new image after a restart
-                # starts over, and frames before the SETUP's position are not delivered to it.
+                # starts over, and frames before the SETUP's position are not delivered to it.  Once the
+                # receiver has answered, its image exists: a repeated SETUP does not move it.
                 shift = position_bits_to_shift(frame.term_length)
                 if stream.awaiting_setup:
                     stream.reassembler = Reassembler()
                     stream.arrivals.clear()
-                    stream.awaiting_setup = stream.eos_seen = False
+                    stream.awaiting_setup = stream.eos_seen = stream.answered = False
+                    stream.answers_from = packet
                     self.notes.append(f"{self._describe_stream(self._key_of(datagram, frame, capture))}: the"
                                       f" receiver asked for a SETUP (no image: it restarted?); a new image"
                                       f" starts at packet {packet}")
@@ -537,6 +645,14 @@ class DatagramDecoder:
             stream.reassembler.on_setup(frame)
         except ValueError as error:
             self._problem("corrupt frame", f"SETUP for session {frame.session_id}: {error}", capture, packet)
+
+    def _answered(self, stream: _Stream, datagram: Datagram, frame: SetupFrame, packet: int, capture: int) -> bool:
+        """Has the receiver answered the stream's current image with a regular status message before
+        ``packet``?  (Decoded in bulk, those status messages were not fed: `bulk` knows them.)"""
+        if stream.answered:
+            return True
+        return self.bulk is not None and self.bulk.answered(self._key_of(datagram, frame, capture),
+                                                            stream.answers_from, packet)
 
     @staticmethod
     def _key_of(datagram: Datagram, frame: SetupFrame, capture: int) -> tuple:
@@ -575,6 +691,10 @@ class DatagramDecoder:
                 return
             stream.join = None  # from here on the reassembler's own position rules
         stream.seen_data = True
+        if type(frame) is DataFrame and frame.frame_length > DATA_HEADER_LENGTH:
+            first = stream.publication.first_data_ts
+            if first is None or ts < first:
+                stream.publication.first_data_ts = ts
         try:
             items = stream.reassembler.on_frame(frame)
         except ValueError as error:
@@ -641,9 +761,12 @@ class DatagramDecoder:
         if publication is None:
             publication = self._publications[pub_key] = _Publication(pub_key, datagram.ts_ns)
             self._by_session.setdefault((session_id, stream_id), []).append(publication)
+        elif datagram.ts_ns < publication.first_ts:
+            publication.first_ts = datagram.ts_ns  # another host's capture saw it earlier
         destination = (datagram.dst_ip, datagram.dst_port)
         channel, receiver, role, skip = self._classify(destination, stream_id)
         stream = self._streams[key] = _Stream(channel, receiver, role, publication, destination, skip)
+        stream.made_at = stream.answers_from = self._now
         return stream
 
     def _classify(self, destination: tuple[str, int], stream_id: int):
@@ -923,6 +1046,13 @@ _FRAME_NAMES = {
     "ResolutionFrame": "RES",
     "UnknownFrame": "unknown frame type",
 }
+
+
+def _status_rows(seen: array | np.ndarray) -> np.ndarray:
+    """`DatagramDecoder._status`'s record of one stream as rows of (packet number, time, flags)."""
+    if isinstance(seen, np.ndarray):
+        return seen
+    return np.frombuffer(seen, dtype=np.int64).reshape(-1, 3) if seen else np.zeros((0, 3), np.int64)
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

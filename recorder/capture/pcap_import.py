@@ -44,6 +44,7 @@ from formats.replay_file import gc_paused
 from recorder.capture.bulk import BulkDecoder, give_back_memory
 from recorder.capture.datagrams import (
     DEFAULT_STREAMS,
+    ConsensusPublicationSeen,
     DatagramDecoder,
     DecodeSummary,
     Problem,
@@ -89,12 +90,21 @@ class CaptureFile:
 
 class PcapImport:
     """The events of some captures (as columns, and as `Event`s on first use), what was read, and what
-    each member sent and what was sent to it in vain (``liveness``, for `recorder.capture.lifecycle`)."""
+    each member sent and what was sent to it in vain (``liveness``, for `recorder.capture.lifecycle`).
 
-    __slots__ = ("columns", "files", "members", "summary", "problems", "notes", "liveness", "_events")
+    The decoder's findings about the members' publications go with them (`recorder.capture.publications`):
+    ``consensus_publications`` (each consensus publication and its receiver's status messages),
+    ``log_publications`` ((leader, log session id) -> when its log publication was first seen) and
+    ``log_images`` ((member, log session id) -> when its driver had an image of it)."""
+
+    __slots__ = ("columns", "files", "members", "summary", "problems", "notes", "liveness", "consensus_publications",
+                 "log_publications", "log_images", "_events")
 
     def __init__(self, columns: EventColumns, files: list[CaptureFile], members: MemberMap, summary: DecodeSummary,
-                 problems: list[Problem], notes: list[str], liveness: dict[int, WireLiveness] | None = None) -> None:
+                 problems: list[Problem], notes: list[str], liveness: dict[int, WireLiveness] | None = None,
+                 consensus_publications: list[ConsensusPublicationSeen] | None = None,
+                 log_publications: dict[tuple[int, int], int] | None = None,
+                 log_images: dict[tuple[int, int], list[int]] | None = None) -> None:
         self.columns = columns
         self.files = files
         self.members = members
@@ -102,6 +112,9 @@ class PcapImport:
         self.problems = problems
         self.notes = notes
         self.liveness = liveness if liveness is not None else {}
+        self.consensus_publications = consensus_publications if consensus_publications is not None else []
+        self.log_publications = log_publications if log_publications is not None else {}
+        self.log_images = log_images if log_images is not None else {}
         self._events: list[Event] | None = None
 
     @property
@@ -237,7 +250,8 @@ def _imported(columns: EventColumns, files: list[CaptureFile], members: MemberMa
             source=names,
         )
     return PcapImport(columns, files, members, DecodeSummary.of(decoder), problems, notes,
-                      _liveness(decoder, members, unreachable))
+                      _liveness(decoder, members, unreachable), decoder.consensus_publications(),
+                      decoder.log_publications(), decoder.log_images())
 
 
 def _fill_times(table: PacketColumns) -> int:

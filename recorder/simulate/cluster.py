@@ -62,8 +62,10 @@ from engine.model.inputs import (
     Input,
     LogEndOfStream,
     LogFrame,
+    LogFrames,
     MemberCrash,
     MemberStop,
+    PublicationStatus,
 )
 from engine.model.javarandom import JavaRandom
 from engine.model.node import Node
@@ -232,6 +234,7 @@ class Simulation:
             on_message=self._on_delivery,
             on_end_of_stream=self._on_end_of_stream,
             on_sent=self._on_sent,
+            on_publication_status=self._on_publication_status,
         )
         self.events: list[Event] = []
         self.members: dict[int, _Member] = {}
@@ -266,6 +269,9 @@ class Simulation:
         self.last_down: int | None = None
         self.refused_offers = 0
         self.log_position_mismatches = 0
+        #: member -> (instant, frames): log frames delivered at one instant, fed together when it is over
+        #: (or before anything else of the member's is recorded), as node replay groups them.
+        self._log_batches: dict[int, tuple[int, list[LogFrame]]] = {}
 
     # --- running ------------------------------------------------------------------------------------
     def run(self) -> SimulationResult:
@@ -329,8 +335,18 @@ class Simulation:
         )
 
     def _record(self, event: Event) -> Event:
+        if event.node in self._log_batches and not (event.dir == "in" and event.channel == "log"):
+            self._feed_log_batch(event.node)
         self.events.append(event)
         return event
+
+    def _feed_log_batch(self, member_id: int) -> None:
+        batch = self._log_batches.pop(member_id, None)
+        if batch is None:
+            return
+        now, frames = batch
+        if self.members[member_id].running:
+            self.driver.feed(member_id, frames[0] if len(frames) == 1 else LogFrames(tuple(frames)), now)
 
     # --- members ----------------------------------------------------------------------------------
     def _start(self, member: _Member, *, first: bool) -> None:
@@ -355,7 +371,8 @@ class Simulation:
                 peer = self.members[peer_id]
                 member.consensus_pubs[peer_id] = driver.add_publication(
                     stream_id=CONSENSUS_STREAM_ID, term_length=CONSENSUS_TERM_LENGTH,
-                    destinations=[(peer.consensus, peer_id)],
+                    destinations=[(peer.consensus, peer_id)], refuses_unconnected=True,
+                    tag=(member.member_id, member.lives, peer_id),
                 )
         member.log_pub = None
         member.replays = {}
@@ -367,6 +384,9 @@ class Simulation:
             "appointedLeaderId": self.scenario.appointed_leader_id,
             "config": self.scenario.member_config(member.member_id),
             "seed": member.seed,
+            # A new process's consensus publications have heard no receiver yet: the PublicationStatus
+            # events say when each connects.
+            "connectedPeers": [],
         }
         spec = self.scenario.member(member.member_id)
         if first:
@@ -430,11 +450,19 @@ class Simulation:
         self._record(Event(ts=now, node=member.member_id, dir="in", peer=peer, channel=channel,
                                    type=message.BLOCK.name, fields=message.to_fields(), payload=delivery.payload,
                                    extra=extra))
+        if channel == "log":
+            # Frames delivered at one instant are taken in one go (`LogFrames`), once the instant is over.
+            frame = LogFrame(message=message, log_position=delivery.position, length=len(delivery.payload))
+            batch = self._log_batches.get(member.member_id)
+            if batch is None:
+                self._log_batches[member.member_id] = (now, [frame])
+                self.scheduler.at(now, self._feed_log_batch, member.member_id)
+            else:
+                batch[1].append(frame)
+            return
         if channel == "consensus":
             self._agent_message_line(member, now, message)
             item: Input = ConsensusMessage(message=message, peer=peer)
-        elif channel == "log":
-            item = LogFrame(message=message, log_position=delivery.position, length=len(delivery.payload))
         else:
             item = IngressMessage(message=message, length=len(delivery.payload))
             self._ingress = (message, delivery.payload)
@@ -454,6 +482,24 @@ class Simulation:
             fields={"logSessionId": image.session_id, "logPosition": image.last_message_end},
         ))
         self.driver.feed(member.member_id, LogEndOfStream(log_session_id=image.session_id), now)
+
+    def _on_publication_status(self, now: int, publication: Publication, connected: bool,
+                               sender_position: int | None) -> None:
+        """A member's consensus publication became (dis)connected, or its sender fell behind what was
+        offered (or caught up): the member learns it in its next duty cycle (after what it is doing
+        now), and so does node replay, from the ``PublicationStatus`` event."""
+        self.scheduler.at(now, lambda: self._publication_status(publication, connected, sender_position))
+
+    def _publication_status(self, publication: Publication, connected: bool, sender_position: int | None) -> None:
+        member_id, life, peer_id = publication.tag
+        member = self.members[member_id]
+        if not member.running or member.lives != life:
+            return
+        now = self.scheduler.now_ns
+        self._record(Event(ts=now, node=member_id, dir="local", peer=peer_id, channel="local", type="PublicationStatus",
+                           fields={"channel": "consensus", "connected": connected, "senderPosition": sender_position}))
+        self.driver.feed(member_id, PublicationStatus(peer=peer_id, connected=connected, sender_position=sender_position),
+                         now)
 
     def _on_sent(self, now: int, publication: Publication, tag: object) -> None:
         sender, peer, message, payload = tag

@@ -24,13 +24,20 @@ would put it on the wire (aeron-formats.md §7, `NetworkPublication`, `Publicati
   SETUP (an SM with the SEND_SETUP flag), as `DataPacketDispatcher` does; an image that hears nothing
   for 10 s is dropped.
 
-Deliberate simplifications, each because the engine cannot be told about it:
-* Aeron refuses offers (NOT_CONNECTED) before a publication's first status message and 5 s after its
-  last.  The engine has no way to learn that a send failed, so here every offer is accepted and its
-  frames wait for flow control; a sender with nobody listening keeps its term window (half a term) of
-  unsent data and refuses offers beyond it (back pressure), so nothing grows without bound.
-* Crossing a term boundary writes the PAD at once (Aeron's appender does too); term rotation is
-  exact, but the term cleaning of `cleanBufferTo` is not modelled (no bytes are reused).
+Offers, as `ExclusivePublication` takes them: refused (BACK_PRESSURED) when the publication's
+position has reached its publisher limit, the sender position plus the term window (half a term); a
+message that does not fit the rest of the term pads it and goes to the next one (Aeron's appender
+pads, the publisher tries again).  A consensus publication also refuses every offer (NOT_CONNECTED)
+before its first status message and from `CONNECTION_TIMEOUT_NS` after its last, as Aeron's driver
+drops the publisher limit to the sender position when it has no receivers.  What a member's
+consensus publication takes is the engine's business too: each change of whether it is connected,
+and of how far its sender has sent when that falls short of what was offered, goes to the transport's
+``on_publication_status`` (the simulator records it as a ``PublicationStatus`` event and
+feeds it to the member, so that node replay refuses the same offers).  The log and ingress
+publications take offers while nobody listens (the engine's leader appends whatever happens), up to
+the term window.
+
+Deliberate simplification: the term cleaning of `cleanBufferTo` is not modelled (no bytes are reused).
 
 Time comes from the caller's `Clock` (engine.harness.clock, the cluster driver's); randomness (session ids, ports, term ids, receiver ids)
 from the `random.Random` given to each driver.  Datagrams go through the `Network` (loss,
@@ -96,6 +103,8 @@ NAK_RETRY_NS = 10 * MS
 RETRANSMIT_LINGER_NS = 60 * MS
 #: The receiver socket buffer caps the window: min(termLength / 2, so_rcvbuf 128 KiB), as the capture shows.
 MAX_RECEIVER_WINDOW = 128 * 1024
+#: `ConsensusPublisher.SEND_ATTEMPTS`: an offer that meets the end of a term pads it and is tried again.
+SEND_ATTEMPTS = 3
 
 EPHEMERAL_PORTS = (32768, 60999)
 
@@ -171,6 +180,8 @@ class Publication:
         initial_position: int = 0,
         setup_flags: int = 0,
         mtu: int = DEFAULT_MTU,
+        refuses_unconnected: bool = False,
+        tag: object = None,
     ) -> None:
         self.driver = driver
         self.stream_id = stream_id
@@ -194,7 +205,13 @@ class Publication:
         self.sender_limit = initial_position
         self.has_receivers = False
         self.status_deadline_ns = 0
-        self.should_send_setup = True
+        #: Receivers heard from (receiver id -> when it is given up: `CONNECTION_TIMEOUT_NS` after its last
+        #: status message), Aeron's `ReceiverLivenessTracker`; one that closed (an SM with EOS) is gone at once.
+        self._receivers: dict[int, int] = {}
+        #: Aeron's `hasInitialConnection` (a status message came) and `isSetupElicited` (a receiver asked
+        #: for a SETUP): SETUPs go out every `SETUP_TIMEOUT_NS` until the first, and while the second holds.
+        self.has_initial_connection = False
+        self.setup_elicited = False
         self.time_of_last_setup_ns: int | None = None
         self.time_of_last_send_or_heartbeat_ns: int | None = None
         self.closing = False
@@ -204,30 +221,48 @@ class Publication:
         self._tags: deque[tuple[int, object]] = deque()
         self._timer: Timer | None = None
         self._flush_pending = False
+        #: Refuse offers while no receiver is heard (Aeron's NOT_CONNECTED): the consensus publications.
+        self.refuses_unconnected = refuses_unconnected
+        #: What the owner knows this publication by; with it, status changes go to the transport.
+        self.tag = tag
+        self._reported: tuple[bool, int | None] = (False, None)
+
+    @property
+    def should_send_setup(self) -> bool:
+        return not self.has_initial_connection or self.setup_elicited
 
     @property
     def position_limit(self) -> int:
+        """The publisher limit: nothing is taken from this position on."""
+        if self.refuses_unconnected and not self.has_receivers:
+            return self.sender_position
         return self.sender_position + self.term_window
 
     def offer(self, payload: bytes, tag: object = None) -> int | None:
-        """Append one message; the position after it, or None when refused (closed, or back pressure).
+        """Append one message; the position after it, or None when refused (closed, not connected, or
+        back pressure).
 
         A ``tag`` is handed to the transport's ``on_sent`` when the message's last frame first leaves.
         """
         if self.closing or self.closed or len(payload) > self.max_message_length:
             return None
         length = framed_length(len(payload), self.mtu)
-        term_offset = compute_term_offset_from_position(self.tail, self.shift)
-        pad = self.term_length - term_offset if term_offset + length > self.term_length else 0
-        if self.tail + pad + length > self.position_limit:
-            self.refused += 1
-            return None
-        if pad:
+        for _ in range(SEND_ATTEMPTS):
+            if self.tail >= self.position_limit:
+                self.refused += 1
+                return None
+            term_offset = compute_term_offset_from_position(self.tail, self.shift)
+            if term_offset + length <= self.term_length:
+                break
+            pad = self.term_length - term_offset
             term_id = compute_term_id_from_position(self.tail, self.shift, self.initial_term_id)
             self._store(self.tail, PadFrame(frame_length=pad, flags=UNFRAGMENTED, term_offset=term_offset,
                                             session_id=self.session_id, stream_id=self.stream_id, term_id=term_id))
             self.tail += pad
-            term_offset = 0
+        else:
+            self.refused += 1
+            return None
+        term_offset = compute_term_offset_from_position(self.tail, self.shift)
         term_id = compute_term_id_from_position(self.tail, self.shift, self.initial_term_id)
         frames = fragment_message(payload, session_id=self.session_id, stream_id=self.stream_id, term_id=term_id,
                                   term_offset=term_offset, mtu=self.mtu, term_length=self.term_length)
@@ -237,7 +272,21 @@ class Publication:
         if tag is not None:
             self._tags.append((self.tail, tag))
         self._schedule_flush()
+        if self.tail - self.sender_position >= self.term_window >> 1:
+            self._report_status()  # half the window offered and not sent: say so before the next offer
         return self.tail
+
+    def _report_status(self) -> None:
+        """Tell the transport when a tagged publication's connection changes, or how far its sender has
+        sent when that falls short of what was offered (frames past it wait for the receiver's status
+        messages, and the publisher limit is that position plus the term window)."""
+        if self.tag is None or self.closed:
+            return
+        connected = self.has_receivers or not self.refuses_unconnected
+        status = (connected, self.sender_position if self.tail > self.sender_position else None)
+        if status != self._reported:
+            self._reported = status
+            self.driver.transport.on_publication_status(self.driver.transport.scheduler.now_ns, self, *status)
 
     def _store(self, position: int, frame: DataFrame | PadFrame) -> None:
         self._frames[position] = frame
@@ -246,7 +295,7 @@ class Publication:
     def add_destination(self, endpoint: Endpoint, host: Host) -> None:
         if all(d.endpoint != endpoint for d in self.destinations):
             self.destinations.append(_Destination(endpoint, host))
-            self.should_send_setup = True
+            self.setup_elicited = True
             self._schedule_flush()
 
     def remove_destination(self, endpoint: Endpoint) -> None:
@@ -296,7 +345,10 @@ class Publication:
                 # One end-of-stream heartbeat, then the publication is gone (its process is stopping).
                 self.closed = True
         if self.has_receivers and now - self.status_deadline_ns > 0:
-            self.has_receivers = False
+            self._receivers = {r: d for r, d in self._receivers.items() if now - d <= 0}
+            self.has_receivers = bool(self._receivers)
+            self.status_deadline_ns = max(self._receivers.values(), default=0)
+        self._report_status()
         self._arm_timer(now)
 
     def _arm_timer(self, now: int) -> None:
@@ -338,8 +390,8 @@ class Publication:
             flags=self.setup_flags,
         )
         self._send_to_all(now, encode_datagram([setup]))
-        if self.has_receivers:
-            self.should_send_setup = False
+        if self.setup_elicited and self.has_receivers:
+            self.setup_elicited = False
 
     def _send_data(self, now: int) -> bool:
         sent = False
@@ -398,14 +450,19 @@ class Publication:
 
     # --- control frames from receivers -------------------------------------------------------------
     def on_status_message(self, now: int, sm: StatusMessage) -> None:
-        self.has_receivers = True
-        self.status_deadline_ns = now + CONNECTION_TIMEOUT_NS
+        if sm.flags & SM_EOS_FLAG:
+            self._receivers.pop(sm.receiver_id, None)  # the receiver closed its image: gone now
+        else:
+            self._receivers[sm.receiver_id] = now + CONNECTION_TIMEOUT_NS
+        self.has_receivers = bool(self._receivers)
+        self.status_deadline_ns = max(self._receivers.values(), default=0)
         position = compute_position(sm.consumption_term_id, sm.consumption_term_offset, self.shift,
                                     self.initial_term_id)
         # Max flow control (the default for multi-destination cast; the same for one receiver).
         self.sender_limit = max(self.sender_limit, position + sm.receiver_window)
+        self.has_initial_connection = True
         if sm.flags & SM_SEND_SETUP_FLAG and not self.closing:
-            self.should_send_setup = True
+            self.setup_elicited = True
         self.send(now)
 
     def on_nak(self, now: int, nak: Nak) -> None:
@@ -671,7 +728,10 @@ class Driver:
         initial_position: int = 0,
         setup_flags: int = 0,
         session_id: int | None = None,
+        refuses_unconnected: bool = False,
+        tag: object = None,
     ) -> Publication:
+        """A new publication; ``refuses_unconnected`` and ``tag``: see `Publication`."""
         port = self.ephemeral_port()
         if initial_term_id is None:
             initial_term_id = _int32(self.rng.getrandbits(32))
@@ -685,6 +745,8 @@ class Driver:
             destinations=destinations,
             initial_position=initial_position,
             setup_flags=setup_flags,
+            refuses_unconnected=refuses_unconnected,
+            tag=tag,
         )
         self.publications[port] = publication
         publication._schedule_flush()
@@ -820,12 +882,14 @@ class Transport:
         on_message: Callable[[Delivery], None],
         on_end_of_stream: Callable[[int, Image], None] | None = None,
         on_sent: Callable[[int, Publication, object], None] | None = None,
+        on_publication_status: Callable[[int, Publication, bool, int | None], None] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.network = network
         self._on_message = on_message
         self._on_end_of_stream = on_end_of_stream
         self._on_sent = on_sent
+        self._on_publication_status = on_publication_status
         self.hosts: dict[Host, HostInfo] = {}
         self._by_ip: dict[str, Host] = {}
         self.datagrams = 0
@@ -899,3 +963,8 @@ class Transport:
     def on_sent(self, now: int, publication: Publication, tag: object) -> None:
         if self._on_sent is not None:
             self._on_sent(now, publication, tag)
+
+    def on_publication_status(self, now: int, publication: Publication, connected: bool, limit: int | None) -> None:
+        """A tagged publication's connection or binding publisher limit changed (`Publication._report_status`)."""
+        if self._on_publication_status is not None:
+            self._on_publication_status(now, publication, connected, limit)
