@@ -15,8 +15,8 @@ clustered service (ServiceAck).  The engine replaces them with small determinist
 `LogStore` is the content of the local log recording as far as it is known: a contiguous run of
 frames, each kept as (end position, message).  Stretches whose content is unknown (a replication
 without evidence, or a log given only by its length in `MemberStart`) are a single entry whose
-message is None.  Messages are immutable values, so copying a store copies two lists, not the
-messages.
+message is None.  Messages are immutable values, so copying a store copies its open chunk of
+frames and shares the frozen ones (`LogStore`), never the messages.
 """
 
 from __future__ import annotations
@@ -41,30 +41,69 @@ def framed_length(message_length: int) -> int:
     return align(DATA_HEADER_LENGTH + message_length)
 
 
-class LogStore:
-    """The local log recording: frames from ``base`` to ``end``, each (end position, message | None)."""
+#: Frames per frozen chunk of a `LogStore`.
+LOG_CHUNK = 1024
 
-    __slots__ = ("base", "ends", "messages")
+
+class LogStore:
+    """The local log recording: frames from ``base`` to ``end``, each (end position, message | None).
+
+    Frames are kept in chunks of `LOG_CHUNK`: full chunks are frozen (tuples) and shared by every
+    copy of the store; only the last, open chunk is copied.  A long log therefore costs a copy of a
+    few pointers per chunk, not of every frame: a debugger checkpointing a replay every few hundred
+    events stays linear in the log's length, not quadratic."""
+
+    __slots__ = ("base", "_chunk_ends", "_chunk_messages", "_chunk_last", "_ends", "_messages")
 
     def __init__(self, base: int = 0) -> None:
         self.base = base
-        self.ends: list[int] = []
-        self.messages: list[Any] = []
+        self._chunk_ends: list[tuple[int, ...]] = []
+        self._chunk_messages: list[tuple[Any, ...]] = []
+        self._chunk_last: list[int] = []  # each frozen chunk's last end position (bisected)
+        self._ends: list[int] = []
+        self._messages: list[Any] = []
 
     @property
     def end(self) -> int:
-        return self.ends[-1] if self.ends else self.base
+        if self._ends:
+            return self._ends[-1]
+        return self._chunk_last[-1] if self._chunk_last else self.base
 
     def append(self, end: int, message: Any) -> None:
         if end > self.end:
-            self.ends.append(end)
-            self.messages.append(message)
+            self._push(end, message)
 
     def extend_unknown(self, end: int) -> None:
         """The recording grew to ``end`` with content we do not know."""
         if end > self.end:
-            self.ends.append(end)
-            self.messages.append(None)
+            self._push(end, None)
+
+    def _push(self, end: int, message: Any) -> None:
+        self._ends.append(end)
+        self._messages.append(message)
+        if len(self._ends) >= LOG_CHUNK:
+            self._chunk_ends.append(tuple(self._ends))
+            self._chunk_messages.append(tuple(self._messages))
+            self._chunk_last.append(end)
+            self._ends = []
+            self._messages = []
+
+    def _index_after(self, position: int) -> int:
+        """The index of the first frame ending after ``position`` (bisect_right over every end)."""
+        chunk = bisect_right(self._chunk_last, position)
+        if chunk < len(self._chunk_ends):
+            return chunk * LOG_CHUNK + bisect_right(self._chunk_ends[chunk], position)
+        return len(self._chunk_ends) * LOG_CHUNK + bisect_right(self._ends, position)
+
+    def _frame(self, index: int) -> tuple[int, Any]:
+        chunk, offset = divmod(index, LOG_CHUNK)
+        if chunk < len(self._chunk_ends):
+            return self._chunk_ends[chunk][offset], self._chunk_messages[chunk][offset]
+        return self._ends[offset], self._messages[offset]
+
+    def _end_of(self, index: int) -> int:
+        """Where frame ``index`` ends; ``base`` for index -1."""
+        return self._frame(index)[0] if index >= 0 else self.base
 
     def truncate(self, position: int) -> None:
         """Keep what ends at or before ``position``; a frame cut in two becomes unknown content."""
@@ -72,12 +111,17 @@ class LogStore:
             return
         if position <= self.base:
             self.base = position
-            self.ends.clear()
-            self.messages.clear()
+            self._chunk_ends, self._chunk_messages, self._chunk_last = [], [], []
+            self._ends, self._messages = [], []
             return
-        index = bisect_right(self.ends, position)
-        del self.ends[index:]
-        del self.messages[index:]
+        index = self._index_after(position)
+        chunk, offset = divmod(index, LOG_CHUNK)
+        if chunk < len(self._chunk_ends):  # the cut is in a frozen chunk: it becomes the open one
+            self._ends = list(self._chunk_ends[chunk][:offset])
+            self._messages = list(self._chunk_messages[chunk][:offset])
+            del self._chunk_ends[chunk:], self._chunk_messages[chunk:], self._chunk_last[chunk:]
+        else:
+            del self._ends[offset:], self._messages[offset:]
         if self.end < position:
             self.extend_unknown(position)
 
@@ -89,41 +133,45 @@ class LogStore:
 
     def after(self, position: int, limit: int | None = None) -> list[tuple[int, int, Any]]:
         """(start, end, message) of the frames ending after ``position`` (and at or before ``limit``)."""
-        index = bisect_right(self.ends, position)
+        index = self._index_after(position)
+        count = len(self)
         out = []
-        ends = self.ends
-        count = len(ends)
+        start = self._end_of(index - 1)
         while index < count:
-            end = ends[index]
+            end, message = self._frame(index)
             if limit is not None and end > limit:
                 break
-            start = ends[index - 1] if index > 0 else self.base
-            out.append((start, end, self.messages[index]))
+            out.append((start, end, message))
+            start = end
             index += 1
         return out
 
     def overlapping(self, start: int, stop: int) -> list[tuple[int, int, Any]]:
         """(start, end, message) of the frames that overlap (start, stop]."""
-        index = bisect_right(self.ends, start)
+        index = self._index_after(start)
+        count = len(self)
         out = []
-        ends = self.ends
-        count = len(ends)
+        frame_start = self._end_of(index - 1)
         while index < count:
-            frame_start = ends[index - 1] if index > 0 else self.base
             if frame_start >= stop:
                 break
-            out.append((frame_start, ends[index], self.messages[index]))
+            end, message = self._frame(index)
+            out.append((frame_start, end, message))
+            frame_start = end
             index += 1
         return out
 
     def __deepcopy__(self, memo: dict) -> LogStore:
         other = LogStore(self.base)
-        other.ends = list(self.ends)
-        other.messages = list(self.messages)
+        other._chunk_ends = list(self._chunk_ends)  # the frozen chunks themselves are shared
+        other._chunk_messages = list(self._chunk_messages)
+        other._chunk_last = list(self._chunk_last)
+        other._ends = list(self._ends)
+        other._messages = list(self._messages)
         return other
 
     def __len__(self) -> int:
-        return len(self.ends)
+        return len(self._chunk_ends) * LOG_CHUNK + len(self._ends)
 
 
 class SimImage:
