@@ -60,7 +60,7 @@ from engine.model.inputs import (
     OwnLogAppend,
     RecordingSignal,
 )
-from engine.model.outputs import Ready
+from engine.model.outputs import Cause, Ready
 from engine.model.sim_parts import LogStore
 from engine.model.view import MemberView
 from formats.errors import DecodeError
@@ -125,6 +125,7 @@ class Node:
             return
         self.advance(now_ns)
         agent = self.agent
+        agent.cause = _cause_of(item)
         if kind is ConsensusMessage:
             self._tick(now_ns, item.message, item.peer)
         elif kind is LogFrame:
@@ -173,6 +174,7 @@ class Node:
             tick = self.next_wakeup_ns()
             if tick is None or tick > now_ns:
                 break
+            self.agent.cause = self._timer_cause(tick)
             self._tick(tick)
         if now_ns > self._now_ns:
             self._now_ns = now_ns
@@ -191,6 +193,21 @@ class Node:
             return None
         tick = -(-deadline // MS) * MS
         return tick if tick > self._tick_ns else self._tick_ns + MS
+
+    def _timer_cause(self, tick: int) -> Cause:
+        """What wakes the member at ``tick`` with no input: the deadline that is due, by its
+        `MemberView.deadlines` name (a specific one before the election's next step, the slow tick last)."""
+        agent = self.agent
+        if agent.blocked_until_ns is not None and agent.blocked_until_ns <= tick:
+            return _DRIVER_WAIT
+        due = sorted((at, _TIMER_RANK.get(name, 0), name) for name, at in agent.deadlines() if at <= tick)
+        if not due:
+            image = agent.log_image_available_ns
+            return _timer("logImage" if image is not None and image <= tick else "dutyCycle")
+        name = min(due, key=lambda d: (d[1], d[0]))[2]
+        if name == "election" and agent.election is not None and agent.election.state.name.endswith("_BALLOT"):
+            name = "electionTimeout"  # a ballot's only deadline: Aeron's electionTimeoutNs
+        return _timer(name)
 
     def take_outputs(self) -> Ready:
         """What the member did since the last call, in the order it did it."""
@@ -256,6 +273,7 @@ class Node:
         self._now_ns = start.ts
         self._tick_ns = tick
         self.agent.set_time(start.ts, start.ts)
+        self.agent.cause = _LOCAL["MemberStart"]
         self.agent.on_start(start.ts)
         self._repeat_cycles()
 
@@ -302,12 +320,14 @@ class Node:
             agent.blocked_until_ns = None
             held, self._held = self._held, []
             if held:
+                cause, agent.cause = agent.cause, _DRIVER_WAIT
                 agent.set_time(blocked, blocked)
                 before = agent.changes
                 agent.duty_cycle(held=held)
                 if agent.changes != before:
                     self._repeat_cycles()
                 self._collect()
+                agent.cause = cause
         agent.set_time(now_ns, now_ns)
         before = agent.changes
         agent.duty_cycle(message, peer)
@@ -333,6 +353,53 @@ class Node:
         if self.agent.state is ModuleState.CLOSED:
             # Stopped, or the agent terminated itself (e.g. an incompatible appVersion): nothing more runs.
             self.is_running = False
+
+
+#: How a timer cause is chosen among the deadlines due together: a named deadline, then the
+#: election's next step, then the slow tick.
+_TIMER_RANK = {"election": 1, "slowTick": 2}
+_TIMERS: dict[str, Cause] = {}
+_LOCAL = {
+    name: Cause("local", name)
+    for name in ("MemberStart", "MemberStop", "MemberCrash", "End", "RecordingSignal", "LogEndOfStream")
+}
+#: The agent waited for the media driver (a recorded `log_publication_waits_ns`); the wait is over and
+#: what arrived meanwhile is handled.
+_DRIVER_WAIT = Cause("timer", "driverWait")
+_MESSAGES: dict[tuple[type, Any, str], Cause] = {}
+
+
+def _timer(name: str) -> Cause:
+    cause = _TIMERS.get(name)
+    if cause is None:
+        cause = _TIMERS[name] = Cause("timer", name)
+    return cause
+
+
+def _cause_of(item: Input) -> Cause:
+    """The cause an input gives the changes it leads to (one value per kind of message and sender, reused)."""
+    kind = type(item)
+    if kind is ConsensusMessage:
+        key = (type(item.message), item.peer, "consensus")
+    elif kind is LogFrame:
+        key = (type(item.message), None, "log")
+    elif kind is IngressMessage:
+        key = (type(item.message), None, "ingress")
+    elif kind is OwnLogAppend:
+        key = (type(item.message), None, "own")
+    else:
+        return _LOCAL.get(kind.__name__) or Cause("local", kind.__name__)
+    cause = _MESSAGES.get(key)
+    if cause is None:
+        name = item.message.BLOCK.name
+        message_type, peer, channel = key
+        cause = (
+            Cause("local", "OwnLogAppend", None, "log")
+            if channel == "own"
+            else Cause("message", name, peer, channel)
+        )
+        _MESSAGES[key] = cause
+    return cause
 
 
 def _with_appointed(config: Config, appointed_leader_id: int) -> Config:

@@ -42,24 +42,24 @@ def framed_length(message_length: int) -> int:
 
 
 #: Frames per frozen chunk of a `LogStore`.
-LOG_CHUNK = 1024
+LOG_CHUNK = 256
 
 
 class LogStore:
     """The local log recording: frames from ``base`` to ``end``, each (end position, message | None).
 
-    Frames are kept in chunks of `LOG_CHUNK`: full chunks are frozen (tuples) and shared by every
-    copy of the store; only the last, open chunk is copied.  A long log therefore costs a copy of a
-    few pointers per chunk, not of every frame: a debugger checkpointing a replay every few hundred
-    events stays linear in the log's length, not quadratic."""
+    Frames are kept in chunks of `LOG_CHUNK`: full chunks are frozen (tuples, and so is the directory
+    of them) and shared by every copy of the store; only the last, open chunk is copied.  Copying a
+    store therefore costs the same however long its log: a debugger checkpointing a replay every few
+    hundred events stays linear in the log's length, not quadratic."""
 
     __slots__ = ("base", "_chunk_ends", "_chunk_messages", "_chunk_last", "_ends", "_messages")
 
     def __init__(self, base: int = 0) -> None:
         self.base = base
-        self._chunk_ends: list[tuple[int, ...]] = []
-        self._chunk_messages: list[tuple[Any, ...]] = []
-        self._chunk_last: list[int] = []  # each frozen chunk's last end position (bisected)
+        self._chunk_ends: tuple[tuple[int, ...], ...] = ()
+        self._chunk_messages: tuple[tuple[Any, ...], ...] = ()
+        self._chunk_last: tuple[int, ...] = ()  # each frozen chunk's last end position (bisected)
         self._ends: list[int] = []
         self._messages: list[Any] = []
 
@@ -82,9 +82,9 @@ class LogStore:
         self._ends.append(end)
         self._messages.append(message)
         if len(self._ends) >= LOG_CHUNK:
-            self._chunk_ends.append(tuple(self._ends))
-            self._chunk_messages.append(tuple(self._messages))
-            self._chunk_last.append(end)
+            self._chunk_ends += (tuple(self._ends),)
+            self._chunk_messages += (tuple(self._messages),)
+            self._chunk_last += (end,)
             self._ends = []
             self._messages = []
 
@@ -111,7 +111,7 @@ class LogStore:
             return
         if position <= self.base:
             self.base = position
-            self._chunk_ends, self._chunk_messages, self._chunk_last = [], [], []
+            self._chunk_ends, self._chunk_messages, self._chunk_last = (), (), ()
             self._ends, self._messages = [], []
             return
         index = self._index_after(position)
@@ -119,7 +119,9 @@ class LogStore:
         if chunk < len(self._chunk_ends):  # the cut is in a frozen chunk: it becomes the open one
             self._ends = list(self._chunk_ends[chunk][:offset])
             self._messages = list(self._chunk_messages[chunk][:offset])
-            del self._chunk_ends[chunk:], self._chunk_messages[chunk:], self._chunk_last[chunk:]
+            self._chunk_ends = self._chunk_ends[:chunk]
+            self._chunk_messages = self._chunk_messages[:chunk]
+            self._chunk_last = self._chunk_last[:chunk]
         else:
             del self._ends[offset:], self._messages[offset:]
         if self.end < position:
@@ -163,9 +165,9 @@ class LogStore:
 
     def __deepcopy__(self, memo: dict) -> LogStore:
         other = LogStore(self.base)
-        other._chunk_ends = list(self._chunk_ends)  # the frozen chunks themselves are shared
-        other._chunk_messages = list(self._chunk_messages)
-        other._chunk_last = list(self._chunk_last)
+        other._chunk_ends = self._chunk_ends  # frozen: shared, directory and chunks
+        other._chunk_messages = self._chunk_messages
+        other._chunk_last = self._chunk_last
         other._ends = list(self._ends)
         other._messages = list(self._messages)
         return other
