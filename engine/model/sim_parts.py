@@ -41,25 +41,33 @@ def framed_length(message_length: int) -> int:
     return align(DATA_HEADER_LENGTH + message_length)
 
 
-#: Frames per frozen chunk of a `LogStore`.
-LOG_CHUNK = 256
+#: Frames per frozen chunk of a `LogStore`, and chunks per frozen group of chunks.
+LOG_CHUNK = 64
+LOG_GROUP = 64
 
 
 class LogStore:
     """The local log recording: frames from ``base`` to ``end``, each (end position, message | None).
 
-    Frames are kept in chunks of `LOG_CHUNK`: full chunks are frozen (tuples, and so is the directory
-    of them) and shared by every copy of the store; only the last, open chunk is copied.  Copying a
-    store therefore costs the same however long its log: a debugger checkpointing a replay every few
-    hundred events stays linear in the log's length, not quadratic."""
+    Frames are kept in chunks of `LOG_CHUNK`, chunks in groups of `LOG_GROUP`: a full chunk or group
+    is frozen (tuples all the way down) and shared by every copy of the store, so copying a store
+    costs the open chunk and the open group's directory (under `LOG_CHUNK` + `LOG_GROUP` pointers)
+    however long its log.  A debugger that checkpoints a replay every few hundred events therefore
+    stays linear in the log's length, not quadratic.
 
-    __slots__ = ("base", "_chunk_ends", "_chunk_messages", "_chunk_last", "_ends", "_messages")
+    Layout: ``_groups`` (frozen groups, each ``(lasts, ends, messages)``: per chunk its last end, its
+    ends, its messages) with ``_group_last`` (each group's last end); ``_chunks`` (the open group's
+    frozen chunks, each ``(ends, messages)``) with ``_chunk_last``; ``_ends`` / ``_messages`` (the open
+    chunk, the only mutable part)."""
+
+    __slots__ = ("base", "_groups", "_group_last", "_chunks", "_chunk_last", "_ends", "_messages")
 
     def __init__(self, base: int = 0) -> None:
         self.base = base
-        self._chunk_ends: tuple[tuple[int, ...], ...] = ()
-        self._chunk_messages: tuple[tuple[Any, ...], ...] = ()
-        self._chunk_last: tuple[int, ...] = ()  # each frozen chunk's last end position (bisected)
+        self._groups: tuple[tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[tuple[Any, ...], ...]], ...] = ()
+        self._group_last: tuple[int, ...] = ()
+        self._chunks: tuple[tuple[tuple[int, ...], tuple[Any, ...]], ...] = ()
+        self._chunk_last: tuple[int, ...] = ()
         self._ends: list[int] = []
         self._messages: list[Any] = []
 
@@ -67,7 +75,9 @@ class LogStore:
     def end(self) -> int:
         if self._ends:
             return self._ends[-1]
-        return self._chunk_last[-1] if self._chunk_last else self.base
+        if self._chunk_last:
+            return self._chunk_last[-1]
+        return self._group_last[-1] if self._group_last else self.base
 
     def append(self, end: int, message: Any) -> None:
         if end > self.end:
@@ -81,24 +91,46 @@ class LogStore:
     def _push(self, end: int, message: Any) -> None:
         self._ends.append(end)
         self._messages.append(message)
-        if len(self._ends) >= LOG_CHUNK:
-            self._chunk_ends += (tuple(self._ends),)
-            self._chunk_messages += (tuple(self._messages),)
-            self._chunk_last += (end,)
-            self._ends = []
-            self._messages = []
+        if len(self._ends) < LOG_CHUNK:
+            return
+        self._chunks += ((tuple(self._ends), tuple(self._messages)),)
+        self._chunk_last += (end,)
+        self._ends = []
+        self._messages = []
+        if len(self._chunks) == LOG_GROUP:
+            chunks = self._chunks
+            self._groups += ((self._chunk_last, tuple(c[0] for c in chunks), tuple(c[1] for c in chunks)),)
+            self._group_last += (end,)
+            self._chunks = ()
+            self._chunk_last = ()
+
+    # -- frames by index: group, chunk, offset ----------------------------------------------------------
+
+    def __len__(self) -> int:
+        return (len(self._groups) * LOG_GROUP + len(self._chunks)) * LOG_CHUNK + len(self._ends)
 
     def _index_after(self, position: int) -> int:
         """The index of the first frame ending after ``position`` (bisect_right over every end)."""
+        group = bisect_right(self._group_last, position)
+        if group < len(self._groups):
+            lasts, ends, _ = self._groups[group]
+            chunk = bisect_right(lasts, position)
+            return (group * LOG_GROUP + chunk) * LOG_CHUNK + bisect_right(ends[chunk], position)
+        base = len(self._groups) * LOG_GROUP
         chunk = bisect_right(self._chunk_last, position)
-        if chunk < len(self._chunk_ends):
-            return chunk * LOG_CHUNK + bisect_right(self._chunk_ends[chunk], position)
-        return len(self._chunk_ends) * LOG_CHUNK + bisect_right(self._ends, position)
+        if chunk < len(self._chunks):
+            return (base + chunk) * LOG_CHUNK + bisect_right(self._chunks[chunk][0], position)
+        return (base + len(self._chunks)) * LOG_CHUNK + bisect_right(self._ends, position)
 
     def _frame(self, index: int) -> tuple[int, Any]:
         chunk, offset = divmod(index, LOG_CHUNK)
-        if chunk < len(self._chunk_ends):
-            return self._chunk_ends[chunk][offset], self._chunk_messages[chunk][offset]
+        group, within = divmod(chunk, LOG_GROUP)
+        if group < len(self._groups):
+            _, ends, messages = self._groups[group]
+            return ends[within][offset], messages[within][offset]
+        if within < len(self._chunks):
+            ends, messages = self._chunks[within]
+            return ends[offset], messages[offset]
         return self._ends[offset], self._messages[offset]
 
     def _end_of(self, index: int) -> int:
@@ -111,17 +143,23 @@ class LogStore:
             return
         if position <= self.base:
             self.base = position
-            self._chunk_ends, self._chunk_messages, self._chunk_last = (), (), ()
+            self._groups, self._group_last, self._chunks, self._chunk_last = (), (), (), ()
             self._ends, self._messages = [], []
             return
         index = self._index_after(position)
         chunk, offset = divmod(index, LOG_CHUNK)
-        if chunk < len(self._chunk_ends):  # the cut is in a frozen chunk: it becomes the open one
-            self._ends = list(self._chunk_ends[chunk][:offset])
-            self._messages = list(self._chunk_messages[chunk][:offset])
-            self._chunk_ends = self._chunk_ends[:chunk]
-            self._chunk_messages = self._chunk_messages[:chunk]
-            self._chunk_last = self._chunk_last[:chunk]
+        group, within = divmod(chunk, LOG_GROUP)
+        if group < len(self._groups):  # the cut is in a frozen group: it becomes the open one
+            lasts, ends, messages = self._groups[group]
+            self._groups = self._groups[:group]
+            self._group_last = self._group_last[:group]
+            self._chunks = tuple(zip(ends, messages, strict=True))
+            self._chunk_last = lasts
+        if within < len(self._chunks):  # the cut is in a frozen chunk: it becomes the open one
+            ends, messages = self._chunks[within]
+            self._ends, self._messages = list(ends[:offset]), list(messages[:offset])
+            self._chunks = self._chunks[:within]
+            self._chunk_last = self._chunk_last[:within]
         else:
             del self._ends[offset:], self._messages[offset:]
         if self.end < position:
@@ -165,15 +203,12 @@ class LogStore:
 
     def __deepcopy__(self, memo: dict) -> LogStore:
         other = LogStore(self.base)
-        other._chunk_ends = self._chunk_ends  # frozen: shared, directory and chunks
-        other._chunk_messages = self._chunk_messages
-        other._chunk_last = self._chunk_last
+        # frozen groups and chunks (and their directories, tuples too) are shared; the open chunk is copied
+        other._groups, other._group_last = self._groups, self._group_last
+        other._chunks, other._chunk_last = self._chunks, self._chunk_last
         other._ends = list(self._ends)
         other._messages = list(self._messages)
         return other
-
-    def __len__(self) -> int:
-        return len(self._chunk_ends) * LOG_CHUNK + len(self._ends)
 
 
 class SimImage:
