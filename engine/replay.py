@@ -72,6 +72,7 @@ import bisect
 import copy
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -702,16 +703,23 @@ class NodeReplay:
         member state exactly, when the divergences are already known)."""
         if compare:
             return self._copy()
-        kept = (self.actual, self.expected, self.checks, self.hasher, self.lines, self._out)
+        with self.comparing_nothing():
+            return self._copy()
+
+    @contextmanager
+    def comparing_nothing(self) -> Iterator[NodeReplay]:
+        """This replay, for the duration of the block, as `checkpoint(compare=False)` copies it: no
+        comparison state, no trace hash, nothing compared.  Whatever serialises it in the block (a
+        debugger's compact checkpoint, without a copy first) sees exactly that; it is put back after."""
+        kept = (self.actual, self.expected, self.checks, self.hasher, self.lines, self._out,
+                self.compare, self.compared_channels, self.observed_kinds)
         self.actual, self.expected, self.checks, self.hasher, self.lines, self._out = {}, {}, [], None, [], []
+        self.compare, self.compared_channels, self.observed_kinds = False, {}, {}
         try:
-            twin = self._copy()
+            yield self
         finally:
-            self.actual, self.expected, self.checks, self.hasher, self.lines, self._out = kept
-        twin.compare = False
-        twin.compared_channels = {}
-        twin.observed_kinds = {}
-        return twin
+            (self.actual, self.expected, self.checks, self.hasher, self.lines, self._out,
+             self.compare, self.compared_channels, self.observed_kinds) = kept
 
     @staticmethod
     def restore(checkpoint: NodeReplay) -> NodeReplay:

@@ -34,7 +34,11 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import io
+import pickle
 import threading
+import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +48,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 
 from cli.times import duration, relative_time, wall_time
 from engine.model.view import MemberView
@@ -94,53 +99,185 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if isinstance(array, pa.ChunkedArray):  # an empty table
         array = pa.array([], type=pa.dictionary(pa.int32(), pa.string()))
-    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
-    return indices, [str(name) for name in array.dictionary.to_pylist()]
+    names = [str(name) for name in array.dictionary.to_pylist()]
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return indices.astype(np.int16 if len(names) < 2**15 else np.int32), names
 
 
-def _ints(column: pa.ChunkedArray, null: int = -1) -> np.ndarray:
-    return column.fill_null(null).to_numpy().astype(np.int64, copy=False)
+def _ints(column: pa.ChunkedArray, null: int = -1, dtype: Any = np.int64) -> np.ndarray:
+    return column.fill_null(null).to_numpy().astype(dtype, copy=False)
+
+
+#: The columns every screen needs for every event (read in full when a replay opens).
+INDEX_COLUMNS = ("seq", "ts", "node", "dir", "channel", "type", "peer")
+#: The columns an event is decoded from (read a record batch at a time, when an event is asked for).
+EVENT_COLUMNS = ("seq", "ts", "node", "dir", "channel", "type", "peer", "payload", "fields", "extra")
+
+
+class _TableRows:
+    """Rows of a replay table held in memory (a capture converted on the spot, a stream, tests)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.column_names = table.column_names
+
+    def columns(self, names: Sequence[str]) -> pa.Table:
+        return self.table.select(list(names))
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.table.column(name)
+
+    def rows(self, ordered_rows: np.ndarray) -> pa.Table:
+        low, high = int(ordered_rows[0]), int(ordered_rows[-1])
+        if high - low + 1 == len(ordered_rows):
+            return self.table.slice(low, high - low + 1)
+        return self.table.take(pa.array(ordered_rows))
+
+
+class _FileRows:
+    """Rows of a replay file, read from its memory map only when asked for, and checked then.
+
+    Opening reads the schema and `INDEX_COLUMNS` of every record batch (validated in full, as
+    `formats.replay_file.read_table` validates a whole file); an event's other columns are read (and
+    validated) a record batch at a time when one of its events is asked for, and a few such batches are
+    kept.  A compressed file is therefore never decompressed whole, and an uncompressed one stays in
+    the page cache rather than in the process."""
+
+    CACHED_BATCHES = 4
+
+    def __init__(self, source: pa.NativeFile, name: str) -> None:
+        self.source = source
+        self.name = name
+        reader = ipc.open_file(source)
+        self.schema = reader.schema
+        self.column_names = self.schema.names
+        self.count = reader.num_record_batches
+        replay_file.check_names(self.schema, name=name)
+        replay_file.check_metadata(self.schema, name=name)
+        replay_file.check_columns(self.schema, name=name)
+        base = self.columns(INDEX_COLUMNS)
+        sizes = [batch.num_rows for batch in base.to_batches()] if base.num_rows else []
+        self.base = base
+        self.offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))) if sizes else np.zeros(1, np.int64)
+        wanted = [n for n in EVENT_COLUMNS if n in self.column_names]
+        if "fields" not in self.column_names:  # another tool's file: fields come from the per-name columns
+            wanted = list(self.column_names)
+        self._event_fields = sorted(self.schema.get_field_index(n) for n in wanted)
+        self._batches: OrderedDict[int, pa.RecordBatch] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _reader(self, fields: list[int]) -> Any:
+        return ipc.open_file(self.source, options=ipc.IpcReadOptions(included_fields=fields, use_threads=False))
+
+    def columns(self, names: Sequence[str]) -> pa.Table:
+        """``names`` of every record batch, validated."""
+        present = [n for n in names if n in self.column_names]
+        fields = sorted(self.schema.get_field_index(n) for n in present)
+        try:
+            reader = self._reader(fields)
+            batches = [reader.get_batch(i) for i in range(self.count)]
+        except replay_file.ARROW_ERRORS as error:
+            raise DecodeError(f"cannot read columns {', '.join(present)} ({replay_file.one_line(error)})",
+                              source=self.name) from None
+        for number, batch in enumerate(batches):
+            replay_file.validate_batch(batch, name=self.name, number=number)
+        schema = pa.schema([self.schema.field(i) for i in fields], metadata=self.schema.metadata)
+        return pa.Table.from_batches(batches, schema=schema)
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.columns([name]).column(name)
+
+    def _batch(self, number: int) -> pa.RecordBatch:
+        with self._lock:
+            batch = self._batches.get(number)
+            if batch is not None:
+                self._batches.move_to_end(number)
+                return batch
+        try:
+            batch = self._reader(self._event_fields).get_batch(number)
+        except replay_file.ARROW_ERRORS as error:
+            raise DecodeError(f"record batch {number} cannot be read ({replay_file.one_line(error)})",
+                              source=self.name) from None
+        replay_file.validate_batch(batch, name=self.name, number=number)
+        with self._lock:
+            self._batches[number] = batch
+            while len(self._batches) > self.CACHED_BATCHES:
+                self._batches.popitem(last=False)
+        return batch
+
+    def rows(self, ordered_rows: np.ndarray) -> pa.Table:
+        numbers = np.searchsorted(self.offsets, ordered_rows, side="right") - 1
+        parts = []
+        for number in np.unique(numbers).tolist():
+            batch = self._batch(number)
+            within = ordered_rows[numbers == number] - int(self.offsets[number])
+            low, high = int(within[0]), int(within[-1])
+            if high - low + 1 == len(within):
+                parts.append(batch.slice(low, high - low + 1))
+            else:
+                parts.append(batch.take(pa.array(within)))
+        return pa.Table.from_batches(parts)
 
 
 class ReplaySource:
-    """A replay table, memory-mapped, in replay order, decoded a block at a time on demand."""
+    """A replay, in replay order, its events decoded a block at a time on demand.
+
+    Per event it holds only the few columns every screen needs, as compact numpy arrays (`INDEX_COLUMNS`:
+    ts and seq as int64, node and peer int32, dir, channel and type as int16 codes); a replay file is
+    read from its memory map a record batch at a time as events are asked for (`_FileRows`).  Replay
+    order is the order of `engine.replay`: by ``ts``, ties in file order (a stable sort); a file already
+    in that order (what `recount convert` writes) needs no permutation at all.
+    """
 
     def __init__(
         self,
-        table: pa.Table,
+        table: pa.Table | None = None,
         *,
         name: str,
         refs: Sequence[Any] | None = None,
         ref_kind: str = "seq",
         block_size: int = DEFAULT_BLOCK_SIZE,
+        rows: _TableRows | _FileRows | None = None,
     ) -> None:
-        metadata = replay_file.check_metadata(table.schema, name=name)
-        self.table = table
+        if rows is None:
+            assert table is not None
+            metadata = replay_file.check_metadata(table.schema, name=name)
+            rows = _TableRows(table)
+            base = table
+        else:
+            metadata = replay_file.check_metadata(rows.schema, name=name)
+            base = rows.base
+        self._rows = rows
         self.name = name
         self.cluster_members = metadata.cluster_members
         self.block_size = block_size
         self.ref_kind = ref_kind
-        rows_ts = _ints(table.column("ts"), 0)
-        seq_rows = table.column("seq").to_numpy().astype(np.int64)
+        rows_ts = _ints(base.column("ts"), 0)
+        seq_rows = _ints(base.column("seq"), 0)
         if len(seq_rows) > 1:
             bad = np.flatnonzero(np.diff(seq_rows) <= 0)
             if len(bad):
                 raise DecodeError(f"seq is not strictly increasing at row {int(bad[0]) + 1}", source=name)
-        #: position (replay order) -> row; the order `engine.replay` uses: by ts, ties in file order.
-        self.order = np.argsort(rows_ts, kind="stable")
-        self.row_position = np.empty_like(self.order)
-        self.row_position[self.order] = np.arange(len(self.order))
         self.seq_rows = seq_rows
-        self.ts = rows_ts[self.order]
-        self.node = _ints(table.column("node"))[self.order]
-        self.peer = _ints(table.column("peer"))[self.order]
-        self.seq = seq_rows[self.order]
-        dir_codes, self.dir_names = _codes(table.column("dir"))
-        channel_codes, self.channel_names = _codes(table.column("channel"))
-        type_codes, self.type_names = _codes(table.column("type"))
-        self.dir = dir_codes[self.order]
-        self.channel = channel_codes[self.order]
-        self.type = type_codes[self.order]
+        in_order = len(rows_ts) < 2 or bool(np.all(rows_ts[1:] >= rows_ts[:-1]))
+        #: position (replay order) -> row, and back; None when the file is in replay order already.
+        self.order: np.ndarray | None = None
+        self.row_position: np.ndarray | None = None
+        if not in_order:
+            index_type = np.int32 if len(rows_ts) < 2**31 else np.int64
+            self.order = np.argsort(rows_ts, kind="stable").astype(index_type)
+            self.row_position = np.empty_like(self.order)
+            self.row_position[self.order] = np.arange(len(self.order), dtype=index_type)
+        self.ts = self._in_order(rows_ts)
+        self.node = self._in_order(_ints(base.column("node"), -1, np.int32))
+        self.peer = self._in_order(_ints(base.column("peer"), -1, np.int32))
+        self.seq = self._in_order(seq_rows)
+        dir_codes, self.dir_names = _codes(base.column("dir"))
+        channel_codes, self.channel_names = _codes(base.column("channel"))
+        type_codes, self.type_names = _codes(base.column("type"))
+        self.dir = self._in_order(dir_codes)
+        self.channel = self._in_order(channel_codes)
+        self.type = self._in_order(type_codes)
         self._refs = list(refs) if refs is not None else None
         self.members = sorted({int(n) for n in np.unique(self.node)})
         #: Times are shown from the first event, as `recount replay` shows them (``+ms``).
@@ -151,7 +288,21 @@ class ReplaySource:
         self._blocks: OrderedDict[int, list[Event]] = OrderedDict()
         self._lock = threading.Lock()
         self._positions_of: dict[tuple[str, Any], np.ndarray] = {}
+        self._field_columns: OrderedDict[str, np.ndarray | None] = OrderedDict()
         self._prescanned: dict[str, Any] | None = None
+
+    def _in_order(self, by_row: np.ndarray) -> np.ndarray:
+        return by_row if self.order is None else by_row[self.order]
+
+    def row_of(self, k: int) -> int:
+        return k if self.order is None else int(self.order[k])
+
+    @property
+    def table(self) -> pa.Table:
+        """The whole table (in memory for a capture converted on the spot; read in full from a file)."""
+        if isinstance(self._rows, _TableRows):
+            return self._rows.table
+        return self._rows.columns(self._rows.column_names)
 
     @classmethod
     def open(cls, path: str | Path, *, block_size: int = DEFAULT_BLOCK_SIZE) -> ReplaySource:
@@ -160,8 +311,13 @@ class ReplaySource:
         if not path.exists():
             raise FileNotFoundError(2, "No such file or directory", str(path))
         if path.suffix in (".arrow", ".feather", ".ipc"):
-            table = replay_file.read_table(pa.memory_map(str(path), "r"), name=str(path))
-            return cls(table, name=str(path), block_size=block_size)
+            mapped = pa.memory_map(str(path), "r")
+            try:
+                rows = _FileRows(mapped, str(path))
+            except replay_file.ARROW_ERRORS:  # not an IPC file: perhaps a stream (read whole, as before)
+                table = replay_file.read_table(pa.memory_map(str(path), "r"), name=str(path))
+                return cls(table, name=str(path), block_size=block_size)
+            return cls(name=str(path), block_size=block_size, rows=rows)
         from recorder import convert as loader  # only for captures that are not replay files yet
 
         return cls.from_loaded(loader.load(path), name=str(path), block_size=block_size)
@@ -182,14 +338,14 @@ class ReplaySource:
         return cls(table, name=name, block_size=block_size)
 
     def __len__(self) -> int:
-        return len(self.order)
+        return len(self.ts)
 
     # -- decoding ---------------------------------------------------------------------------------------
 
     def ref(self, k: int) -> Any:
         """How divergence records and errors name event ``k``: its seq (or its line in a capture)."""
         if self._refs is not None:
-            return self._refs[int(self.order[k])]
+            return self._refs[self.row_of(k)]
         return int(self.seq[k])
 
     def block(self, b: int) -> list[Event]:
@@ -208,19 +364,19 @@ class ReplaySource:
 
     def _decode_block(self, b: int) -> list[Event]:
         start = b * self.block_size
-        rows = self.order[start : start + self.block_size]
-        if len(rows) == 0:
+        end = min(start + self.block_size, len(self))
+        if end <= start:
             return []
+        rows = np.arange(start, end) if self.order is None else self.order[start:end]
         ordered_rows = np.sort(rows)
         low, high = int(ordered_rows[0]), int(ordered_rows[-1])
-        if high - low + 1 == len(ordered_rows):
-            part = self.table.slice(low, high - low + 1)
-        else:
-            part = self.table.take(pa.array(ordered_rows))
         try:
+            part = self._rows.rows(ordered_rows)
             decoded = replay_file.table_to_events(part, name=self.name)
         except DecodeError as error:
             raise DecodeError(f"rows {low}..{high}: {error.expected}", source=self.name) from None
+        if self.order is None:
+            return decoded
         by_row = dict(zip(ordered_rows.tolist(), decoded, strict=True))
         return [by_row[int(r)] for r in rows]
 
@@ -265,13 +421,22 @@ class ReplaySource:
         return found
 
     def field_column(self, name: str) -> np.ndarray | None:
-        """A per-field column (``logPosition``, ``leadershipTermId``...) in replay order, nulls as None-free -2**62."""
-        if name not in self.table.column_names or name in replay_file.BASE_COLUMNS:
-            return None
-        column = self.table.column(name)
-        if not pa.types.is_integer(column.type):
-            return None
-        return column.fill_null(-(2**62)).to_numpy().astype(np.int64)[self.order]
+        """A per-field column (``logPosition``, ``leadershipTermId``...) in replay order, nulls as -2**62
+        (read on demand; the last few asked for are kept)."""
+        with self._lock:
+            if name in self._field_columns:
+                self._field_columns.move_to_end(name)
+                return self._field_columns[name]
+        found = None
+        if name in self._rows.column_names and name not in replay_file.BASE_COLUMNS:
+            column = self._rows.column(name)
+            if pa.types.is_integer(column.type):
+                found = self._in_order(column.fill_null(-(2**62)).to_numpy().astype(np.int64))
+        with self._lock:
+            self._field_columns[name] = found
+            while len(self._field_columns) > 3:
+                self._field_columns.popitem(last=False)
+        return found
 
     def relative(self, ts: int) -> str:
         """``+15.064s``: ``ts`` from the first event."""
@@ -298,7 +463,7 @@ class ReplaySource:
     def position_of_seq(self, seq: int) -> int | None:
         row = int(np.searchsorted(self.seq_rows, seq))
         if row < len(self.seq_rows) and int(self.seq_rows[row]) == seq:
-            return int(self.row_position[row])
+            return row if self.row_position is None else int(self.row_position[row])
         return None
 
 
@@ -309,12 +474,69 @@ class ReplaySource:
 # behind and compares nothing when re-executed (the index already holds the divergences).
 
 
+class SharedParts:
+    """The immutable parts checkpoints share instead of writing each out again.
+
+    A checkpoint is `NodeReplay.checkpoint(compare=False)` pickled and compressed: a few kilobytes of
+    bytes, one object for the garbage collector, instead of a copied object graph.  What is immutable
+    and big is not written into it but referred to: the replay's facts, flags and model, every ``bytes``
+    of 1 KiB or more (node-state.dat's buffers), and every hashable tuple of 64 items or more (the frozen
+    chunks of a member's log, `engine.model.sim_parts.LogStore`), kept here once for all checkpoints.
+    These pickles are made and read by this process only, from its own objects: never from a file.
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[int, Any] = {}
+        self._refused: set[int] = set()  # tuples found unhashable: written out, not shared
+
+    def pack(self, replay: NodeReplay) -> bytes:
+        objects, refused = self._objects, self._refused
+        for kept in (replay.facts, replay.flags, replay.driver.model):
+            objects.setdefault(id(kept), kept)
+
+        class _Pickler(pickle.Pickler):
+            def persistent_id(self, obj: Any) -> int | None:
+                key = id(obj)
+                if key in objects:
+                    return key
+                kind = type(obj)
+                if kind is bytes and len(obj) >= 1024:
+                    objects[key] = obj
+                    return key
+                if kind is tuple and len(obj) >= 64 and key not in refused:
+                    try:
+                        hash(obj)
+                    except TypeError:
+                        refused.add(key)
+                        return None
+                    objects[key] = obj
+                    return key
+                return None
+
+        out = io.BytesIO()
+        _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(replay)
+        return zlib.compress(out.getbuffer(), 1)
+
+    def unpack(self, blob: bytes) -> NodeReplay:
+        objects = self._objects
+
+        class _Unpickler(pickle.Unpickler):
+            def persistent_load(self, pid: Any) -> Any:
+                return objects[pid]
+
+        return _Unpickler(io.BytesIO(zlib.decompress(blob))).load()
+
+
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """The replay after ``position`` events: a replay nobody steps (restoring copies it)."""
+    """The replay after ``position`` events, packed (`SharedParts`); `replay()` gives a fresh copy."""
 
     position: int
-    replay: NodeReplay
+    blob: bytes
+    shared: SharedParts
+
+    def replay(self) -> NodeReplay:
+        return self.shared.unpack(self.blob)
 
 
 class Stepper:
@@ -346,12 +568,14 @@ class Stepper:
         """Each started member's view, as the screens name its values (Aeron's names)."""
         return {n: view.to_json() for n, view in self.replay.views().items()}
 
-    def checkpoint(self) -> Checkpoint:
-        return Checkpoint(self.position, self.replay.checkpoint(compare=False))
+    def checkpoint(self, shared: SharedParts) -> Checkpoint:
+        """The replay now, packed as `NodeReplay.checkpoint(compare=False)` would copy it (no copy made)."""
+        with self.replay.comparing_nothing() as bare:
+            return Checkpoint(self.position, shared.pack(bare), shared)
 
     @classmethod
     def restore(cls, source: ReplaySource, checkpoint: Checkpoint) -> Stepper:
-        return cls(source, NodeReplay.restore(checkpoint.replay), checkpoint.position)
+        return cls(source, checkpoint.replay(), checkpoint.position)
 
 
 class _Seen:
@@ -501,14 +725,22 @@ class Index:
     terms: list[TermStart] = field(default_factory=list)
     elections: list[ElectionStart] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
+    #: Where each checkpoint is (events fed), for bisecting.
+    checkpoint_positions: list[int] = field(default_factory=list)
+    shared: SharedParts = field(default_factory=SharedParts)
     summary: dict[str, Any] | None = None
+
+    def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.checkpoints.append(checkpoint)
+        self.checkpoint_positions.append(checkpoint.position)
 
 
 def _is_notable(record: Mapping[str, Any]) -> bool:
+    """Part of the story: not the summary, and not the traffic (periodic sends, log frames and appends)."""
     kind = record.get("kind")
     if kind == "send":
         return record.get("type") in SIGNIFICANT and record.get("channel", "consensus") == "consensus"
-    return kind != "summary"
+    return kind != "summary" and kind != "logAppend"
 
 
 def _lane(position: int, ts: int, view: MemberView) -> LaneSegment:
@@ -530,23 +762,30 @@ def build_index(
     seed: int | None = None,
     index: Index | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    should_pause: Callable[[], bool] = lambda: False,
 ) -> Index:
-    """Replay every event once, filling ``index`` as it goes (readers may look at it meanwhile)."""
+    """Replay every event once, filling ``index`` as it goes (readers may look at it meanwhile).
+
+    ``should_pause`` is asked every few events: while it says so the index waits, so that the screen's
+    own re-execution (a seek) has the interpreter to itself."""
     total = len(source)
     index = index or Index(total=total)
     index.counts = np.zeros(total, np.int32)
     block = source.block_size
     stepper = Stepper.start(source, model=model, seed=seed)
-    index.checkpoints.append(stepper.checkpoint())
+    index.add_checkpoint(stepper.checkpoint(index.shared))
     last_lane: dict[int, LaneSegment] = {}
     try:
         for k in range(total):
             if should_stop():
                 return index
+            if k & 63 == 0:
+                while should_pause() and not should_stop():
+                    time.sleep(0.002)
             records = stepper.step()
             _note(index, source, stepper, k, records, last_lane)
             if (k + 1) % block == 0:
-                index.checkpoints.append(stepper.checkpoint())
+                index.add_checkpoint(stepper.checkpoint(index.shared))
             index.done = k + 1
         final = stepper.finish()
     except DecodeError as error:
@@ -696,9 +935,16 @@ class Session:
     def members(self) -> list[int]:
         return self.source.members
 
-    def build_index(self, should_stop: Callable[[], bool] = lambda: False) -> Index:
+    def build_index(
+        self, should_stop: Callable[[], bool] = lambda: False, should_pause: Callable[[], bool] = lambda: False
+    ) -> Index:
         return build_index(
-            self.source, model=self.model, seed=self.seed, index=self.index, should_stop=should_stop
+            self.source,
+            model=self.model,
+            seed=self.seed,
+            index=self.index,
+            should_stop=should_stop,
+            should_pause=should_pause,
         )
 
     # -- state at a position ------------------------------------------------------------------------------
@@ -944,11 +1190,9 @@ class Session:
         return position + 1 - closest <= 2 * self.source.block_size
 
     def _checkpoint_at_or_before(self, count: int) -> Checkpoint | None:
-        checkpoints = self.index.checkpoints
-        if not checkpoints:
-            return None
-        i = bisect.bisect_right([c.position for c in checkpoints], count) - 1
-        return checkpoints[max(i, 0)]
+        index = self.index
+        i = bisect.bisect_right(index.checkpoint_positions, count) - 1
+        return index.checkpoints[i] if i >= 0 else None
 
 
 # -- filtering and the list's layout ---------------------------------------------------------------------
