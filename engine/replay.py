@@ -488,6 +488,15 @@ class NodeReplay:
         self._resolve_due(ts, out)
         return self._emit(out)
 
+    def advance(self, ts: int) -> list[dict[str, Any]]:
+        """Let time pass to ``ts`` without an input: what each live member's own deadlines do by then
+        (the first half of `feed`; feeding an event at ``ts`` afterwards does the rest, and the two give
+        the records `feed` alone would).  A debugger uses it to tell a timer's change from an input's."""
+        out = self._out = []
+        self.now = ts
+        self.driver.run_until(ts)  # comparisons due by then are settled by the next feed, as without this
+        return self._emit(out)
+
     def finish(self) -> list[dict[str, Any]]:
         """Advance every live member to the end of the evidence, settle the checks, add the summary."""
         out = self._out = []

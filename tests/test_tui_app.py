@@ -650,12 +650,17 @@ async def test_l_jumps_to_where_a_value_last_changed_and_says_what_changed_it(fa
         seq = int(session.source.seq[expected])
         # member 1 nominated itself when its nomination deadline fired: the event there is its own RequestVote
         assert session.source.dir_name(expected) == "out" and session.source.event(expected).node == 1
-        assert f"candidateTermId of member 1: 0 → 1 at #{seq}, by one of its own deadlines" in status(app)
+        # ... and the cause comes from the model (the node-state.dat write's record), not from the event there
+        assert f"candidateTermId of member 1: 0 → 1 at #{seq}, on its nomination deadline" in status(app)
+        why = app.query_one(Inspector).text("why")
+        assert "candidateTermId: 0 → 1 here, on its nomination deadline" in why
+        assert "1 node-state candidateTermId=1" in why and "1 NOMINATE → CANDIDATE_BALLOT  on its nomination deadline" in why
         await answer_prompt(app, pilot, "l", "leadershipTermId")
         await wait_for_search(app, pilot)
         cause = session.source.event(app.cursor)
         assert (cause.node, cause.dir, cause.type) == (1, "in", "NewLeadershipTerm")  # it followed leader 0
-        assert "leadershipTermId of member 1: -1 → 0" in status(app) and "on receiving 0→1 NewLeadershipTerm" in status(app)
+        assert "leadershipTermId of member 1: -1 → 0" in status(app)
+        assert "on NewLeadershipTerm from 0: the event here" in status(app)
         await answer_prompt(app, pilot, "l", "candidateTerm")
         assert "last change: " in status(app) and "unknown field 'candidateTerm'" in status(app)
 

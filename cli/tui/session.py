@@ -78,6 +78,39 @@ LANE_KINDS = frozenset({"state", "role", "moduleState", "election"})
 LIFECYCLE = frozenset({"MemberStart", "MemberStop", "MemberCrash", "End"})
 #: Record kinds that are problems, marked on the timeline.
 PROBLEM_KINDS = frozenset({"divergence", "invariant"})
+#: Record kinds that carry their cause (`engine.model.outputs.Cause`): a member's changes.
+CAUSED_KINDS = frozenset({"state", "role", "moduleState", "election", "nodeState", "markFile", "recordingLog"})
+#: A member's values that change only at an event where it has a record of `CAUSED_KINDS` or a lifecycle
+#: event (what a member view shows of its election, role, terms and files; `tests/test_tui_session.py`
+#: holds every sample and real capture to it): their last change is found from the index, not by a scan.
+RECORDED_FIELDS = frozenset(
+    {
+        "electionState",
+        "role",
+        "moduleState",
+        "isRunning",
+        "leadershipTermId",
+        "logLeadershipTermId",
+        "candidateTermId",
+        "leaderMemberId",
+        "nodeState",
+        "recordingLog",
+        "logRecordingId",
+        "logSessionId",
+        "electionCount",
+        "catchupJoinPosition",
+    }
+)
+#: Which records say why a recorded field changed.
+FIELD_RECORDS = {
+    "electionState": ("state",),
+    "role": ("role",),
+    "moduleState": ("moduleState",),
+    "nodeState": ("nodeState", "markFile"),
+    "recordingLog": ("recordingLog",),
+    "logRecordingId": ("recordingLog",),
+    "electionCount": ("election",),
+}
 
 
 def format_duration(ns: int) -> str:
@@ -87,6 +120,10 @@ def format_duration(ns: int) -> str:
 
 class SessionError(Exception):
     """The session cannot do what was asked (outside the replay, not indexed yet, ...); one line."""
+
+
+class SeekCancelled(Exception):
+    """A re-execution was given up because its answer is no longer wanted (the cursor moved on)."""
 
 
 # -- the replay file ---------------------------------------------------------------------------------------
@@ -722,6 +759,8 @@ class Index:
     lanes: dict[int, list[LaneSegment]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     problem_positions: list[int] = field(default_factory=list)
+    #: Per member, the events where it changed something it records (`CAUSED_KINDS`) or started/stopped.
+    member_records: dict[int, list[int]] = field(default_factory=dict)
     terms: list[TermStart] = field(default_factory=list)
     elections: list[ElectionStart] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
@@ -824,6 +863,10 @@ def _note(
             index.notable.setdefault(k, []).extend(notable)
     touched: set[int] = set()
     for record in records:
+        if record.get("kind") in CAUSED_KINDS and record.get("node") is not None:
+            positions = index.member_records.setdefault(int(record["node"]), [])
+            if not positions or positions[-1] != k:
+                positions.append(k)
         if record.get("kind") == "election" and record.get("node") is not None:
             index.elections.append(ElectionStart(
                 k, int(record.get("ts") or source.ts[k]), int(record["node"]), str(record.get("reason", "")),
@@ -832,6 +875,9 @@ def _note(
     event_type = source.type_name(k)
     if event_type in LIFECYCLE and source.dir_name(k) == "local":
         touched.add(int(source.node[k]))
+        positions = index.member_records.setdefault(int(source.node[k]), [])
+        if not positions or positions[-1] != k:
+            positions.append(k)
     for record in records:
         kind = record.get("kind")
         node = record.get("node")
@@ -891,6 +937,26 @@ def _note(
 
 
 @dataclass(frozen=True, slots=True)
+class LastChange:
+    """Where a member's value last changed (the event after which it differs), and what changed it:
+    ``cause`` as trace records give it (`formats.describe.describe_cause`), and the record that says so
+    when there is one."""
+
+    position: int
+    member: int
+    path: str
+    before: Any
+    after: Any
+    cause: dict[str, Any] | None
+    record: dict[str, Any] | None
+
+    @property
+    def is_the_event(self) -> bool:
+        """The cause is the event at ``position`` itself (an input the member received, or a local event)."""
+        return bool(self.cause) and self.cause.get("kind") in ("message", "local")
+
+
+@dataclass(frozen=True, slots=True)
 class Moment:
     """Every member's state after event ``position`` and after the one before it."""
 
@@ -910,8 +976,14 @@ class Session:
         self.seed = seed
         self.index = Index(total=len(source))
         self._stepper: Stepper | None = None
-        self._moment: Moment | None = None
+        self._moments: OrderedDict[int, Moment] = OrderedDict()
+        #: The records of the events the screen's stepper last went through (what the cursor's event did).
+        self._stepped: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._record_blocks: OrderedDict[int, list[list[dict[str, Any]]]] = OrderedDict()
+        # The screen's stepper and its moments are used by one thread at a time (the seek worker, a
+        # search's last step, a test); record blocks may be filled by another.
+        self._state_lock = threading.RLock()
+        self._records_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -955,8 +1027,9 @@ class Session:
             return Stepper.start(self.source, model=self.model, seed=self.seed)
         return Stepper.restore(self.source, checkpoint)
 
-    def _stepper_at(self, count: int) -> Stepper:
-        """The UI's stepper, moved to exactly ``count`` events fed (forward when it can, else from a checkpoint)."""
+    def _stepper_at(self, count: int, should_stop: Callable[[], bool] = lambda: False) -> Stepper:
+        """The screen's stepper, moved to exactly ``count`` events fed (forward when it can, else from a
+        checkpoint).  `SeekCancelled` when ``should_stop`` says so on the way."""
         stepper = self._stepper
         if stepper is None or stepper.position > count:
             stepper = self._fresh(count)
@@ -964,25 +1037,44 @@ class Session:
             checkpoint = self._checkpoint_at_or_before(count)
             if checkpoint is not None and checkpoint.position > stepper.position:
                 stepper = Stepper.restore(self.source, checkpoint)
-        while stepper.position < count:
-            stepper.step()
         self._stepper = stepper
+        stepped = self._stepped
+        last = len(self) - 1
+        while stepper.position < count:
+            if stepper.position & 63 == 0 and should_stop():
+                raise SeekCancelled
+            k = stepper.position
+            records = stepper.step()
+            if k != last:  # the last event's records include the replay's end (see `_replay_block`)
+                stepped[k] = records
+                if len(stepped) > 2 * self.source.block_size:
+                    stepped.popitem(last=False)
         return stepper
 
-    def moment(self, position: int) -> Moment:
+    def moment(self, position: int, should_stop: Callable[[], bool] = lambda: False) -> Moment:
         """Every member's state after event ``position``, and after event ``position - 1``."""
         if not 0 <= position < len(self):
             raise SessionError(f"event {position} is outside 0..{len(self) - 1}")
-        cached = self._moment
-        if cached is not None and cached.position == position:
-            return cached
-        if cached is not None and cached.position == position - 1:
-            previous = cached.states
-        else:
-            previous = self._stepper_at(position).states()
-        moment = Moment(position, self._stepper_at(position + 1).states(), previous)
-        self._moment = moment
-        return moment
+        with self._state_lock:
+            moments = self._moments
+            cached = moments.get(position)
+            if cached is not None:
+                moments.move_to_end(position)
+                return cached
+            before = moments.get(position - 1)
+            if before is not None:
+                previous = before.states
+            else:
+                previous = self._stepper_at(position, should_stop).states()
+            moment = Moment(position, self._stepper_at(position + 1, should_stop).states(), previous)
+            moments[position] = moment
+            while len(moments) > 16:
+                moments.popitem(last=False)
+            return moment
+
+    def moment_cached(self, position: int) -> Moment | None:
+        """`moment(position)` if it is at hand (no re-execution), else None."""
+        return self._moments.get(position)
 
     def states_at(self, position: int) -> dict[int, dict[str, Any]]:
         return self.moment(position).states
@@ -998,20 +1090,40 @@ class Session:
 
     def records_at(self, position: int) -> list[dict[str, Any]]:
         """The trace records event ``position`` produced (empty until the index has reached it)."""
+        cached = self.records_cached(position)
+        if cached is not None:
+            return cached
+        size = self.source.block_size
+        b = position // size
+        block = self._replay_block(b)
+        if self.index.finished or self.index.done >= min((b + 1) * size, len(self)):
+            with self._records_lock:  # a block still being indexed is not kept: its counts grow
+                self._record_blocks[b] = block
+                while len(self._record_blocks) > 8:
+                    self._record_blocks.popitem(last=False)
+        return block[position - b * size]
+
+    def records_cached(self, position: int) -> list[dict[str, Any]] | None:
+        """`records_at(position)` if it is at hand (no re-execution), else None."""
         if self.record_count(position) == 0:
             return []
         size = self.source.block_size
         b = position // size
-        block = self._record_blocks.get(b)
-        if block is None:
-            block = self._replay_block(b)
-            if self.index.finished or self.index.done >= min((b + 1) * size, len(self)):
-                self._record_blocks[b] = block  # a block still being indexed is not kept: its counts grow
-                while len(self._record_blocks) > 8:
-                    self._record_blocks.popitem(last=False)
-        else:
-            self._record_blocks.move_to_end(b)
-        return block[position - b * size]
+        with self._records_lock:
+            block = self._record_blocks.get(b)
+            if block is not None:
+                self._record_blocks.move_to_end(b)
+                return block[position - b * size]
+        stepped = self._stepped.get(position)
+        if stepped is None or len(stepped) + self._problem_count(position) != self.record_count(position):
+            return None
+        return [r for r in stepped if r.get("kind") != "divergence"] + self._problems_at(position)
+
+    def _problem_count(self, position: int) -> int:
+        return sum(1 for r in self.index.notable.get(position, ()) if r.get("kind") == "divergence")
+
+    def _problems_at(self, position: int) -> list[dict[str, Any]]:
+        return [r for r in self.index.notable.get(position, ()) if r.get("kind") == "divergence"]
 
     def _replay_block(self, b: int) -> list[list[dict[str, Any]]]:
         size = self.source.block_size
@@ -1188,6 +1300,108 @@ class Session:
         if self._stepper is not None and self._stepper.position <= position + 1:
             closest = max(closest, self._stepper.position)
         return position + 1 - closest <= 2 * self.source.block_size
+
+    # -- how far the index has got ---------------------------------------------------------------------
+
+    def settled(self) -> int:
+        """Events before this one have all their problems found: the index is past them by more than
+        the comparison's tolerance (a divergence is established up to that much later than the event
+        it concerns).  The whole replay once indexed."""
+        index = self.index
+        if index.finished:
+            return len(self)
+        if index.done == 0:
+            return 0
+        return self.source.position_at_time(int(self.source.ts[index.done - 1]) - DEFAULT_TOLERANCE_NS)
+
+    def pending(self) -> str:
+        """What is not indexed yet, in words (empty once it all is): answers about the rest wait for it."""
+        index = self.index
+        if index.finished:
+            return ""
+        done = index.done
+        at = f"#{int(self.source.seq[done - 1])}" if done else "the start"
+        return f"indexed up to {at} ({100 * done // max(len(self), 1)}%), the rest is pending"
+
+    # -- where a value last changed, and why --------------------------------------------------------------
+
+    def last_change(
+        self,
+        member: int,
+        path: str,
+        position: int,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[int], None] = lambda k: None,
+    ) -> LastChange | None:
+        """The last event at or before ``position`` after which member ``member``'s value at ``path`` (a
+        field as conditions write it: ``candidateTermId``, ``nodeState.logPosition``, ``members[1].logPosition``)
+        differed from before it, with the cause of that change.  None: it has not changed since the
+        member started (or the search was stopped).
+
+        A value in `RECORDED_FIELDS` changes only where the member has a record or a lifecycle event, so
+        the index's list of those events is walked back; any other is found by re-executing back from the
+        cursor, a block at a time (`search`)."""
+        from cli.tui import breakpoints  # the language of conditions; it imports nothing of the session
+
+        root = breakpoints.root_of(path)
+        if root in RECORDED_FIELDS and (self.index.finished or position < self.index.done):
+            candidates = self.index.member_records.get(member, [])
+            i = bisect.bisect_right(candidates, position)
+            while i > 0:
+                if should_stop():
+                    return None
+                i -= 1
+                k = candidates[i]
+                moment = self.moment(k, should_stop)
+                before = breakpoints.value_at(moment.previous.get(member), path)
+                after = breakpoints.value_at(moment.states.get(member), path)
+                if before != after:
+                    return self._explain(k, member, path, root, before, after)
+                progress(k)
+            return None
+        condition = breakpoints.parse(f"node {member} {path} changes")
+        found = self.search([condition], min(position + 1, len(self)), -1, should_stop=should_stop, progress=progress)
+        if found is None:
+            return None
+        k = found[0]
+        moment = self.moment(k, should_stop)
+        before = breakpoints.value_at(moment.previous.get(member), path)
+        after = breakpoints.value_at(moment.states.get(member), path)
+        return self._explain(k, member, path, root, before, after)
+
+    def _explain(self, k: int, member: int, path: str, root: str, before: Any, after: Any) -> LastChange:
+        """What changed ``member``'s ``path`` at event ``k``: the cause its own record there gives, else
+        (a value no record speaks for) its deadlines if they alone change it, else the event itself."""
+        from cli.tui import breakpoints
+
+        records = [r for r in self.records_at(k) if r.get("node") == member and r.get("cause")]
+        wanted = FIELD_RECORDS.get(root)
+        chosen = [r for r in records if wanted is None or r.get("kind") in wanted] if root in RECORDED_FIELDS else []
+        if chosen:
+            return LastChange(k, member, path, before, after, chosen[-1]["cause"], chosen[-1])
+        stepper = self._fresh(k)
+        while stepper.position < k:
+            stepper.step()
+        ts = int(self.source.ts[k])
+        states = stepper.states()
+        deadlines = (states.get(member) or {}).get("deadlines") or {}
+        timers = [r for r in stepper.replay.advance(ts) if r.get("node") == member]
+        if breakpoints.value_at(stepper.states().get(member), path) != before:
+            caused = [r for r in timers if r.get("cause")]
+            if caused:
+                return LastChange(k, member, path, before, after, caused[-1]["cause"], caused[-1])
+            due = sorted((at, name) for name, at in deadlines.items() if at <= ts and name != "slowTick")
+            name = due[0][1] if due else "slowTick"
+            return LastChange(k, member, path, before, after, {"kind": "timer", "type": name}, None)
+        event = self.source.event(k)
+        if event.node == member and event.dir == "in":
+            cause = {"kind": "message", "type": event.type, "peer": event.peer, "channel": event.channel}
+        elif event.node == member and event.dir == "out" and event.channel == "log":
+            cause = {"kind": "local", "type": "OwnLogAppend", "channel": "log"}
+        else:
+            cause = {"kind": "local", "type": event.type}
+        return LastChange(k, member, path, before, after, cause, None)
 
     def _checkpoint_at_or_before(self, count: int) -> Checkpoint | None:
         index = self.index
