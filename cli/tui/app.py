@@ -12,6 +12,7 @@ offers every jump; ``g`` takes a jump typed directly; ``?`` lists the keys.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from textual.worker import Worker, get_current_worker
 
 from cli.tui import breakpoints
 from cli.tui.session import (
+    INLINE_STEPS,
     DiffRow,
     EventFilter,
     LastChange,
@@ -541,10 +543,15 @@ class RecountApp(App[None]):
         self.seek_pending = False
         self._seek_started = 0.0
         self._seek_target: int | None = None
-        self._records_wanted: set[int] = set()
+        self._records_wanted: set[tuple[str, int]] = set()  # ("events" | "records", block)
         self._records_loading = False
         #: The last "where did this value last change" answer, shown while the cursor is on it.
         self.last_change_found: LastChange | None = None
+        #: How long each move took to be on screen (the cursor or member set, to the refresh after its
+        #: seek), and whether "seeking…" was shown meanwhile: what benchmarks/bench_tui.py reads.
+        self.seek_log: list[tuple[float, bool]] = []
+        self._move_started: float | None = None
+        self._move_noticed = False
         self.set_reactive(RecountApp.member, session.members[0] if session.members else 0)
         self.sub_title = f"{Path(session.name).name}  model {session.model}"
 
@@ -628,6 +635,9 @@ class RecountApp(App[None]):
         if finished:
             bar.display = False
             self._poll.stop()
+            # What the index built lives as long as the app: the garbage collector need not walk it
+            # again (its full collections over hundreds of thousands of records stall the screen).
+            gc.freeze()
             if self.start is not None:
                 start, self.start = self.start, None
                 self.jump(start)
@@ -641,9 +651,25 @@ class RecountApp(App[None]):
     # -- drawing --------------------------------------------------------------------------------------------
 
     def watch_cursor(self, _: int) -> None:
+        self._move_began()
         self._refresh_all()
 
+    def _move_began(self) -> None:
+        if self._move_started is None:
+            self._move_started = time.perf_counter()
+            self._move_noticed = False
+        self.call_after_refresh(self._move_drawn)
+
+    def _move_drawn(self) -> None:
+        """After a refresh: a move whose seek is done is on screen now."""
+        if self._move_started is not None and not self.seek_pending:
+            self.seek_log.append((time.perf_counter() - self._move_started, self._move_noticed))
+            self._move_started = None
+            if len(self.seek_log) > 10_000:
+                del self.seek_log[:5_000]
+
     def watch_member(self, member: int) -> None:
+        self._move_began()
         self.query_one(Timeline).member = member
         self._refresh_inspector()
         self._refresh_status()
@@ -676,6 +702,16 @@ class RecountApp(App[None]):
             )
             return
         self._inspector_pending = False
+        if self.session.steps_to(position) <= INLINE_STEPS:  # a few milliseconds: on the spot
+            try:
+                moment = self.session.moment(position)
+            except (DecodeError, SessionError) as error:
+                inspector.show_pending(f"cannot replay to #{int(self.session.source.seq[position])}: {error}")
+                return
+            self._seek_target = None  # a seek still running for an earlier cursor is not wanted any more
+            self._show_moment(moment, position)
+            self._seek_settled()
+            return
         self._seek_target = position
         self._seek_began()
         self._seek_worker(position)
@@ -707,13 +743,15 @@ class RecountApp(App[None]):
             try:
                 self._refresh_status()
             except NoMatches:  # the app is closing
-                pass
+                return
+            self._move_noticed = True
 
     def _seek_settled(self) -> None:
         if self._seek_target is None and not self._records_wanted and not self._records_loading:
             if self.seek_pending:
                 self.seek_pending = False
                 self._refresh_status()
+                self.call_after_refresh(self._move_drawn)
 
     @property
     def seeking(self) -> bool:
@@ -725,8 +763,10 @@ class RecountApp(App[None]):
         worker = get_current_worker()
         try:
             moment = self.session.moment(position, should_stop=lambda: worker.is_cancelled)
+            if self.query_one(EventList).show_records and not worker.is_cancelled:
+                self.session.load_records(position // self.session.source.block_size)  # in the same frame
             error = None
-        except SeekCancelled:
+        except (SeekCancelled, NoMatches):
             return
         except (DecodeError, SessionError) as failure:  # bad input deep in the file: say it, keep running
             moment, error = None, str(failure)
@@ -746,9 +786,15 @@ class RecountApp(App[None]):
                 self._show_moment(moment, position)
         self._seek_settled()
 
+    def want_events(self, position: int) -> None:
+        """The event list needs ``position``'s block decoded (it draws "…" until it is)."""
+        self._want(("events", position // self.session.source.block_size))
+
     def want_records(self, position: int) -> None:
         """The event list needs the records of ``position``'s block (it draws "…" until they are here)."""
-        block = position // self.session.source.block_size
+        self._want(("records", position // self.session.source.block_size))
+
+    def _want(self, block: tuple[str, int]) -> None:
         if block in self._records_wanted:
             return
         self._records_wanted.add(block)
@@ -762,16 +808,18 @@ class RecountApp(App[None]):
         self._records_worker(blocks)
 
     @work(thread=True, exclusive=False, group="records")
-    def _records_worker(self, blocks: list[int]) -> None:
-        size = self.session.source.block_size
-        for block in blocks:
+    def _records_worker(self, blocks: list[tuple[str, int]]) -> None:
+        for kind, block in blocks:
             try:
-                self.session.records_at(min(block * size, len(self.session) - 1))
+                if kind == "events":
+                    self.session.source.block(block)
+                else:
+                    self.session.load_records(block)
             except (DecodeError, SessionError):
                 pass  # the index says where the replay stopped; the list shows what there is
         self.call_from_thread(self._records_done, blocks)
 
-    def _records_done(self, blocks: list[int]) -> None:
+    def _records_done(self, blocks: list[tuple[str, int]]) -> None:
         self._records_wanted.difference_update(blocks)
         try:
             event_list = self.query_one(EventList)
@@ -823,7 +871,7 @@ class RecountApp(App[None]):
             parts.append("seeking…")
         if self.message:
             parts.append(self.message)
-        self.query_one("#status", Static).update("  ·  ".join(parts))
+        self.query_one("#status", Static).update("  ·  ".join(parts), layout=False)  # one line, always
 
     def say(self, message: str) -> None:
         self.message = message
@@ -1065,6 +1113,10 @@ class RecountApp(App[None]):
         self.searching = True
         self._refresh_status()
         self._last_change(self.member, field, self.cursor)
+
+    def action_last_change_of(self, field: str, member: int) -> None:
+        """A value in the inspector was clicked (its link names the member and the field)."""
+        self.last_change(field, member)
 
     @work(thread=True, exclusive=True, group="search")
     def _last_change(self, member: int, field: str, position: int) -> None:

@@ -71,6 +71,8 @@ from formats.events import Event
 
 MS = 1_000_000
 DEFAULT_BLOCK_SIZE = 500
+#: Re-executing up to this many events is done on the spot (a few milliseconds); more goes to a worker.
+INLINE_STEPS = 200
 
 #: Record kinds that change what a member's lane shows.
 LANE_KINDS = frozenset({"state", "role", "moduleState", "election"})
@@ -180,7 +182,7 @@ class _FileRows:
     kept.  A compressed file is therefore never decompressed whole, and an uncompressed one stays in
     the page cache rather than in the process."""
 
-    CACHED_BATCHES = 4
+    CACHED_BATCHES = 8
 
     def __init__(self, source: pa.NativeFile, name: str) -> None:
         self.source = source
@@ -421,6 +423,10 @@ class ReplaySource:
         if not 0 <= k < len(self):
             raise SessionError(f"event {k} is outside 0..{len(self) - 1}")
         return self.block(k // self.block_size)[k % self.block_size]
+
+    def is_decoded(self, k: int) -> bool:
+        """Is event ``k``'s block decoded and kept (`describe`/`event` answer without reading the file)?"""
+        return k // self.block_size in self._blocks
 
     def describe(self, k: int) -> str:
         try:
@@ -979,7 +985,7 @@ class Session:
         self._moments: OrderedDict[int, Moment] = OrderedDict()
         #: The records of the events the screen's stepper last went through (what the cursor's event did).
         self._stepped: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
-        self._record_blocks: OrderedDict[int, list[list[dict[str, Any]]]] = OrderedDict()
+        self._record_blocks: OrderedDict[int, tuple[list[list[dict[str, Any]]], int]] = OrderedDict()
         # The screen's stepper and its moments are used by one thread at a time (the seek worker, a
         # search's last step, a test); record blocks may be filled by another.
         self._state_lock = threading.RLock()
@@ -1076,6 +1082,18 @@ class Session:
         """`moment(position)` if it is at hand (no re-execution), else None."""
         return self._moments.get(position)
 
+    def steps_to(self, position: int) -> int:
+        """How many events `moment(position)` would re-execute (from the screen's stepper or a checkpoint)."""
+        if position in self._moments:
+            return 0
+        count = position + 1
+        checkpoint = self._checkpoint_at_or_before(count)
+        start = checkpoint.position if checkpoint is not None else 0
+        stepper = self._stepper
+        if stepper is not None and start <= stepper.position <= count:
+            start = stepper.position
+        return count - start + (0 if position - 1 in self._moments else 1)
+
     def states_at(self, position: int) -> dict[int, dict[str, Any]]:
         return self.moment(position).states
 
@@ -1094,14 +1112,23 @@ class Session:
         if cached is not None:
             return cached
         size = self.source.block_size
-        b = position // size
+        return self.load_records(position // size)[position % size]
+
+    def load_records(self, b: int) -> list[list[dict[str, Any]]]:
+        """The records of every event of block ``b``, by re-executing it.  Kept, with how far they hold:
+        in a block the index is still going through, only the events it has passed (the rest grow)."""
+        size = self.source.block_size
+        with self._records_lock:
+            kept = self._record_blocks.get(b)
+        if kept is not None and (kept[1] >= min((b + 1) * size, len(self)) or kept[1] >= self.index.done):
+            return kept[0]
+        valid = len(self) if self.index.finished else self.index.done
         block = self._replay_block(b)
-        if self.index.finished or self.index.done >= min((b + 1) * size, len(self)):
-            with self._records_lock:  # a block still being indexed is not kept: its counts grow
-                self._record_blocks[b] = block
-                while len(self._record_blocks) > 8:
-                    self._record_blocks.popitem(last=False)
-        return block[position - b * size]
+        with self._records_lock:
+            self._record_blocks[b] = (block, valid)
+            while len(self._record_blocks) > 8:
+                self._record_blocks.popitem(last=False)
+        return block
 
     def records_cached(self, position: int) -> list[dict[str, Any]] | None:
         """`records_at(position)` if it is at hand (no re-execution), else None."""
@@ -1110,10 +1137,10 @@ class Session:
         size = self.source.block_size
         b = position // size
         with self._records_lock:
-            block = self._record_blocks.get(b)
-            if block is not None:
+            kept = self._record_blocks.get(b)
+            if kept is not None and position < kept[1]:
                 self._record_blocks.move_to_end(b)
-                return block[position - b * size]
+                return kept[0][position - b * size]
         stepped = self._stepped.get(position)
         if stepped is None or len(stepped) + self._problem_count(position) != self.record_count(position):
             return None

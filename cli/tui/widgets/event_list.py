@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cli.tui.session import EventFilter, ListLayout, Session
+from cli.tui.session import INLINE_STEPS, EventFilter, ListLayout, Session
 from formats.describe import describe_cause, describe_record
 
 WIDTH = 240
@@ -231,13 +231,23 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             text.append(f"#{int(source.seq[position])}".ljust(8), style=style("event-list--seq"))
             direction = source.dir_name(position)
             text.append(SIDES.get(direction, "     "), style=style("event-list--seq"))
+            if not wait and not source.is_decoded(position):
+                # decoded in the background (the file may have to be read): "…" until then
+                self._loading = True
+                want = getattr(self.app, "want_events", None)
+                if want is not None:
+                    want(position)
+                    text.append("…", style=style("event-list--record"))
+                    return text
             describe = source.describe(position)
             text.append(
                 describe,
                 style=style("event-list--local") if source.dir_name(position) == "local" else Style(),
             )
             return text
-        records = self.session.records_at(position) if wait else self.session.records_cached(position)
+        records = self.session.records_cached(position)
+        if records is None and (wait or self.session.source.block_size <= INLINE_STEPS):
+            records = self.session.records_at(position)  # a short block: on the spot
         if records is None:
             self._loading = True
             want = getattr(self.app, "want_records", None)

@@ -20,7 +20,6 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -109,6 +108,43 @@ def node_state_of(state: Mapping[str, Any]) -> Mapping[str, Any]:
     return node_state.get("candidateTerm", node_state) if isinstance(node_state, Mapping) else {}
 
 
+class Grid:
+    """A small table drawn as plain columns of text, for the inspector's tables.
+
+    Rich's `Table` measures and lays out every cell each time it is drawn, and the inspector is drawn
+    again on every step: for these few narrow tables plain padded columns read the same and cost a
+    fraction of it.  Cells may be `Text` (styles and links are kept).  A title goes on its own line,
+    the header in bold.  What does not fit is wrapped by the widget like any text."""
+
+    def __init__(self, *, show_header: bool = True, title: str | None = None, gap: int = 2, **_: Any) -> None:
+        self.show_header = show_header
+        self.title = title
+        self.gap = gap
+        self.columns: list[str] = []
+        self.rows: list[list[Text]] = []
+
+    def add_column(self, name: str) -> None:
+        self.columns.append(name)
+
+    def add_row(self, *cells: Any) -> None:
+        self.rows.append([cell if isinstance(cell, Text) else Text(str(cell)) for cell in cells])
+
+    def __rich__(self) -> Text:
+        rows = ([[Text(c, style="bold") for c in self.columns]] if self.show_header else []) + self.rows
+        widths = [max((row[i].cell_len for row in rows if i < len(row)), default=0) for i in range(len(self.columns))]
+        out = Text()
+        if self.title:
+            out.append(self.title + "\n")
+        for n, row in enumerate(rows):
+            for i, cell in enumerate(row):
+                out.append_text(cell)
+                if i < len(row) - 1:
+                    out.append(" " * (widths[i] - cell.cell_len + self.gap))
+            if n < len(rows) - 1:
+                out.append("\n")
+        return out
+
+
 #: Below this width (cells) the cluster table is drawn as two lines per member.
 NARROW_BELOW = 64
 
@@ -179,7 +215,7 @@ class Inspector(VerticalScroll):
     def _link(self, text: Text, path: str, member: int | None = None) -> Text:
         """``text`` as a link: clicking it asks the app where ``member``'s ``path`` last changed."""
         member = self._links_for if member is None else member
-        text.stylize(Style(meta={"@click": f"app.last_change({path!r}, {member})"}))
+        text.stylize(Style(meta={"@click": f"app.last_change_of({path!r}, {member})"}))
         return text
 
     def _why(self, changes: list[dict[str, Any]], loading: bool, last_change: Any) -> RenderableType:
@@ -327,8 +363,8 @@ class Inspector(VerticalScroll):
         out.rstrip()
         return out
 
-    def _cluster(self, states, previous, selected: int) -> Table:
-        table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+    def _cluster(self, states, previous, selected: int) -> Grid:
+        table = Grid(box=None, pad_edge=False, show_edge=False, expand=False)
         for column in ("member", "state", "role", "term", "leader", "node-state cand", "logPos"):
             table.add_column(column)
         for member in self.session.members:
@@ -392,7 +428,7 @@ class Inspector(VerticalScroll):
         if not history:
             return Text("no leader yet", style=self.get_component_rich_style("inspector--muted"))
         source = self.session.source
-        table = Table(box=None, pad_edge=False, show_edge=False)
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         for column in ("term", "leader", "elected", "election took", "first to start it"):
             table.add_column(column)
         for change in history:
@@ -406,8 +442,8 @@ class Inspector(VerticalScroll):
             )
         return table
 
-    def _pairs(self, state, before, keys) -> Table:
-        table = Table(box=None, show_header=False, pad_edge=False, show_edge=False)
+    def _pairs(self, state, before, keys) -> Grid:
+        table = Grid(box=None, show_header=False, pad_edge=False, show_edge=False)
         table.add_column("field")
         table.add_column("value")
         for key in keys:
@@ -424,7 +460,7 @@ class Inspector(VerticalScroll):
         deadlines = state.get("deadlines") or {}
         if not deadlines or not state.get("isRunning", True):
             return Text("none running", style=self.get_component_rich_style("inspector--muted"))
-        table = Table(box=None, pad_edge=False, show_edge=False)
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         for column in ("deadline", "at", "time left"):
             table.add_column(column)
         old = before.get("deadlines") or {}
@@ -439,8 +475,8 @@ class Inspector(VerticalScroll):
             )
         return table
 
-    def _members(self, state, before) -> Table:
-        table = Table(box=None, pad_edge=False, show_edge=False)
+    def _members(self, state, before) -> Grid:
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         for _, title in MEMBER_KEYS:
             table.add_column(title)
         old = {m.get("memberId"): m for m in before.get("members") or ()}
@@ -480,7 +516,7 @@ class Inspector(VerticalScroll):
                 )
             )
             parts.append("  ")
-        table = Table(box=None, pad_edge=False, show_edge=False, title="recording.log", title_justify="left")
+        table = Grid(box=None, pad_edge=False, show_edge=False, title="recording.log", title_justify="left")
         for _, title in ENTRY_KEYS:
             table.add_column(title)
         old_entries = {e.get("entryIndex"): e for e in before.get("recordingLog") or ()} if before else {}
@@ -515,7 +551,7 @@ class Inspector(VerticalScroll):
                         style=self.get_component_rich_style("inspector--problem"),
                     )
                 )
-        table = Table(box=None, pad_edge=False, show_edge=False)
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         table.add_column("field")
         table.add_column("value")
         table.add_row("seq", str(int(source.seq[position])))
