@@ -260,8 +260,14 @@ async def measure_ui(path: Path, seeks: int, out: dict) -> None:
                 app.go_to(back)
 
             await _timed(app, pilot, go_back, results["back_jump"], marked)
+        problems = session.index.problem_positions or [len(session) // 2]
+        changes = session.index.changes or [len(session) // 2]
+        # start where the key has somewhere to go: before the last divergence for d, after the first for D
+        starts = {"k": (1, len(session)), "d": (0, problems[-1]), "D": (problems[0] + 1, len(session)),
+                  "s": (0, changes[-1]), "S": (changes[0] + 1, len(session))}
         for key, count in (("k", 50), ("d", 50), ("D", 50), ("s", 30), ("S", 30)):
-            app.go_to(rng.randrange(len(session)))
+            low, high = starts[key]
+            app.go_to(rng.randrange(low, max(high, low + 1)))
             await _settle(app, pilot, [])
             for _ in range(count):
                 await _timed(app, pilot, lambda key=key: pilot.press(key), results[key], marked)
@@ -300,7 +306,7 @@ def child(args: list[str]) -> tuple[dict, float]:
     return (json.loads(line) if line.strip() else {}), ended
 
 
-def report(path: Path, seeks: int) -> None:
+def report(path: Path, seeks: int, quit_after_index: bool = True) -> None:
     info, _ = child(["--measure-ui", str(path), "--seeks", str(seeks)])
     events = info["events"]
     print(f"replay: {path} — {events:,} events, {path.stat().st_size / 1e6:.0f} MB on disk")
@@ -323,7 +329,7 @@ def report(path: Path, seeks: int) -> None:
     print(f"  UI actions over 100 ms once indexed: {len(marked)}, 'seeking…' shown for {sum(marked)}")
     print(f"memory: peak {info['peak_rss_mb']:.0f} MB resident (target < 1500 MB); after indexing "
           f"{info['rss_after_index_mb']:.0f} MB")
-    for after in (False, True):
+    for after in (False, True) if quit_after_index else (False,):
         quit_info, ended = child(["--measure-quit", str(path)] + (["--after-index"] if after else []))
         if "q_at" in quit_info:
             print(f"quit {'once indexed' if after else 'while indexing (' + format(quit_info['indexed'], ',') + ' indexed)'}: "
@@ -337,6 +343,8 @@ def main() -> None:
     parser.add_argument("--seeks", type=int, default=200, help="random jumps (and as many jumps back) once indexed")
     parser.add_argument("--keep", help="directory to build the replay in and keep it (reused when there)")
     parser.add_argument("--replay", help="measure this replay file instead of generating one")
+    parser.add_argument("--no-quit-after-index", action="store_true",
+                        help="skip timing q once indexed (it indexes the whole replay a second time)")
     parser.add_argument("--measure-ui", help=argparse.SUPPRESS)
     parser.add_argument("--measure-quit", help=argparse.SUPPRESS)
     parser.add_argument("--after-index", action="store_true", help=argparse.SUPPRESS)
@@ -350,14 +358,14 @@ def main() -> None:
         measure_quit(Path(args.measure_quit), args.after_index)
         return
     if args.replay:
-        report(Path(args.replay), args.seeks)
+        report(Path(args.replay), args.seeks, not args.no_quit_after_index)
         return
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(args.keep) if args.keep else Path(scratch)
         t = time.perf_counter()
         path = build(args.events, directory)
         print(f"built in {time.perf_counter() - t:.0f} s")
-        report(path, args.seeks)
+        report(path, args.seeks, not args.no_quit_after_index)
 
 
 if __name__ == "__main__":

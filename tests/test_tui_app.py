@@ -651,7 +651,7 @@ async def test_l_jumps_to_where_a_value_last_changed_and_says_what_changed_it(fa
         # member 1 nominated itself when its nomination deadline fired: the event there is its own RequestVote
         assert session.source.dir_name(expected) == "out" and session.source.event(expected).node == 1
         # ... and the cause comes from the model (the node-state.dat write's record), not from the event there
-        assert f"candidateTermId of member 1: 0 → 1 at #{seq}, on its nomination deadline" in status(app)
+        assert f"member 1  ·  candidateTermId 0 → 1 at #{seq}, on its nomination deadline" in status(app)
         why = app.query_one(Inspector).text("why")
         assert "candidateTermId: 0 → 1 here, on its nomination deadline" in why
         assert "1 node-state candidateTermId=1" in why and "1 NOMINATE → CANDIDATE_BALLOT  on its nomination deadline" in why
@@ -659,7 +659,7 @@ async def test_l_jumps_to_where_a_value_last_changed_and_says_what_changed_it(fa
         await wait_for_search(app, pilot)
         cause = session.source.event(app.cursor)
         assert (cause.node, cause.dir, cause.type) == (1, "in", "NewLeadershipTerm")  # it followed leader 0
-        assert "leadershipTermId of member 1: -1 → 0" in status(app)
+        assert "member 1  ·  leadershipTermId -1 → 0" in status(app)
         assert "on NewLeadershipTerm from 0: the event here" in status(app)
         await answer_prompt(app, pilot, "l", "candidateTerm")
         assert "last change: " in status(app) and "unknown field 'candidateTerm'" in status(app)
@@ -735,7 +735,7 @@ async def test_clicking_a_value_in_the_inspector_jumps_to_where_it_last_changed_
         await settled(app, pilot)
         seq = int(app.session.source.seq[app.cursor])
         assert app.cursor < ELECTED
-        assert f"candidateTermId of member 1: 0 → 1 at #{seq}, on its nomination deadline" in status(app)
+        assert f"member 1  ·  candidateTermId 0 → 1 at #{seq}, on its nomination deadline" in status(app)
         assert "candidateTermId: 0 → 1 here, on its nomination deadline" in app.query_one(Inspector).text("why")
 
 
@@ -752,7 +752,7 @@ async def test_a_value_no_record_speaks_for_is_traced_to_the_message_that_change
         event = app.session.source.event(app.cursor)
         # a follower's commit position moves when its leader's CommitPosition reaches it
         assert (event.node, event.dir, event.type, event.peer) == (2, "in", "CommitPosition", 1)
-        assert "commitPosition of member 2:" in status(app)
+        assert "member 2  ·  commitPosition " in status(app)
         assert "on CommitPosition from 1: the event here" in status(app)
 
 

@@ -537,6 +537,7 @@ class RecountApp(App[None]):
         self.searching = False
         self.message = ""
         self._indexed_seen = -1
+        self._laid_out_at = 0.0
         self._index_worker: Worker[None] | None = None
         self._inspector_pending = False
         #: A seek is being worked out in the background (the inspector's moment, the list's records).
@@ -628,8 +629,12 @@ class RecountApp(App[None]):
         self._indexed_seen = done
         bar = self.query_one("#index-progress", ProgressBar)
         bar.update(total=max(total, 1), progress=done)
-        self.query_one(EventList).index_progressed()
-        self.query_one(Timeline).refresh()
+        # The list's layout (a pass over every event) and the lanes follow the index once a second.
+        now = time.monotonic()
+        if finished or now - self._laid_out_at >= 1.0:
+            self._laid_out_at = now
+            self.query_one(EventList).index_progressed()
+            self.query_one(Timeline).refresh()
         if self._inspector_pending:
             self._refresh_inspector()
         if finished:
@@ -848,11 +853,17 @@ class RecountApp(App[None]):
             source.when(int(source.ts[k])),
             f"member {self.member}",
         ]
+        # What is happening and what the last key found come first: a narrow terminal cuts the end.
+        if self.searching:
+            parts.append("searching… (escape stops)")
+        elif self.seeking:
+            parts.append("seeking…")
+        if self.message:
+            parts.append(self.message)
         if not index.finished:
             parts.append(f"indexing {index.done}/{len(session)} ({100 * index.done // len(session)}%)")
         else:
-            divergences = sum(1 for p in index.problems if p.record.get("kind") == "divergence")
-            invariants = len(index.problems) - divergences
+            divergences, invariants = session.problem_counts()
             parts.append(f"divergences {divergences}  invariants {invariants}")
         if index.error:
             parts.append(index.error)
@@ -865,12 +876,6 @@ class RecountApp(App[None]):
             parts.append("break: " + " | ".join(c.text for c in self.conditions))
         if self.bookmarks:
             parts.append(f"bookmarks {len(self.bookmarks)}")
-        if self.searching:
-            parts.append("searching… (escape stops)")
-        elif self.seeking:
-            parts.append("seeking…")
-        if self.message:
-            parts.append(self.message)
         self.query_one("#status", Static).update("  ·  ".join(parts), layout=False)  # one line, always
 
     def say(self, message: str) -> None:
@@ -1150,7 +1155,7 @@ class RecountApp(App[None]):
             how += ": the event here"
         self.go_to(
             found.position,
-            note=f"{field} of member {member}: {found.before} → {found.after} at #{seq}, {how}",
+            note=f"{field} {found.before} → {found.after} at #{seq}, {how}",  # the member is in the status
         )
         self._refresh_inspector()
 

@@ -1328,6 +1328,22 @@ class Session:
             closest = max(closest, self._stepper.position)
         return position + 1 - closest <= 2 * self.source.block_size
 
+    def problem_counts(self) -> tuple[int, int]:
+        """(divergences, invariant violations) the index has found so far."""
+        problems = self.index.problems
+        cached = getattr(self, "_problem_counts", None)
+        if cached is None or cached[0] != len(problems):
+            divergences = sum(1 for p in problems if p.record.get("kind") == "divergence")
+            cached = self._problem_counts = (len(problems), divergences, len(problems) - divergences)
+        return cached[1], cached[2]
+
+    def problems_at(self, position: int) -> list[Problem]:
+        """The problems anchored at event ``position``."""
+        index = self.index
+        i = bisect.bisect_left(index.problem_positions, position)
+        j = bisect.bisect_right(index.problem_positions, position)
+        return index.problems[i:j]
+
     # -- how far the index has got ---------------------------------------------------------------------
 
     def settled(self) -> int:

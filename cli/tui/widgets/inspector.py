@@ -543,14 +543,8 @@ class Inspector(VerticalScroll):
         except DecodeError as error:
             return Text(f"undecodable: {error}")
         lines: list[RenderableType] = [Text(describe_event(event))]
-        for problem in self.session.index.problems:
-            if problem.position == position:  # what the replay found about this very event
-                lines.append(
-                    Text(
-                        describe_record(problem.record),
-                        style=self.get_component_rich_style("inspector--problem"),
-                    )
-                )
+        for problem in self.session.problems_at(position):  # what the replay found about this very event
+            lines.append(Text(describe_record(problem.record), style=self.get_component_rich_style("inspector--problem")))
         table = Grid(box=None, pad_edge=False, show_edge=False)
         table.add_column("field")
         table.add_column("value")
