@@ -723,13 +723,21 @@ class RecountApp(App[None]):
 
     def _show_moment(self, moment, position: int) -> None:
         found = self.last_change_found
+        records = self.session.records_cached(position)
+        if records is None:
+            self.want_records(position)  # the "at this event" section fills in when they come
         self.query_one(Inspector).show(
             moment,
             self.member,
             position,
-            records=self.session.records_cached(position),
+            records=records,
             last_change=found if found is not None and found.position == position else None,
         )
+
+    async def wait_until_settled(self) -> None:
+        """Wait until the last move's answer is on screen (its seek and records done)."""
+        while self.seek_pending:
+            await asyncio.sleep(0.01)
 
     # -- seeks in the background ------------------------------------------------------------------------
     #
