@@ -2,21 +2,25 @@
 
 Theory of operation
 -------------------
-`ReplaySource` holds the replay file memory-mapped (``pa.memory_map``): the columns every screen
-needs (``ts``, ``node``, ``dir``, ``channel``, ``type``, ``peer``, ``seq``) become numpy views,
-put in replay order, the order of `engine.replay` (by ``ts``, ties in file order; a stable sort).
-An event's fields and payload are decoded only when something asks for that event, a block of
-`Session.block_size` events at a time (`formats.replay_file.table_to_events` on a slice), and a
-few blocks are cached.  Opening a million-event file therefore costs a sort and no decoding, and
-the first screen needs only the rows it shows.
+`ReplaySource` reads a replay file from its memory map as it is needed (`_FileRows`): at open, only
+the columns every screen needs (``ts``, ``node``, ``dir``, ``channel``, ``type``, ``peer``, ``seq``),
+as compact numpy arrays in replay order (the order of `engine.replay`: by ``ts``, ties in file
+order; a file already in that order needs no permutation); an event's fields and payload when
+something asks for that event, a block of `ReplaySource.block_size` events at a time, from the
+record batch that holds it (a few batches and blocks are kept).  Opening a million-event file costs
+a few column reads and no decoding.
 
 The index is one pass of the node replay (`engine.replay.NodeReplay`, the same code as `recount
 replay`) over every event, run by `build_index` in a background worker while the screen is already
-usable.  It keeps, per event, how many trace records the event produced; the records that tell the
-story (state, role, election, node-state.dat and recording.log writes, significant sends,
-divergences, invariant violations), the member lanes for the timeline, and an engine checkpoint
-every `block_size` events: `NodeReplay.checkpoint(compare=False)`, a copy with every `Node` cloned
-and the comparison state (only needed to find divergences, which the index already holds) left out.
+usable, and paused while the screen re-executes something of its own.  It keeps, per event, how
+many trace records the event produced; the records that tell the story (state, role, election,
+node-state.dat and recording.log writes with their causes, significant sends, divergences,
+invariant violations), the member lanes for the timeline, per member the events where it changed
+something it records, and an engine checkpoint every `block_size` events: the comparison-free
+replay (`NodeReplay.comparing_nothing`) pickled and compressed, the big immutable parts it shares
+with the others (log chunks, node-state buffers) referred to, not copied (`SharedParts`): a few
+kilobytes each.  Until it is done, `pending` says how far it got, and every answer that depends on
+it says so.
 
 Going to event ``i`` restores the nearest checkpoint at or before it and re-executes the events in
 between (at most one block): stepping back is re-execution, never an approximation.  The state
@@ -24,10 +28,13 @@ between (at most one block): stepping back is re-execution, never an approximati
 stepper stays at the last position asked for, so stepping forward costs one event.  Records of
 periodic sends are not kept by the index; the event list gets them by re-executing the block it
 shows (the same exact re-execution), so memory stays proportional to the story, not the capture.
+`last_change` finds where a member's value last changed, and why: from the index for the values
+only its records change (`RECORDED_FIELDS`), by re-execution for the others.
 
-Threads: the index worker owns its own driver; the UI thread and breakpoint searches restore their
-own copies from checkpoints, which are never mutated once taken.  The block cache is locked.
-Nothing here draws or prints; the widgets render what it returns.
+Threads: the index worker owns its own replay; the screen's seeks (one at a time: `moment` holds a
+lock), record blocks and breakpoint searches restore their own copies from checkpoints, which are
+immutable bytes.  The block caches are locked.  Nothing here draws or prints; the widgets render
+what it returns.
 """
 
 from __future__ import annotations
