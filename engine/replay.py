@@ -85,6 +85,7 @@ import bisect
 import copy
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -582,6 +583,15 @@ class NodeReplay:
         self._resolve_due(ts, out)
         return self._emit(out)
 
+    def advance(self, ts: int) -> list[dict[str, Any]]:
+        """Let time pass to ``ts`` without an input: what each live member's own deadlines do by then
+        (the first half of `feed`; feeding an event at ``ts`` afterwards does the rest, and the two give
+        the records `feed` alone would).  A debugger uses it to tell a timer's change from an input's."""
+        out = self._out = []
+        self.now = ts
+        self.driver.run_until(ts)  # comparisons due by then are settled by the next feed, as without this
+        return self._emit(out)
+
     def finish(self) -> list[dict[str, Any]]:
         """Advance every live member to the end of the evidence, settle the checks, add the summary."""
         out = self._out = []
@@ -962,20 +972,25 @@ class NodeReplay:
         member state exactly, when the divergences are already known)."""
         if compare:
             return self._copy()
+        with self.comparing_nothing():
+            return self._copy()
+
+    @contextmanager
+    def comparing_nothing(self) -> Iterator[NodeReplay]:
+        """This replay, for the duration of the block, as `checkpoint(compare=False)` copies it: no
+        comparison state, no trace hash, nothing compared.  Whatever serialises it in the block (a
+        debugger's compact checkpoint, without a copy first) sees exactly that; it is put back after."""
         empty = {"actual": {}, "expected": {}, "checks": [], "hasher": None, "lines": [], "_out": [], "found": [],
-                 "found_by_run": {}, "runs": Runs(), "causes": [], "senders": {}, "_undecided": set()}
+                 "found_by_run": {}, "runs": Runs(), "causes": [], "senders": {}, "_undecided": set(),
+                 "compare": False, "compared_channels": {}, "observed_kinds": {}}
         kept = {name: getattr(self, name) for name in empty}
         for name, value in empty.items():
             setattr(self, name, value)
         try:
-            twin = self._copy()
+            yield self
         finally:
             for name, value in kept.items():
                 setattr(self, name, value)
-        twin.compare = False
-        twin.compared_channels = {}
-        twin.observed_kinds = {}
-        return twin
 
     @staticmethod
     def restore(checkpoint: NodeReplay) -> NodeReplay:

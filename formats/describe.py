@@ -296,6 +296,41 @@ def _entry(entry: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
+#: A timer cause's deadline, as a sentence says it (the name is `MemberView.deadlines`').
+_DEADLINES = {
+    "electionTimeout": "its election timeout",
+    "leaderHeartbeatTimeout": "its leader heartbeat timeout",
+    "inactiveFollowerQuorum": "its inactive-follower-quorum check",
+    "nomination": "its nomination deadline",
+    "canvass": "its canvass deadline",
+    "election": "its election's next deadline",
+    "commitPositionHeartbeat": "its CommitPosition heartbeat",
+    "appendPositionHeartbeat": "its AppendPosition heartbeat",
+    "slowTick": "its slow tick",
+    "driverWait": "the end of its wait for the media driver",
+    "logImage": "its log image becoming available",
+    "dutyCycle": "a duty cycle",
+}
+
+
+def describe_cause(cause: Mapping[str, Any] | None) -> str:
+    """A change's cause (a trace record's ``cause``) as the end of a sentence: ``on RequestVote from 0``,
+    ``on its nomination deadline``, ``on MemberStart``; empty when there is none."""
+    if not cause:
+        return ""
+    kind, name = cause.get("kind"), str(cause.get("type"))
+    if kind == "message":
+        channel = cause.get("channel")
+        where = f" from {cause['peer']}" if cause.get("peer") is not None else ""
+        via = f" ({channel})" if channel not in (None, "consensus") else ""
+        return f"on {name}{where}{via}"
+    if kind == "timer":
+        return f"on {_DEADLINES.get(name, 'its ' + name + ' deadline')}"
+    if name == "OwnLogAppend":
+        return "on its own log append"
+    return f"on {name}"
+
+
 def describe_record(record: Mapping[str, Any]) -> str:
     """A trace record of contract §3 (``kind`` send/state/role/...), without its time."""
     kind = record.get("kind")

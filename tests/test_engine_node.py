@@ -74,11 +74,13 @@ def test_every_output_renders_as_its_contract_record():
     for record in records:
         assert list(record)[:3] == ["kind", "ts", "node"]
         json.dumps(record)  # JSON-ready
+    # A single member elects itself while starting: every change's cause is its MemberStart (the last key).
+    started = {"kind": "local", "type": "MemberStart"}
     assert by_kind["election"] == {"kind": "election", "ts": 0, "node": 0, "reason": "node started",
-                                   "leadershipTermId": -1, "logPosition": 0, "appendPosition": 0}
+                                   "leadershipTermId": -1, "logPosition": 0, "appendPosition": 0, "cause": started}
     assert by_kind["nodeState"] == {"kind": "nodeState", "ts": 0, "node": 0, "candidateTermId": 0, "logPosition": 0,
-                                    "timestamp": 0}
-    assert by_kind["role"] == {"kind": "role", "ts": 0, "node": 0, "from": "FOLLOWER", "to": "LEADER"}
+                                    "timestamp": 0, "cause": started}
+    assert by_kind["role"] == {"kind": "role", "ts": 0, "node": 0, "from": "FOLLOWER", "to": "LEADER", "cause": started}
     assert {k: by_kind["state"][k] for k in ("from", "to", "reason")} == {"from": "INIT", "to": "LEADER_LOG_REPLICATION", "reason": ""}
     assert by_kind["recordingLog"]["op"] == "appendTerm" and by_kind["recordingLog"]["entry"]["leadershipTermId"] == 0
     assert by_kind["logAppend"]["position"] == 96 and by_kind["logAppend"]["type"] == "NewLeadershipTermEvent"

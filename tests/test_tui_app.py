@@ -651,12 +651,17 @@ async def test_l_jumps_to_where_a_value_last_changed_and_says_what_changed_it(fa
         seq = int(session.source.seq[expected])
         # member 1 nominated itself when its nomination deadline fired: the event there is its own RequestVote
         assert session.source.dir_name(expected) == "out" and session.source.event(expected).node == 1
-        assert f"candidateTermId of member 1: 0 → 1 at #{seq}, by one of its own deadlines" in status(app)
+        # ... and the cause comes from the model (the node-state.dat write's record), not from the event there
+        assert f"member 1  ·  candidateTermId 0 → 1 at #{seq}, on its nomination deadline" in status(app)
+        why = app.query_one(Inspector).text("why")
+        assert "candidateTermId: 0 → 1 here, on its nomination deadline" in why
+        assert "1 node-state candidateTermId=1" in why and "1 NOMINATE → CANDIDATE_BALLOT  on its nomination deadline" in why
         await answer_prompt(app, pilot, "l", "leadershipTermId")
         await wait_for_search(app, pilot)
         cause = session.source.event(app.cursor)
         assert (cause.node, cause.dir, cause.type) == (1, "in", "NewLeadershipTerm")  # it followed leader 0
-        assert "leadershipTermId of member 1: -1 → 0" in status(app) and "on receiving 0→1 NewLeadershipTerm" in status(app)
+        assert "member 1  ·  leadershipTermId -1 → 0" in status(app)
+        assert "on NewLeadershipTerm from 0: the event here" in status(app)
         await answer_prompt(app, pilot, "l", "candidateTerm")
         assert "last change: " in status(app) and "unknown field 'candidateTerm'" in status(app)
 
@@ -675,3 +680,143 @@ async def test_a_whole_answer_typed_ahead_enter_included_is_taken(failover_path)
         await pilot.pause()
         assert app.cursor == ELECTED and app.member == 1
         assert not app.screen.query(Input)  # the prompt is gone
+
+
+# -- issue 15: causes, links to the last change, seeks in the background, answers while indexing -----------
+
+
+def link_at(widget, action_words: str) -> tuple[int, int]:
+    """Where on ``widget`` (as drawn) the link whose action mentions ``action_words`` is."""
+    from textual.geometry import Region
+
+    for y, strip in enumerate(widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))):
+        x = 0
+        for segment in strip:
+            meta = segment.style.meta if segment.style is not None else {}
+            if action_words in str(meta.get("@click", "")):
+                return x, y
+            x += segment.cell_length
+    raise AssertionError(f"no link for {action_words} on {widget}")
+
+
+async def settled(app: RecountApp, pilot) -> None:
+    """Wait for the seek the last key started (a worker) to be on screen."""
+    for _ in range(500):
+        await pilot.pause()
+        if not app.seek_pending:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the seek never settled")
+
+
+@pilot_test
+async def test_each_change_in_the_list_says_what_caused_it(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        event_list = app.query_one(EventList)
+        lines = [event_list.line_text(y) for y in range(event_list.layout_lines.height)]
+        ballot = [line for line in lines if "2 NOMINATE → FOLLOWER_BALLOT" in line]
+        assert ballot and all("on RequestVote from 1" in line for line in ballot[1:])  # term 1: member 1 asked
+        timeout = [line for line in lines if "election 'leader heartbeat timeout'" in line]
+        assert timeout and all(line.endswith("on its leader heartbeat timeout") for line in timeout)
+        assert any("0 election 'node started'" in line and line.endswith("on MemberStart") for line in lines)
+
+
+@pilot_test
+async def test_clicking_a_value_in_the_inspector_jumps_to_where_it_last_changed_and_shows_the_cause(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        app.jump(Jump("term", 1))  # member 1 selected: it has just become leader of term 1
+        await settled(app, pilot)
+        section = app.query_one("#inspector-election")
+        await pilot.click(section, offset=link_at(section, "'candidateTermId', 1"))
+        await wait_for_search(app, pilot)
+        await settled(app, pilot)
+        seq = int(app.session.source.seq[app.cursor])
+        assert app.cursor < ELECTED
+        assert f"member 1  ·  candidateTermId 0 → 1 at #{seq}, on its nomination deadline" in status(app)
+        assert "candidateTermId: 0 → 1 here, on its nomination deadline" in app.query_one(Inspector).text("why")
+
+
+@pilot_test
+async def test_a_value_no_record_speaks_for_is_traced_to_the_message_that_changed_it(failover_path):
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("end")
+        await settled(app, pilot)
+        await pilot.press("2")
+        await answer_prompt(app, pilot, "l", "commitPosition")
+        await wait_for_search(app, pilot)
+        event = app.session.source.event(app.cursor)
+        # a follower's commit position moves when its leader's CommitPosition reaches it
+        assert (event.node, event.dir, event.type, event.peer) == (2, "in", "CommitPosition", 1)
+        assert "member 2  ·  commitPosition " in status(app)
+        assert "on CommitPosition from 1: the event here" in status(app)
+
+
+@pilot_test
+async def test_a_slow_seek_says_seeking_until_its_answer_is_on_screen(failover_path, monkeypatch):
+    import time
+
+    original = Session.moment
+
+    def slow_moment(self, position, should_stop=lambda: False):
+        if self.moment_cached(position) is None:
+            time.sleep(0.3)
+        return original(self, position, should_stop)
+
+    monkeypatch.setattr(Session, "moment", slow_moment)
+    app = RecountApp(Session.open(failover_path, block_size=1000))  # one checkpoint: far seeks re-execute a lot
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        far = len(app.session.source.seq) - 1  # the last event: not yet computed, far from the start
+        app.go_to(far)
+        await pilot.pause()
+        await asyncio.sleep(0.15)
+        await pilot.pause()
+        assert app.seek_pending and "seeking…" in status(app)
+        await settled(app, pilot)
+        assert "seeking…" not in status(app)
+        assert f"event #{int(app.session.source.seq[far])}" in app.query_one(Inspector).text("event")
+
+
+@pilot_test
+async def test_while_indexing_every_answer_says_what_is_still_pending(failover_path):
+    import threading
+
+    session = Session.open(failover_path, block_size=64)
+    gate = threading.Event()
+    build = session.build_index
+
+    def held_index(should_stop, should_pause):  # the index stops at event 320 until the gate opens
+        return build(should_stop=should_stop,
+                     should_pause=lambda: should_pause() or (session.index.done >= 320 and not gate.is_set()))
+
+    session.build_index = held_index
+    app = RecountApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):
+            await pilot.pause()
+            if session.index.done >= 320:
+                break
+            await asyncio.sleep(0.02)
+        assert session.index.done == 320 and not session.index.finished
+        share = f"{320 * 100 // len(session)}%"
+        app.go_to(300)
+        await settled(app, pilot)
+        await pilot.press("d")  # the sample has no divergence: none in the part indexed, the rest pending
+        assert f"no divergence or invariant violation after here; indexed up to #319 ({share}), the rest is pending" in status(app)
+        await pilot.press("s")
+        assert f"no state change after here; indexed up to #319 ({share}), the rest is pending" in status(app)
+        app.go_to(ELECTED)
+        await pilot.pause()
+        assert "is shown once the index reaches it" in app.query_one(Inspector).text("cluster")
+        gate.set()
+        await app.wait_until_indexed()
+        await settled(app, pilot)
+        assert "LEADER" in app.query_one(Inspector).text("cluster")
+        await pilot.press("d")
+        assert "no divergence or invariant violation after here" in status(app) and "pending" not in status(app)

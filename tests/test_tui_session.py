@@ -21,11 +21,12 @@ from cli.tui.session import (
     Session,
     SessionError,
     Stepper,
+    _facts,
     align,
     difference_starts,
     story,
 )
-from engine.replay import ReplaySession, replay
+from engine.replay import ReplaySession, replay, scan
 from formats import replay_file
 from formats.cluster_codecs import BooleanType
 from formats.errors import DecodeError
@@ -336,3 +337,92 @@ def test_a_member_event_before_its_start_stops_the_index_with_one_line(tmp_path,
 def test_an_event_outside_the_replay_is_a_session_error(failover):
     with pytest.raises(SessionError, match="outside"):
         failover.moment(len(failover))
+
+
+# -- where a value last changed ----------------------------------------------------------------------------
+
+
+def _recorded_values_change_only_at_member_records(session: Session) -> int:
+    """Every change of a `RECORDED_FIELDS` value happens at an event in the index's `member_records`
+    of that member (what `Session.last_change` walks instead of re-executing the whole replay)."""
+    from cli.tui.session import RECORDED_FIELDS
+
+    session.build_index()
+    stepper = Stepper.start(session.source, model=session.model)
+    previous = stepper.states()
+    changes = 0
+    for k in range(len(session)):
+        stepper.step()
+        states = stepper.states()
+        for member, state in states.items():
+            before = previous.get(member)
+            if before is None:
+                continue
+            for name in RECORDED_FIELDS:
+                if state.get(name) != before.get(name):
+                    changes += 1
+                    assert k in session.index.member_records.get(member, []), (name, member, k)
+        previous = states
+    return changes
+
+
+@pytest.mark.parametrize("sample", ["leader-failover", "restart-catchup", "split-vote", "graceful-close-across-versions"])
+def test_recorded_values_change_only_where_the_member_has_a_record(sample):
+    path = _require(ROOT / "samples" / sample / "incident.arrow")
+    assert _recorded_values_change_only_at_member_records(Session.open(path)) > 20
+
+
+def test_recorded_values_change_only_where_the_member_has_a_record_in_a_real_capture(capture):
+    from recorder import convert
+
+    source = ReplaySource.from_loaded(convert.load(capture), name=str(capture))
+    assert _recorded_values_change_only_at_member_records(Session(source)) > 20
+
+
+def _facts_of_every_event(source: ReplaySource):
+    return scan(source.event(k) for k in range(len(source)))
+
+
+@pytest.mark.parametrize("sample", ["leader-failover", "restart-catchup", "graceful-close-across-versions"])
+def test_the_sessions_recording_facts_from_columns_are_those_of_every_event(sample):
+    """The TUI's replay is `recount replay`'s: the facts it reads from columns and a few whole events
+    (`_facts`) are what `engine.replay.scan` makes of every event, lifecycle evidence included."""
+    source = Session.open(_require(ROOT / "samples" / sample / "incident.arrow")).source
+    assert _facts(source) == _facts_of_every_event(source)
+    assert _facts(source).first_start
+
+
+def test_the_sessions_recording_facts_hold_the_lifecycle_gaps_of_a_real_incident(reference):
+    from recorder import convert
+
+    directory = reference / "aeron-1.47.3-capture" / "g_leader_sigterm_reelection_rejoin"
+    source = ReplaySource.from_loaded(convert.load(directory), name=directory.name)
+    facts = _facts(source)
+    assert facts == _facts_of_every_event(source)
+    assert facts.gaps  # starting values the evidence leaves uncertain (`engine.divergences.gaps_of`)
+
+
+def test_last_change_of_a_recorded_value_is_found_from_the_index_with_the_cause_its_record_carries(failover):
+    end = len(failover) - 1
+    found = failover.last_change(2, "leaderMemberId", end)
+    assert (found.before, found.after) == (-1, 1)
+    assert found.cause == {"kind": "message", "type": "NewLeadershipTerm", "peer": 1, "channel": "consensus"}
+    assert found.is_the_event and failover.source.event(found.position).type == "NewLeadershipTerm"
+    role = failover.last_change(1, "role", end)
+    assert (role.before, role.after) == ("CANDIDATE", "LEADER") and role.cause == {"kind": "timer", "type": "electionTimeout"}
+    assert role.record["kind"] == "role" and not role.is_the_event
+    crash = next(k for k in range(len(failover))
+                 if (failover.source.event(k).type, failover.source.event(k).node) == ("MemberCrash", 0))
+    assert failover.last_change(0, "isRunning", end).position == crash
+    started = failover.last_change(2, "role", end)  # a follower all along: since it started
+    assert (started.before, started.after, started.cause) == ("-", "FOLLOWER", {"kind": "local", "type": "MemberStart"})
+    assert failover.source.event(started.position).type == "MemberStart"
+
+
+def test_last_change_of_a_value_no_record_speaks_for_tells_a_deadline_from_the_event(failover):
+    crash = 592
+    # the leader's commit position moves on the AppendPosition its followers send
+    found = failover.last_change(0, "commitPosition", crash - 1)
+    assert found.cause["kind"] == "message" and found.cause["type"] == "AppendPosition"
+    event = failover.source.event(found.position)
+    assert (event.node, event.dir, event.type) == (0, "in", "AppendPosition")

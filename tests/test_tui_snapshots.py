@@ -35,6 +35,8 @@ def indexed_then(*steps):
         for step in steps:
             step(app)
         await pilot.pause()
+        await app.wait_until_settled()  # the answer of the last move on screen
+        await pilot.pause()
 
     return run_before
 

@@ -138,6 +138,8 @@ def _screenshot_pilot(out: Path):
         app = pilot.app
         await app.wait_until_indexed()
         await pilot.pause()
+        await app.wait_until_settled()
+        await pilot.pause()
         app.save_screenshot(filename=out.name, path=str(out.parent.resolve()))
         app.exit()
 

@@ -12,6 +12,8 @@ offers every jump; ``g`` takes a jump typed directly; ``?`` lists the keys.
 from __future__ import annotations
 
 import asyncio
+import gc
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -27,14 +29,30 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
+from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
 from cli.tui import breakpoints
-from cli.tui.session import DiffRow, EventFilter, Session, SessionError, align, difference_starts, story
+from cli.tui.session import (
+    INLINE_STEPS,
+    DiffRow,
+    EventFilter,
+    LastChange,
+    SeekCancelled,
+    Session,
+    SessionError,
+    align,
+    difference_starts,
+    story,
+)
 from cli.tui.widgets import DiffView, EventList, Inspector, Timeline
 from engine.model.config import parse_duration_ns
+from formats.describe import describe_cause
 from formats.errors import DecodeError
+
+#: A seek (re-execution for the inspector or the list) that takes longer than this says so.
+SEEK_NOTICE_S = 0.1
 
 # -- jumps typed by the user (palette and the `g` prompt) ---------------------------------------------------
 
@@ -86,6 +104,29 @@ def _short_name(name: str) -> str:
     return str(Path(path.parent.name) / path.name) if path.parent.name else path.name
 
 
+#: What ``l`` offers to complete: the member values whose last change it can find.
+LAST_CHANGE_FIELDS = [
+    "electionState",
+    "role",
+    "moduleState",
+    "leadershipTermId",
+    "logLeadershipTermId",
+    "candidateTermId",
+    "leaderMemberId",
+    "logPosition",
+    "appendPosition",
+    "commitPosition",
+    "catchupJoinPosition",
+    "isRunning",
+    "nodeState.candidateTermId",
+    "nodeState.logPosition",
+    "nodeState.timestamp",
+    "recordingLog",
+    "logRecordingId",
+    "logSessionId",
+    "electionCount",
+]
+
 # -- screens ---------------------------------------------------------------------------------------------
 
 
@@ -125,11 +166,12 @@ class Prompt(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "cancel")]
     AUTO_FOCUS = "#prompt-input"
 
-    def __init__(self, title: str, hint: str, value: str = "") -> None:
+    def __init__(self, title: str, hint: str, value: str = "", suggestions: list[str] | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.hint = hint
         self.value = value
+        self.suggestions = suggestions
         self._early: list[str] = []
         self._early_submit = False
 
@@ -162,7 +204,8 @@ class Prompt(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt"):
             yield Label(self.title_text, id="prompt-title")
-            yield Input(value=self.value, placeholder=self.hint, id="prompt-input")
+            suggester = SuggestFromList(self.suggestions, case_sensitive=False) if self.suggestions else None
+            yield Input(value=self.value, placeholder=self.hint, id="prompt-input", suggester=suggester)
             yield Label(self.hint, id="prompt-hint")
 
     @on(Input.Submitted)
@@ -434,6 +477,7 @@ class RecountApp(App[None]):
         ("m, ' / \"", "toggle a bookmark; next / previous bookmark"),
         ("b", "add a breakpoint (e.g. node 2 state == FOLLOWER_CATCHUP, candidateTermId > 3)"),
         ("c / C", "continue / reverse-continue to where a breakpoint condition became true"),
+        ("l, or click a value", "where the selected member's value last changed, and what changed it"),
         ("B", "clear breakpoints"),
         ("escape", "stop a running search"),
         ("f", "filter the list: node=1,2 channel=consensus type=Vote,RequestVote"),
@@ -493,8 +537,22 @@ class RecountApp(App[None]):
         self.searching = False
         self.message = ""
         self._indexed_seen = -1
+        self._laid_out_at = 0.0
         self._index_worker: Worker[None] | None = None
         self._inspector_pending = False
+        #: A seek is being worked out in the background (the inspector's moment, the list's records).
+        self.seek_pending = False
+        self._seek_started = 0.0
+        self._seek_target: int | None = None
+        self._records_wanted: set[tuple[str, int]] = set()  # ("events" | "records", block)
+        self._records_loading = False
+        #: The last "where did this value last change" answer, shown while the cursor is on it.
+        self.last_change_found: LastChange | None = None
+        #: How long each move took to be on screen (the cursor or member set, to the refresh after its
+        #: seek), and whether "seeking…" was shown meanwhile: what benchmarks/bench_tui.py reads.
+        self.seek_log: list[tuple[float, bool]] = []
+        self._move_started: float | None = None
+        self._move_noticed = False
         self.set_reactive(RecountApp.member, session.members[0] if session.members else 0)
         self.sub_title = f"{Path(session.name).name}  model {session.model}"
 
@@ -553,10 +611,13 @@ class RecountApp(App[None]):
 
     @work(thread=True, exclusive=True, group="index")
     def index_replays(self) -> None:
+        # The index waits while a seek is worked out: the screen's answer comes first.
         worker = get_current_worker()
-        self.session.build_index(should_stop=lambda: worker.is_cancelled)
+        self.session.build_index(should_stop=lambda: worker.is_cancelled, should_pause=lambda: self.seek_pending)
         if self.other is not None and not worker.is_cancelled:
-            self.other.build_index(should_stop=lambda: worker.is_cancelled)
+            self.other.build_index(
+                should_stop=lambda: worker.is_cancelled, should_pause=lambda: self.seek_pending
+            )
 
     def _poll_index(self) -> None:
         index = self.session.index
@@ -568,13 +629,20 @@ class RecountApp(App[None]):
         self._indexed_seen = done
         bar = self.query_one("#index-progress", ProgressBar)
         bar.update(total=max(total, 1), progress=done)
-        self.query_one(EventList).index_progressed()
-        self.query_one(Timeline).refresh()
+        # The list's layout (a pass over every event) and the lanes follow the index once a second.
+        now = time.monotonic()
+        if finished or now - self._laid_out_at >= 1.0:
+            self._laid_out_at = now
+            self.query_one(EventList).index_progressed()
+            self.query_one(Timeline).refresh()
         if self._inspector_pending:
             self._refresh_inspector()
         if finished:
             bar.display = False
             self._poll.stop()
+            # What the index built lives as long as the app: the garbage collector need not walk it
+            # again (its full collections over hundreds of thousands of records stall the screen).
+            gc.freeze()
             if self.start is not None:
                 start, self.start = self.start, None
                 self.jump(start)
@@ -588,9 +656,25 @@ class RecountApp(App[None]):
     # -- drawing --------------------------------------------------------------------------------------------
 
     def watch_cursor(self, _: int) -> None:
+        self._move_began()
         self._refresh_all()
 
+    def _move_began(self) -> None:
+        if self._move_started is None:
+            self._move_started = time.perf_counter()
+            self._move_noticed = False
+        self.call_after_refresh(self._move_drawn)
+
+    def _move_drawn(self) -> None:
+        """After a refresh: a move whose seek is done is on screen now."""
+        if self._move_started is not None and not self.seek_pending:
+            self.seek_log.append((time.perf_counter() - self._move_started, self._move_noticed))
+            self._move_started = None
+            if len(self.seek_log) > 10_000:
+                del self.seek_log[:5_000]
+
     def watch_member(self, member: int) -> None:
+        self._move_began()
         self.query_one(Timeline).member = member
         self._refresh_inspector()
         self._refresh_status()
@@ -609,20 +693,160 @@ class RecountApp(App[None]):
         if not len(self.session):
             inspector.show_pending("the replay holds no events")
             return
-        if not self.session.moment_ready(self.cursor):
+        position = self.cursor
+        moment = self.session.moment_cached(position)
+        if moment is not None:
+            self._inspector_pending = False
+            self._show_moment(moment, position)
+            return
+        if not self.session.moment_ready(position):
             self._inspector_pending = True
             inspector.show_pending(
-                f"indexing: member state after #{int(self.session.source.seq[self.cursor])} is shown once the"
-                " index reaches it"
+                f"indexing: member state after #{int(self.session.source.seq[position])} is shown once the"
+                f" index reaches it ({self.session.pending()})"
             )
             return
         self._inspector_pending = False
-        try:
-            moment = self.session.moment(self.cursor)
-        except (DecodeError, SessionError) as error:  # bad input deep in the file: say it, keep running
-            inspector.show_pending(f"cannot replay to #{int(self.session.source.seq[self.cursor])}: {error}")
+        if self.session.steps_to(position) <= INLINE_STEPS:  # a few milliseconds: on the spot
+            try:
+                moment = self.session.moment(position)
+            except (DecodeError, SessionError) as error:
+                inspector.show_pending(f"cannot replay to #{int(self.session.source.seq[position])}: {error}")
+                return
+            self._seek_target = None  # a seek still running for an earlier cursor is not wanted any more
+            self._show_moment(moment, position)
+            self._seek_settled()
             return
-        inspector.show(moment, self.member, self.cursor)
+        self._seek_target = position
+        self._seek_began()
+        self._seek_worker(position)
+
+    def _show_moment(self, moment, position: int) -> None:
+        found = self.last_change_found
+        records = self.session.records_cached(position)
+        if records is None:
+            self.want_records(position)  # the "at this event" section fills in when they come
+        self.query_one(Inspector).show(
+            moment,
+            self.member,
+            position,
+            records=records,
+            last_change=found if found is not None and found.position == position else None,
+        )
+
+    async def wait_until_settled(self) -> None:
+        """Wait until the last move's answer is on screen (its seek and records done)."""
+        while self.seek_pending:
+            await asyncio.sleep(0.01)
+
+    # -- seeks in the background ------------------------------------------------------------------------
+    #
+    # Re-executing from a checkpoint takes tens of milliseconds; it runs in a worker so that keys are
+    # never held up, the index waits meanwhile, and a seek that takes longer than SEEK_NOTICE_S says
+    # "seeking…" in the status bar until it is done.
+
+    def _seek_began(self) -> None:
+        if not self.seek_pending:
+            self.seek_pending = True
+            self._seek_started = time.monotonic()
+            self.set_timer(SEEK_NOTICE_S, self._seek_notice)
+
+    def _seek_notice(self) -> None:
+        if self.seek_pending:
+            try:
+                self._refresh_status()
+            except NoMatches:  # the app is closing
+                return
+            self._move_noticed = True
+
+    def _seek_settled(self) -> None:
+        if self._seek_target is None and not self._records_wanted and not self._records_loading:
+            if self.seek_pending:
+                self.seek_pending = False
+                self._refresh_status()
+                self.call_after_refresh(self._move_drawn)
+
+    @property
+    def seeking(self) -> bool:
+        """A seek has taken longer than SEEK_NOTICE_S so far (the status bar says so)."""
+        return self.seek_pending and time.monotonic() - self._seek_started >= SEEK_NOTICE_S
+
+    @work(thread=True, exclusive=True, group="seek")
+    def _seek_worker(self, position: int) -> None:
+        worker = get_current_worker()
+        try:
+            moment = self.session.moment(position, should_stop=lambda: worker.is_cancelled)
+            if self.query_one(EventList).show_records and not worker.is_cancelled:
+                self.session.load_records(position // self.session.source.block_size)  # in the same frame
+            error = None
+        except (SeekCancelled, NoMatches):
+            return
+        except (DecodeError, SessionError) as failure:  # bad input deep in the file: say it, keep running
+            moment, error = None, str(failure)
+        if not worker.is_cancelled:
+            self.call_from_thread(self._seek_done, position, moment, error)
+
+    def _seek_done(self, position: int, moment, error: str | None) -> None:
+        if position != self._seek_target:
+            return  # the cursor moved on; its own seek is on its way
+        self._seek_target = None
+        if not self.is_running:
+            return
+        if position == self.cursor:
+            if error is not None:
+                self.query_one(Inspector).show_pending(f"cannot replay to #{int(self.session.source.seq[position])}: {error}")
+            else:
+                self._show_moment(moment, position)
+        self._seek_settled()
+
+    def want_events(self, position: int) -> None:
+        """The event list needs ``position``'s block decoded (it draws "…" until it is)."""
+        self._want(("events", position // self.session.source.block_size))
+
+    def want_records(self, position: int) -> None:
+        """The event list needs the records of ``position``'s block (it draws "…" until they are here)."""
+        self._want(("records", position // self.session.source.block_size))
+
+    def _want(self, block: tuple[str, int]) -> None:
+        if block in self._records_wanted:
+            return
+        self._records_wanted.add(block)
+        self._seek_began()
+        if not self._records_loading:
+            self._records_loading = True
+            self.call_later(self._load_records)
+
+    def _load_records(self) -> None:
+        blocks = sorted(self._records_wanted)
+        self._records_worker(blocks)
+
+    @work(thread=True, exclusive=False, group="records")
+    def _records_worker(self, blocks: list[tuple[str, int]]) -> None:
+        for kind, block in blocks:
+            try:
+                if kind == "events":
+                    self.session.source.block(block)
+                else:
+                    self.session.load_records(block)
+            except (DecodeError, SessionError):
+                pass  # the index says where the replay stopped; the list shows what there is
+        self.call_from_thread(self._records_done, blocks)
+
+    def _records_done(self, blocks: list[tuple[str, int]]) -> None:
+        self._records_wanted.difference_update(blocks)
+        try:
+            event_list = self.query_one(EventList)
+        except NoMatches:  # the app is closing
+            return
+        event_list.refresh()
+        if self._records_wanted:
+            self._load_records()
+            return
+        self._records_loading = False
+        moment = self.session.moment_cached(self.cursor)
+        if moment is not None and self._seek_target is None:
+            self._show_moment(moment, self.cursor)  # now with the cursor's records
+        self._seek_settled()
 
     def _refresh_status(self) -> None:
         session = self.session
@@ -637,11 +861,17 @@ class RecountApp(App[None]):
             source.when(int(source.ts[k])),
             f"member {self.member}",
         ]
+        # What is happening and what the last key found come first: a narrow terminal cuts the end.
+        if self.searching:
+            parts.append("searching… (escape stops)")
+        elif self.seeking:
+            parts.append("seeking…")
+        if self.message:
+            parts.append(self.message)
         if not index.finished:
-            parts.append(f"indexing {index.done}/{len(session)}")
+            parts.append(f"indexing {index.done}/{len(session)} ({100 * index.done // len(session)}%)")
         else:
-            divergences = sum(1 for p in index.problems if p.record.get("kind") == "divergence")
-            invariants = len(index.problems) - divergences
+            divergences, invariants = session.problem_counts()
             parts.append(f"divergences {divergences}  invariants {invariants}")
         if index.error:
             parts.append(index.error)
@@ -654,11 +884,7 @@ class RecountApp(App[None]):
             parts.append("break: " + " | ".join(c.text for c in self.conditions))
         if self.bookmarks:
             parts.append(f"bookmarks {len(self.bookmarks)}")
-        if self.searching:
-            parts.append("searching… (escape stops)")
-        if self.message:
-            parts.append(self.message)
-        self.query_one("#status", Static).update("  ·  ".join(parts))
+        self.query_one("#status", Static).update("  ·  ".join(parts), layout=False)  # one line, always
 
     def say(self, message: str) -> None:
         self.message = message
@@ -707,30 +933,41 @@ class RecountApp(App[None]):
             f"member {self.member} has no {'later' if direction > 0 else 'earlier'} event",
         )
 
+    def _pending(self, why_not: str) -> str:
+        """``why_not``, and, while indexing, that the rest of the replay is still to come."""
+        pending = self.session.pending()
+        return f"{why_not}; {pending}" if pending else why_not
+
     def action_state_change(self, direction: int) -> None:
+        where = "after" if direction > 0 else "before"
         self.go_to(
             self.session.next_of(self.session.state_changes(), self.cursor, direction),
-            "no more state changes" + ("" if self.session.index.finished else " (indexing)"),
+            self._pending(f"no state change {where} here"),
         )
 
     def action_member_state_change(self, direction: int) -> None:
         changes = self.session.state_changes(self.member)
+        where = "after" if direction > 0 else "before"
         self.go_to(
             self.session.next_of(changes, self.cursor, direction),
-            f"no more state changes of member {self.member}",
+            self._pending(f"no state change of member {self.member} {where} here"),
         )
 
     def action_problem(self, direction: int) -> None:
-        positions = self.session.index.problem_positions
+        """The next (previous) divergence or invariant violation.  While indexing, the answer is the
+        index's so far, and it says so: one found past `Session.settled` may yet have one before it."""
+        session = self.session
+        positions = session.index.problem_positions
         if direction == 0:
-            self.go_to(
-                positions[0] if positions else None, "the replay found no divergence or invariant violation"
-            )
+            found = positions[0] if positions else None
+            self.go_to(found, self._pending("the replay found no divergence or invariant violation"))
             return
-        self.go_to(
-            self.session.next_of(positions, self.cursor, direction),
-            "no more divergences or invariant violations",
-        )
+        found = session.next_of(positions, self.cursor, direction)
+        where = "after" if direction > 0 else "before"
+        note = ""
+        if found is not None and not session.index.finished and max(found, self.cursor) >= session.settled():
+            note = f"(indexing: an earlier one may still be found; {session.pending()})"
+        self.go_to(found, self._pending(f"no divergence or invariant violation {where} here"), note=note)
 
     def action_next_member(self) -> None:
         members = self.session.members
@@ -781,7 +1018,7 @@ class RecountApp(App[None]):
             if leader is not None and leader in session.members:
                 self.member = leader  # show the member that was elected
         position, why_not = locate(session, jump, self.cursor)
-        self.go_to(position, why_not)
+        self.go_to(position, self._pending(why_not) if jump.kind == "term" else why_not)
 
     def action_goto(self) -> None:
         def done(text: str | None) -> None:
@@ -870,12 +1107,16 @@ class RecountApp(App[None]):
             done,
         )
 
-    def last_change(self, field: str) -> None:
-        """Go to the event after which the selected member's ``field`` took the value it has at the
-        cursor, and say what that event was: the input (message, timer tick, local event) that changed it."""
-        text = f"node {self.member} {field.strip()} changes"
+    def last_change(self, field: str, member: int | None = None) -> None:
+        """Go to the event after which ``member``'s (the selected member's) ``field`` took the value it has
+        at the cursor, and say what changed it: the message it received, the local event, or the deadline
+        (the cause its record there carries, `engine.model.outputs.Cause`).  Clicking a value in the
+        inspector asks this of that value; ``l`` asks which."""
+        field = field.strip()
+        if member is not None and member != self.member:
+            self.member = member
         try:
-            condition = breakpoints.parse(text)
+            condition = breakpoints.parse(f"node {self.member} {field} changes")
             condition.validate(self.session.members)
         except breakpoints.BreakpointError as error:
             self.say(f"last change: {error}")
@@ -884,41 +1125,47 @@ class RecountApp(App[None]):
             return
         self.searching = True
         self._refresh_status()
-        self._last_change(condition, field.strip())
+        self._last_change(self.member, field, self.cursor)
+
+    def action_last_change_of(self, field: str, member: int) -> None:
+        """A value in the inspector was clicked (its link names the member and the field)."""
+        self.last_change(field, member)
 
     @work(thread=True, exclusive=True, group="search")
-    def _last_change(self, condition: breakpoints.Condition, field: str) -> None:
+    def _last_change(self, member: int, field: str, position: int) -> None:
         worker = get_current_worker()
-        try:  # the change at the cursor's own event counts: search back from the event after it
-            found = self.session.search([condition], min(self.cursor + 1, len(self.session)), -1,
-                                        should_stop=lambda: worker.is_cancelled)
+        try:
+            found = self.session.last_change(member, field, position, should_stop=lambda: worker.is_cancelled)
+            if found is not None:
+                self.session.moment(found.position)  # ready for the screen
+                self.session.records_at(found.position)
+        except SeekCancelled:
+            return
         except (DecodeError, SessionError, ValueError) as error:
-            self.call_from_thread(self._last_change_done, None, field, str(error))
+            self.call_from_thread(self._last_change_done, None, member, field, str(error))
             return
         if not worker.is_cancelled:
-            self.call_from_thread(self._last_change_done, found, field, None)
+            self.call_from_thread(self._last_change_done, found, member, field, None)
 
-    def _last_change_done(self, found, field: str, error: str | None) -> None:
+    def _last_change_done(self, found: LastChange | None, member: int, field: str, error: str | None) -> None:
         self.searching = False
         if error:
             self.say(error)
             return
         if found is None:
-            self.say(f"member {self.member}'s {field} has not changed up to here")
+            self.say(self._pending(f"member {member}'s {field} has not changed since it started, up to here"))
             return
-        position = found[0]
+        self.last_change_found = found
         source = self.session.source
-        moment = self.session.moment(position)
-        before = breakpoints.value_at(moment.previous.get(self.member), field)
-        after = breakpoints.value_at(moment.states.get(self.member), field)
-        seq = int(source.seq[position])
-        if int(source.node[position]) == self.member and source.dir_name(position) == "in":
-            cause = f"on receiving {source.describe(position)}"
-        elif int(source.node[position]) == self.member and source.dir_name(position) == "local":
-            cause = f"on {source.describe(position)}"
-        else:  # an event that is not an input of this member: time passed, one of its deadlines fired
-            cause = f"by one of its own deadlines (no input reached it; the replay was at {source.describe(position)})"
-        self.go_to(position, note=f"{field} of member {self.member}: {before} → {after} at #{seq}, {cause}")
+        seq = int(source.seq[found.position])
+        how = describe_cause(found.cause) or "(no cause recorded)"
+        if found.is_the_event:
+            how += ": the event here"
+        self.go_to(
+            found.position,
+            note=f"{field} {found.before} → {found.after} at #{seq}, {how}",  # the member is in the status
+        )
+        self._refresh_inspector()
 
     def action_last_change(self) -> None:
         def done(text: str | None) -> None:
@@ -926,7 +1173,11 @@ class RecountApp(App[None]):
                 self.last_change(text)
 
         self.push_screen(
-            Prompt(f"when did member {self.member}'s … last change?", "candidateTermId   state   nodeState.logPosition"),
+            Prompt(
+                f"when did member {self.member}'s … last change?",
+                "candidateTermId   state   leadershipTermId   nodeState.logPosition   members[1].logPosition",
+                suggestions=LAST_CHANGE_FIELDS,
+            ),
             done,
         )
 
@@ -951,6 +1202,8 @@ class RecountApp(App[None]):
             found = self.session.search(
                 conditions, position, direction, should_stop=lambda: worker.is_cancelled
             )
+            if found is not None:
+                self.session.moment(found[0])  # ready for the screen
         except (DecodeError, SessionError, ValueError) as error:
             self.call_from_thread(self._search_done, None, conditions, direction, str(error))
             return

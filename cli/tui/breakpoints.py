@@ -117,6 +117,12 @@ class Condition:
             raise _error(error) from None
 
 
+def root_of(field: str) -> str:
+    """The member value a field path starts from, aliases resolved (``state`` → ``electionState``,
+    ``nodeState.logPosition`` → ``nodeState``, ``members[1].logPosition`` → ``members``)."""
+    return str(expressions.parse_field(field, LANGUAGE).path[0])
+
+
 def value_at(state: Mapping[str, Any] | None, field: str) -> Any:
     """The value ``field`` (a path as conditions write it, aliases included) has in ``state``; ``-``
     when the member or the field is not there."""

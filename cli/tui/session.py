@@ -2,21 +2,25 @@
 
 Theory of operation
 -------------------
-`ReplaySource` holds the replay file memory-mapped (``pa.memory_map``): the columns every screen
-needs (``ts``, ``node``, ``dir``, ``channel``, ``type``, ``peer``, ``seq``) become numpy views,
-put in replay order, the order of `engine.replay` (by ``ts``, ties in file order; a stable sort).
-An event's fields and payload are decoded only when something asks for that event, a block of
-`Session.block_size` events at a time (`formats.replay_file.table_to_events` on a slice), and a
-few blocks are cached.  Opening a million-event file therefore costs a sort and no decoding, and
-the first screen needs only the rows it shows.
+`ReplaySource` reads a replay file from its memory map as it is needed (`_FileRows`): at open, only
+the columns every screen needs (``ts``, ``node``, ``dir``, ``channel``, ``type``, ``peer``, ``seq``),
+as compact numpy arrays in replay order (the order of `engine.replay`: by ``ts``, ties in file
+order; a file already in that order needs no permutation); an event's fields and payload when
+something asks for that event, a block of `ReplaySource.block_size` events at a time, from the
+record batch that holds it (a few batches and blocks are kept).  Opening a million-event file costs
+a few column reads and no decoding.
 
 The index is one pass of the node replay (`engine.replay.NodeReplay`, the same code as `recount
 replay`) over every event, run by `build_index` in a background worker while the screen is already
-usable.  It keeps, per event, how many trace records the event produced; the records that tell the
-story (state, role, election, node-state.dat and recording.log writes, significant sends,
-divergences, invariant violations), the member lanes for the timeline, and an engine checkpoint
-every `block_size` events: `NodeReplay.checkpoint(compare=False)`, a copy with every `Node` cloned
-and the comparison state (only needed to find divergences, which the index already holds) left out.
+usable, and paused while the screen re-executes something of its own.  It keeps, per event, how
+many trace records the event produced; the records that tell the story (state, role, election,
+node-state.dat and recording.log writes with their causes, significant sends, divergences,
+invariant violations), the member lanes for the timeline, per member the events where it changed
+something it records, and an engine checkpoint every `block_size` events: the comparison-free
+replay (`NodeReplay.comparing_nothing`) pickled and compressed, the big immutable parts it shares
+with the others (log chunks, node-state buffers) referred to, not copied (`SharedParts`): a few
+kilobytes each.  Until it is done, `pending` says how far it got, and every answer that depends on
+it says so.
 
 Going to event ``i`` restores the nearest checkpoint at or before it and re-executes the events in
 between (at most one block): stepping back is re-execution, never an approximation.  The state
@@ -24,17 +28,24 @@ between (at most one block): stepping back is re-execution, never an approximati
 stepper stays at the last position asked for, so stepping forward costs one event.  Records of
 periodic sends are not kept by the index; the event list gets them by re-executing the block it
 shows (the same exact re-execution), so memory stays proportional to the story, not the capture.
+`last_change` finds where a member's value last changed, and why: from the index for the values
+only its records change (`RECORDED_FIELDS`), by re-execution for the others.
 
-Threads: the index worker owns its own driver; the UI thread and breakpoint searches restore their
-own copies from checkpoints, which are never mutated once taken.  The block cache is locked.
-Nothing here draws or prints; the widgets render what it returns.
+Threads: the index worker owns its own replay; the screen's seeks (one at a time: `moment` holds a
+lock), record blocks and breakpoint searches restore their own copies from checkpoints, which are
+immutable bytes.  The block caches are locked.  Nothing here draws or prints; the widgets render
+what it returns.
 """
 
 from __future__ import annotations
 
 import bisect
 import difflib
+import io
+import pickle
 import threading
+import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +55,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 
 from cli.times import duration, relative_time, wall_time
 from engine.model.view import MemberView
@@ -66,6 +78,8 @@ from formats.events import Event
 
 MS = 1_000_000
 DEFAULT_BLOCK_SIZE = 500
+#: Re-executing up to this many events is done on the spot (a few milliseconds); more goes to a worker.
+INLINE_STEPS = 200
 
 #: Record kinds that change what a member's lane shows.
 LANE_KINDS = frozenset({"state", "role", "moduleState", "election"})
@@ -73,6 +87,39 @@ LANE_KINDS = frozenset({"state", "role", "moduleState", "election"})
 LIFECYCLE = frozenset({"MemberStart", "MemberStop", "MemberCrash", "End"})
 #: Record kinds that are problems, marked on the timeline.
 PROBLEM_KINDS = frozenset({"divergence", "invariant"})
+#: Record kinds that carry their cause (`engine.model.outputs.Cause`): a member's changes.
+CAUSED_KINDS = frozenset({"state", "role", "moduleState", "election", "nodeState", "markFile", "recordingLog"})
+#: A member's values that change only at an event where it has a record of `CAUSED_KINDS` or a lifecycle
+#: event (what a member view shows of its election, role, terms and files; `tests/test_tui_session.py`
+#: holds every sample and real capture to it): their last change is found from the index, not by a scan.
+RECORDED_FIELDS = frozenset(
+    {
+        "electionState",
+        "role",
+        "moduleState",
+        "isRunning",
+        "leadershipTermId",
+        "logLeadershipTermId",
+        "candidateTermId",
+        "leaderMemberId",
+        "nodeState",
+        "recordingLog",
+        "logRecordingId",
+        "logSessionId",
+        "electionCount",
+        "catchupJoinPosition",
+    }
+)
+#: Which records say why a recorded field changed.
+FIELD_RECORDS = {
+    "electionState": ("state",),
+    "role": ("role",),
+    "moduleState": ("moduleState",),
+    "nodeState": ("nodeState", "markFile"),
+    "recordingLog": ("recordingLog",),
+    "logRecordingId": ("recordingLog",),
+    "electionCount": ("election",),
+}
 
 
 def format_duration(ns: int) -> str:
@@ -82,6 +129,10 @@ def format_duration(ns: int) -> str:
 
 class SessionError(Exception):
     """The session cannot do what was asked (outside the replay, not indexed yet, ...); one line."""
+
+
+class SeekCancelled(Exception):
+    """A re-execution was given up because its answer is no longer wanted (the cursor moved on)."""
 
 
 # -- the replay file ---------------------------------------------------------------------------------------
@@ -94,53 +145,185 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if isinstance(array, pa.ChunkedArray):  # an empty table
         array = pa.array([], type=pa.dictionary(pa.int32(), pa.string()))
-    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
-    return indices, [str(name) for name in array.dictionary.to_pylist()]
+    names = [str(name) for name in array.dictionary.to_pylist()]
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return indices.astype(np.int16 if len(names) < 2**15 else np.int32), names
 
 
-def _ints(column: pa.ChunkedArray, null: int = -1) -> np.ndarray:
-    return column.fill_null(null).to_numpy().astype(np.int64, copy=False)
+def _ints(column: pa.ChunkedArray, null: int = -1, dtype: Any = np.int64) -> np.ndarray:
+    return column.fill_null(null).to_numpy().astype(dtype, copy=False)
+
+
+#: The columns every screen needs for every event (read in full when a replay opens).
+INDEX_COLUMNS = ("seq", "ts", "node", "dir", "channel", "type", "peer")
+#: The columns an event is decoded from (read a record batch at a time, when an event is asked for).
+EVENT_COLUMNS = ("seq", "ts", "node", "dir", "channel", "type", "peer", "payload", "fields", "extra")
+
+
+class _TableRows:
+    """Rows of a replay table held in memory (a capture converted on the spot, a stream, tests)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.column_names = table.column_names
+
+    def columns(self, names: Sequence[str]) -> pa.Table:
+        return self.table.select(list(names))
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.table.column(name)
+
+    def rows(self, ordered_rows: np.ndarray) -> pa.Table:
+        low, high = int(ordered_rows[0]), int(ordered_rows[-1])
+        if high - low + 1 == len(ordered_rows):
+            return self.table.slice(low, high - low + 1)
+        return self.table.take(pa.array(ordered_rows))
+
+
+class _FileRows:
+    """Rows of a replay file, read from its memory map only when asked for, and checked then.
+
+    Opening reads the schema and `INDEX_COLUMNS` of every record batch (validated in full, as
+    `formats.replay_file.read_table` validates a whole file); an event's other columns are read (and
+    validated) a record batch at a time when one of its events is asked for, and a few such batches are
+    kept.  A compressed file is therefore never decompressed whole, and an uncompressed one stays in
+    the page cache rather than in the process."""
+
+    CACHED_BATCHES = 8
+
+    def __init__(self, source: pa.NativeFile, name: str) -> None:
+        self.source = source
+        self.name = name
+        reader = ipc.open_file(source)
+        self.schema = reader.schema
+        self.column_names = self.schema.names
+        self.count = reader.num_record_batches
+        replay_file.check_names(self.schema, name=name)
+        replay_file.check_metadata(self.schema, name=name)
+        replay_file.check_columns(self.schema, name=name)
+        base = self.columns(INDEX_COLUMNS)
+        sizes = [batch.num_rows for batch in base.to_batches()] if base.num_rows else []
+        self.base = base
+        self.offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))) if sizes else np.zeros(1, np.int64)
+        wanted = [n for n in EVENT_COLUMNS if n in self.column_names]
+        if "fields" not in self.column_names:  # another tool's file: fields come from the per-name columns
+            wanted = list(self.column_names)
+        self._event_fields = sorted(self.schema.get_field_index(n) for n in wanted)
+        self._batches: OrderedDict[int, pa.RecordBatch] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _reader(self, fields: list[int]) -> Any:
+        return ipc.open_file(self.source, options=ipc.IpcReadOptions(included_fields=fields, use_threads=False))
+
+    def columns(self, names: Sequence[str]) -> pa.Table:
+        """``names`` of every record batch, validated."""
+        present = [n for n in names if n in self.column_names]
+        fields = sorted(self.schema.get_field_index(n) for n in present)
+        try:
+            reader = self._reader(fields)
+            batches = [reader.get_batch(i) for i in range(self.count)]
+        except replay_file.ARROW_ERRORS as error:
+            raise DecodeError(f"cannot read columns {', '.join(present)} ({replay_file.one_line(error)})",
+                              source=self.name) from None
+        for number, batch in enumerate(batches):
+            replay_file.validate_batch(batch, name=self.name, number=number)
+        schema = pa.schema([self.schema.field(i) for i in fields], metadata=self.schema.metadata)
+        return pa.Table.from_batches(batches, schema=schema)
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.columns([name]).column(name)
+
+    def _batch(self, number: int) -> pa.RecordBatch:
+        with self._lock:
+            batch = self._batches.get(number)
+            if batch is not None:
+                self._batches.move_to_end(number)
+                return batch
+        try:
+            batch = self._reader(self._event_fields).get_batch(number)
+        except replay_file.ARROW_ERRORS as error:
+            raise DecodeError(f"record batch {number} cannot be read ({replay_file.one_line(error)})",
+                              source=self.name) from None
+        replay_file.validate_batch(batch, name=self.name, number=number)
+        with self._lock:
+            self._batches[number] = batch
+            while len(self._batches) > self.CACHED_BATCHES:
+                self._batches.popitem(last=False)
+        return batch
+
+    def rows(self, ordered_rows: np.ndarray) -> pa.Table:
+        numbers = np.searchsorted(self.offsets, ordered_rows, side="right") - 1
+        parts = []
+        for number in np.unique(numbers).tolist():
+            batch = self._batch(number)
+            within = ordered_rows[numbers == number] - int(self.offsets[number])
+            low, high = int(within[0]), int(within[-1])
+            if high - low + 1 == len(within):
+                parts.append(batch.slice(low, high - low + 1))
+            else:
+                parts.append(batch.take(pa.array(within)))
+        return pa.Table.from_batches(parts)
 
 
 class ReplaySource:
-    """A replay table, memory-mapped, in replay order, decoded a block at a time on demand."""
+    """A replay, in replay order, its events decoded a block at a time on demand.
+
+    Per event it holds only the few columns every screen needs, as compact numpy arrays (`INDEX_COLUMNS`:
+    ts and seq as int64, node and peer int32, dir, channel and type as int16 codes); a replay file is
+    read from its memory map a record batch at a time as events are asked for (`_FileRows`).  Replay
+    order is the order of `engine.replay`: by ``ts``, ties in file order (a stable sort); a file already
+    in that order (what `recount convert` writes) needs no permutation at all.
+    """
 
     def __init__(
         self,
-        table: pa.Table,
+        table: pa.Table | None = None,
         *,
         name: str,
         refs: Sequence[Any] | None = None,
         ref_kind: str = "seq",
         block_size: int = DEFAULT_BLOCK_SIZE,
+        rows: _TableRows | _FileRows | None = None,
     ) -> None:
-        metadata = replay_file.check_metadata(table.schema, name=name)
-        self.table = table
+        if rows is None:
+            assert table is not None
+            metadata = replay_file.check_metadata(table.schema, name=name)
+            rows = _TableRows(table)
+            base = table
+        else:
+            metadata = replay_file.check_metadata(rows.schema, name=name)
+            base = rows.base
+        self._rows = rows
         self.name = name
         self.cluster_members = metadata.cluster_members
         self.block_size = block_size
         self.ref_kind = ref_kind
-        rows_ts = _ints(table.column("ts"), 0)
-        seq_rows = table.column("seq").to_numpy().astype(np.int64)
+        rows_ts = _ints(base.column("ts"), 0)
+        seq_rows = _ints(base.column("seq"), 0)
         if len(seq_rows) > 1:
             bad = np.flatnonzero(np.diff(seq_rows) <= 0)
             if len(bad):
                 raise DecodeError(f"seq is not strictly increasing at row {int(bad[0]) + 1}", source=name)
-        #: position (replay order) -> row; the order `engine.replay` uses: by ts, ties in file order.
-        self.order = np.argsort(rows_ts, kind="stable")
-        self.row_position = np.empty_like(self.order)
-        self.row_position[self.order] = np.arange(len(self.order))
         self.seq_rows = seq_rows
-        self.ts = rows_ts[self.order]
-        self.node = _ints(table.column("node"))[self.order]
-        self.peer = _ints(table.column("peer"))[self.order]
-        self.seq = seq_rows[self.order]
-        dir_codes, self.dir_names = _codes(table.column("dir"))
-        channel_codes, self.channel_names = _codes(table.column("channel"))
-        type_codes, self.type_names = _codes(table.column("type"))
-        self.dir = dir_codes[self.order]
-        self.channel = channel_codes[self.order]
-        self.type = type_codes[self.order]
+        in_order = len(rows_ts) < 2 or bool(np.all(rows_ts[1:] >= rows_ts[:-1]))
+        #: position (replay order) -> row, and back; None when the file is in replay order already.
+        self.order: np.ndarray | None = None
+        self.row_position: np.ndarray | None = None
+        if not in_order:
+            index_type = np.int32 if len(rows_ts) < 2**31 else np.int64
+            self.order = np.argsort(rows_ts, kind="stable").astype(index_type)
+            self.row_position = np.empty_like(self.order)
+            self.row_position[self.order] = np.arange(len(self.order), dtype=index_type)
+        self.ts = self._in_order(rows_ts)
+        self.node = self._in_order(_ints(base.column("node"), -1, np.int32))
+        self.peer = self._in_order(_ints(base.column("peer"), -1, np.int32))
+        self.seq = self._in_order(seq_rows)
+        dir_codes, self.dir_names = _codes(base.column("dir"))
+        channel_codes, self.channel_names = _codes(base.column("channel"))
+        type_codes, self.type_names = _codes(base.column("type"))
+        self.dir = self._in_order(dir_codes)
+        self.channel = self._in_order(channel_codes)
+        self.type = self._in_order(type_codes)
         self._refs = list(refs) if refs is not None else None
         self.members = sorted({int(n) for n in np.unique(self.node)})
         #: Times are shown from the first event, as `recount replay` shows them (``+ms``).
@@ -151,7 +334,21 @@ class ReplaySource:
         self._blocks: OrderedDict[int, list[Event]] = OrderedDict()
         self._lock = threading.Lock()
         self._positions_of: dict[tuple[str, Any], np.ndarray] = {}
+        self._field_columns: OrderedDict[str, np.ndarray | None] = OrderedDict()
         self._prescanned: dict[str, Any] | None = None
+
+    def _in_order(self, by_row: np.ndarray) -> np.ndarray:
+        return by_row if self.order is None else by_row[self.order]
+
+    def row_of(self, k: int) -> int:
+        return k if self.order is None else int(self.order[k])
+
+    @property
+    def table(self) -> pa.Table:
+        """The whole table (in memory for a capture converted on the spot; read in full from a file)."""
+        if isinstance(self._rows, _TableRows):
+            return self._rows.table
+        return self._rows.columns(self._rows.column_names)
 
     @classmethod
     def open(cls, path: str | Path, *, block_size: int = DEFAULT_BLOCK_SIZE) -> ReplaySource:
@@ -160,8 +357,13 @@ class ReplaySource:
         if not path.exists():
             raise FileNotFoundError(2, "No such file or directory", str(path))
         if path.suffix in (".arrow", ".feather", ".ipc"):
-            table = replay_file.read_table(pa.memory_map(str(path), "r"), name=str(path))
-            return cls(table, name=str(path), block_size=block_size)
+            mapped = pa.memory_map(str(path), "r")
+            try:
+                rows = _FileRows(mapped, str(path))
+            except replay_file.ARROW_ERRORS:  # not an IPC file: perhaps a stream (read whole, as before)
+                table = replay_file.read_table(pa.memory_map(str(path), "r"), name=str(path))
+                return cls(table, name=str(path), block_size=block_size)
+            return cls(name=str(path), block_size=block_size, rows=rows)
         from recorder import convert as loader  # only for captures that are not replay files yet
 
         return cls.from_loaded(loader.load(path), name=str(path), block_size=block_size)
@@ -182,14 +384,14 @@ class ReplaySource:
         return cls(table, name=name, block_size=block_size)
 
     def __len__(self) -> int:
-        return len(self.order)
+        return len(self.ts)
 
     # -- decoding ---------------------------------------------------------------------------------------
 
     def ref(self, k: int) -> Any:
         """How divergence records and errors name event ``k``: its seq (or its line in a capture)."""
         if self._refs is not None:
-            return self._refs[int(self.order[k])]
+            return self._refs[self.row_of(k)]
         return int(self.seq[k])
 
     def block(self, b: int) -> list[Event]:
@@ -208,19 +410,19 @@ class ReplaySource:
 
     def _decode_block(self, b: int) -> list[Event]:
         start = b * self.block_size
-        rows = self.order[start : start + self.block_size]
-        if len(rows) == 0:
+        end = min(start + self.block_size, len(self))
+        if end <= start:
             return []
+        rows = np.arange(start, end) if self.order is None else self.order[start:end]
         ordered_rows = np.sort(rows)
         low, high = int(ordered_rows[0]), int(ordered_rows[-1])
-        if high - low + 1 == len(ordered_rows):
-            part = self.table.slice(low, high - low + 1)
-        else:
-            part = self.table.take(pa.array(ordered_rows))
         try:
+            part = self._rows.rows(ordered_rows)
             decoded = replay_file.table_to_events(part, name=self.name)
         except DecodeError as error:
             raise DecodeError(f"rows {low}..{high}: {error.expected}", source=self.name) from None
+        if self.order is None:
+            return decoded
         by_row = dict(zip(ordered_rows.tolist(), decoded, strict=True))
         return [by_row[int(r)] for r in rows]
 
@@ -228,6 +430,10 @@ class ReplaySource:
         if not 0 <= k < len(self):
             raise SessionError(f"event {k} is outside 0..{len(self) - 1}")
         return self.block(k // self.block_size)[k % self.block_size]
+
+    def is_decoded(self, k: int) -> bool:
+        """Is event ``k``'s block decoded and kept (`describe`/`event` answer without reading the file)?"""
+        return k // self.block_size in self._blocks
 
     def describe(self, k: int) -> str:
         try:
@@ -265,13 +471,22 @@ class ReplaySource:
         return found
 
     def field_column(self, name: str) -> np.ndarray | None:
-        """A per-field column (``logPosition``, ``leadershipTermId``...) in replay order, nulls as None-free -2**62."""
-        if name not in self.table.column_names or name in replay_file.BASE_COLUMNS:
-            return None
-        column = self.table.column(name)
-        if not pa.types.is_integer(column.type):
-            return None
-        return column.fill_null(-(2**62)).to_numpy().astype(np.int64)[self.order]
+        """A per-field column (``logPosition``, ``leadershipTermId``...) in replay order, nulls as -2**62
+        (read on demand; the last few asked for are kept)."""
+        with self._lock:
+            if name in self._field_columns:
+                self._field_columns.move_to_end(name)
+                return self._field_columns[name]
+        found = None
+        if name in self._rows.column_names and name not in replay_file.BASE_COLUMNS:
+            column = self._rows.column(name)
+            if pa.types.is_integer(column.type):
+                found = self._in_order(column.fill_null(-(2**62)).to_numpy().astype(np.int64))
+        with self._lock:
+            self._field_columns[name] = found
+            while len(self._field_columns) > 3:
+                self._field_columns.popitem(last=False)
+        return found
 
     def relative(self, ts: int) -> str:
         """``+15.064s``: ``ts`` from the first event."""
@@ -298,7 +513,7 @@ class ReplaySource:
     def position_of_seq(self, seq: int) -> int | None:
         row = int(np.searchsorted(self.seq_rows, seq))
         if row < len(self.seq_rows) and int(self.seq_rows[row]) == seq:
-            return int(self.row_position[row])
+            return row if self.row_position is None else int(self.row_position[row])
         return None
 
 
@@ -309,12 +524,69 @@ class ReplaySource:
 # behind and compares nothing when re-executed (the index already holds the divergences).
 
 
+class SharedParts:
+    """The immutable parts checkpoints share instead of writing each out again.
+
+    A checkpoint is `NodeReplay.checkpoint(compare=False)` pickled and compressed: a few kilobytes of
+    bytes, one object for the garbage collector, instead of a copied object graph.  What is immutable
+    and big is not written into it but referred to: the replay's facts, flags and model, every ``bytes``
+    of 1 KiB or more (node-state.dat's buffers), and every hashable tuple of 64 items or more (the frozen
+    chunks of a member's log, `engine.model.sim_parts.LogStore`), kept here once for all checkpoints.
+    These pickles are made and read by this process only, from its own objects: never from a file.
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[int, Any] = {}
+        self._refused: set[int] = set()  # tuples found unhashable: written out, not shared
+
+    def pack(self, replay: NodeReplay) -> bytes:
+        objects, refused = self._objects, self._refused
+        for kept in (replay.facts, replay.flags, replay.driver.model):
+            objects.setdefault(id(kept), kept)
+
+        class _Pickler(pickle.Pickler):
+            def persistent_id(self, obj: Any) -> int | None:
+                key = id(obj)
+                if key in objects:
+                    return key
+                kind = type(obj)
+                if kind is bytes and len(obj) >= 1024:
+                    objects[key] = obj
+                    return key
+                if kind is tuple and len(obj) >= 64 and key not in refused:
+                    try:
+                        hash(obj)
+                    except TypeError:
+                        refused.add(key)
+                        return None
+                    objects[key] = obj
+                    return key
+                return None
+
+        out = io.BytesIO()
+        _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(replay)
+        return zlib.compress(out.getbuffer(), 1)
+
+    def unpack(self, blob: bytes) -> NodeReplay:
+        objects = self._objects
+
+        class _Unpickler(pickle.Unpickler):
+            def persistent_load(self, pid: Any) -> Any:
+                return objects[pid]
+
+        return _Unpickler(io.BytesIO(zlib.decompress(blob))).load()
+
+
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """The replay after ``position`` events: a replay nobody steps (restoring copies it)."""
+    """The replay after ``position`` events, packed (`SharedParts`); `replay()` gives a fresh copy."""
 
     position: int
-    replay: NodeReplay
+    blob: bytes
+    shared: SharedParts
+
+    def replay(self) -> NodeReplay:
+        return self.shared.unpack(self.blob)
 
 
 class Stepper:
@@ -346,18 +618,20 @@ class Stepper:
         """Each started member's view, as the screens name its values (Aeron's names)."""
         return {n: view.to_json() for n, view in self.replay.views().items()}
 
-    def checkpoint(self) -> Checkpoint:
-        return Checkpoint(self.position, self.replay.checkpoint(compare=False))
+    def checkpoint(self, shared: SharedParts) -> Checkpoint:
+        """The replay now, packed as `NodeReplay.checkpoint(compare=False)` would copy it (no copy made)."""
+        with self.replay.comparing_nothing() as bare:
+            return Checkpoint(self.position, shared.pack(bare), shared)
 
     @classmethod
     def restore(cls, source: ReplaySource, checkpoint: Checkpoint) -> Stepper:
-        return cls(source, NodeReplay.restore(checkpoint.replay), checkpoint.position)
+        return cls(source, checkpoint.replay(), checkpoint.position)
 
 
 class _Seen:
     """The little of an event `engine.replay.scan` looks at, built from columns (no decoding)."""
 
-    __slots__ = ("ts", "node", "dir", "channel", "type", "fields")
+    __slots__ = ("ts", "node", "dir", "channel", "type", "fields", "extra")
 
     def __init__(
         self, ts: int, node: int, direction: str, channel: str, kind: str, fields: Mapping[str, Any]
@@ -368,6 +642,7 @@ class _Seen:
         self.channel = channel
         self.type = kind
         self.fields = fields
+        self.extra: Mapping[str, Any] = {}  # the lifecycle events that carry one are read whole
 
 
 def _facts(source: ReplaySource) -> RecordingFacts:
@@ -376,8 +651,9 @@ def _facts(source: ReplaySource) -> RecordingFacts:
     `scan` asks which channels each member's sends were recorded on, which observation kinds each
     member has, and when each member first sent RequestVote for each candidate term.  One stand-in
     per distinct (member, channel) of the ``out`` events, per distinct (member, type) of the
-    observations, and one per recorded RequestVote (in replay order) give it the same answers as
-    every event would, without decoding any.
+    observations, and one per recorded RequestVote (in replay order), and the lifecycle events
+    themselves (MemberStart, MemberCrash, MemberStop: when each member first started, the evidence gaps
+    they carry) give it the same answers as every event would, decoding only those few.
     """
     with source._lock:
         cached = getattr(source, "_prescanned", None)
@@ -417,7 +693,12 @@ def _facts(source: ReplaySource) -> RecordingFacts:
                     ),
                 )
             )
-    result = scan(seen for _, _, seen in rows)
+    # Lifecycle events are few: each is read whole, in replay order (its first MemberStart and the
+    # evidence gaps its ``extra`` holds).
+    lives = [i for i, t in enumerate(source.type_names) if t in ("MemberStart", "MemberCrash", "MemberStop")]
+    lifecycle = np.flatnonzero((source.dir == local_code) & np.isin(source.type, lives))
+    events = [seen for _, _, seen in rows] + [source.event(k) for k in lifecycle.tolist()]
+    result = scan(events)
     with source._lock:
         source._prescanned = result
     return result
@@ -498,17 +779,27 @@ class Index:
     lanes: dict[int, list[LaneSegment]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     problem_positions: list[int] = field(default_factory=list)
+    #: Per member, the events where it changed something it records (`CAUSED_KINDS`) or started/stopped.
+    member_records: dict[int, list[int]] = field(default_factory=dict)
     terms: list[TermStart] = field(default_factory=list)
     elections: list[ElectionStart] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
+    #: Where each checkpoint is (events fed), for bisecting.
+    checkpoint_positions: list[int] = field(default_factory=list)
+    shared: SharedParts = field(default_factory=SharedParts)
     summary: dict[str, Any] | None = None
+
+    def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.checkpoints.append(checkpoint)
+        self.checkpoint_positions.append(checkpoint.position)
 
 
 def _is_notable(record: Mapping[str, Any]) -> bool:
+    """Part of the story: not the summary, and not the traffic (periodic sends, log frames and appends)."""
     kind = record.get("kind")
     if kind == "send":
         return record.get("type") in SIGNIFICANT and record.get("channel", "consensus") == "consensus"
-    return kind != "summary"
+    return kind != "summary" and kind != "logAppend"
 
 
 def _lane(position: int, ts: int, view: MemberView) -> LaneSegment:
@@ -530,23 +821,30 @@ def build_index(
     seed: int | None = None,
     index: Index | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    should_pause: Callable[[], bool] = lambda: False,
 ) -> Index:
-    """Replay every event once, filling ``index`` as it goes (readers may look at it meanwhile)."""
+    """Replay every event once, filling ``index`` as it goes (readers may look at it meanwhile).
+
+    ``should_pause`` is asked every few events: while it says so the index waits, so that the screen's
+    own re-execution (a seek) has the interpreter to itself."""
     total = len(source)
     index = index or Index(total=total)
     index.counts = np.zeros(total, np.int32)
     block = source.block_size
     stepper = Stepper.start(source, model=model, seed=seed)
-    index.checkpoints.append(stepper.checkpoint())
+    index.add_checkpoint(stepper.checkpoint(index.shared))
     last_lane: dict[int, LaneSegment] = {}
     try:
         for k in range(total):
             if should_stop():
                 return index
+            if k & 63 == 0:
+                while should_pause() and not should_stop():
+                    time.sleep(0.002)
             records = stepper.step()
             _note(index, source, stepper, k, records, last_lane)
             if (k + 1) % block == 0:
-                index.checkpoints.append(stepper.checkpoint())
+                index.add_checkpoint(stepper.checkpoint(index.shared))
             index.done = k + 1
         final = stepper.finish()
     except DecodeError as error:
@@ -585,6 +883,10 @@ def _note(
             index.notable.setdefault(k, []).extend(notable)
     touched: set[int] = set()
     for record in records:
+        if record.get("kind") in CAUSED_KINDS and record.get("node") is not None:
+            positions = index.member_records.setdefault(int(record["node"]), [])
+            if not positions or positions[-1] != k:
+                positions.append(k)
         if record.get("kind") == "election" and record.get("node") is not None:
             index.elections.append(ElectionStart(
                 k, int(record.get("ts") or source.ts[k]), int(record["node"]), str(record.get("reason", "")),
@@ -593,6 +895,9 @@ def _note(
     event_type = source.type_name(k)
     if event_type in LIFECYCLE and source.dir_name(k) == "local":
         touched.add(int(source.node[k]))
+        positions = index.member_records.setdefault(int(source.node[k]), [])
+        if not positions or positions[-1] != k:
+            positions.append(k)
     for record in records:
         kind = record.get("kind")
         node = record.get("node")
@@ -652,6 +957,26 @@ def _note(
 
 
 @dataclass(frozen=True, slots=True)
+class LastChange:
+    """Where a member's value last changed (the event after which it differs), and what changed it:
+    ``cause`` as trace records give it (`formats.describe.describe_cause`), and the record that says so
+    when there is one."""
+
+    position: int
+    member: int
+    path: str
+    before: Any
+    after: Any
+    cause: dict[str, Any] | None
+    record: dict[str, Any] | None
+
+    @property
+    def is_the_event(self) -> bool:
+        """The cause is the event at ``position`` itself (an input the member received, or a local event)."""
+        return bool(self.cause) and self.cause.get("kind") in ("message", "local")
+
+
+@dataclass(frozen=True, slots=True)
 class Moment:
     """Every member's state after event ``position`` and after the one before it."""
 
@@ -671,8 +996,14 @@ class Session:
         self.seed = seed
         self.index = Index(total=len(source))
         self._stepper: Stepper | None = None
-        self._moment: Moment | None = None
-        self._record_blocks: OrderedDict[int, list[list[dict[str, Any]]]] = OrderedDict()
+        self._moments: OrderedDict[int, Moment] = OrderedDict()
+        #: The records of the events the screen's stepper last went through (what the cursor's event did).
+        self._stepped: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
+        self._record_blocks: OrderedDict[int, tuple[list[list[dict[str, Any]]], int]] = OrderedDict()
+        # The screen's stepper and its moments are used by one thread at a time (the seek worker, a
+        # search's last step, a test); record blocks may be filled by another.
+        self._state_lock = threading.RLock()
+        self._records_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -696,9 +1027,16 @@ class Session:
     def members(self) -> list[int]:
         return self.source.members
 
-    def build_index(self, should_stop: Callable[[], bool] = lambda: False) -> Index:
+    def build_index(
+        self, should_stop: Callable[[], bool] = lambda: False, should_pause: Callable[[], bool] = lambda: False
+    ) -> Index:
         return build_index(
-            self.source, model=self.model, seed=self.seed, index=self.index, should_stop=should_stop
+            self.source,
+            model=self.model,
+            seed=self.seed,
+            index=self.index,
+            should_stop=should_stop,
+            should_pause=should_pause,
         )
 
     # -- state at a position ------------------------------------------------------------------------------
@@ -709,8 +1047,9 @@ class Session:
             return Stepper.start(self.source, model=self.model, seed=self.seed)
         return Stepper.restore(self.source, checkpoint)
 
-    def _stepper_at(self, count: int) -> Stepper:
-        """The UI's stepper, moved to exactly ``count`` events fed (forward when it can, else from a checkpoint)."""
+    def _stepper_at(self, count: int, should_stop: Callable[[], bool] = lambda: False) -> Stepper:
+        """The screen's stepper, moved to exactly ``count`` events fed (forward when it can, else from a
+        checkpoint).  `SeekCancelled` when ``should_stop`` says so on the way."""
         stepper = self._stepper
         if stepper is None or stepper.position > count:
             stepper = self._fresh(count)
@@ -718,25 +1057,56 @@ class Session:
             checkpoint = self._checkpoint_at_or_before(count)
             if checkpoint is not None and checkpoint.position > stepper.position:
                 stepper = Stepper.restore(self.source, checkpoint)
-        while stepper.position < count:
-            stepper.step()
         self._stepper = stepper
+        stepped = self._stepped
+        last = len(self) - 1
+        while stepper.position < count:
+            if stepper.position & 63 == 0 and should_stop():
+                raise SeekCancelled
+            k = stepper.position
+            records = stepper.step()
+            if k != last:  # the last event's records include the replay's end (see `_replay_block`)
+                stepped[k] = records
+                if len(stepped) > 2 * self.source.block_size:
+                    stepped.popitem(last=False)
         return stepper
 
-    def moment(self, position: int) -> Moment:
+    def moment(self, position: int, should_stop: Callable[[], bool] = lambda: False) -> Moment:
         """Every member's state after event ``position``, and after event ``position - 1``."""
         if not 0 <= position < len(self):
             raise SessionError(f"event {position} is outside 0..{len(self) - 1}")
-        cached = self._moment
-        if cached is not None and cached.position == position:
-            return cached
-        if cached is not None and cached.position == position - 1:
-            previous = cached.states
-        else:
-            previous = self._stepper_at(position).states()
-        moment = Moment(position, self._stepper_at(position + 1).states(), previous)
-        self._moment = moment
-        return moment
+        with self._state_lock:
+            moments = self._moments
+            cached = moments.get(position)
+            if cached is not None:
+                moments.move_to_end(position)
+                return cached
+            before = moments.get(position - 1)
+            if before is not None:
+                previous = before.states
+            else:
+                previous = self._stepper_at(position, should_stop).states()
+            moment = Moment(position, self._stepper_at(position + 1, should_stop).states(), previous)
+            moments[position] = moment
+            while len(moments) > 16:
+                moments.popitem(last=False)
+            return moment
+
+    def moment_cached(self, position: int) -> Moment | None:
+        """`moment(position)` if it is at hand (no re-execution), else None."""
+        return self._moments.get(position)
+
+    def steps_to(self, position: int) -> int:
+        """How many events `moment(position)` would re-execute (from the screen's stepper or a checkpoint)."""
+        if position in self._moments:
+            return 0
+        count = position + 1
+        checkpoint = self._checkpoint_at_or_before(count)
+        start = checkpoint.position if checkpoint is not None else 0
+        stepper = self._stepper
+        if stepper is not None and start <= stepper.position <= count:
+            start = stepper.position
+        return count - start + (0 if position - 1 in self._moments else 1)
 
     def states_at(self, position: int) -> dict[int, dict[str, Any]]:
         return self.moment(position).states
@@ -752,20 +1122,49 @@ class Session:
 
     def records_at(self, position: int) -> list[dict[str, Any]]:
         """The trace records event ``position`` produced (empty until the index has reached it)."""
+        cached = self.records_cached(position)
+        if cached is not None:
+            return cached
+        size = self.source.block_size
+        return self.load_records(position // size)[position % size]
+
+    def load_records(self, b: int) -> list[list[dict[str, Any]]]:
+        """The records of every event of block ``b``, by re-executing it.  Kept, with how far they hold:
+        in a block the index is still going through, only the events it has passed (the rest grow)."""
+        size = self.source.block_size
+        with self._records_lock:
+            kept = self._record_blocks.get(b)
+        if kept is not None and (kept[1] >= min((b + 1) * size, len(self)) or kept[1] >= self.index.done):
+            return kept[0]
+        valid = len(self) if self.index.finished else self.index.done
+        block = self._replay_block(b)
+        with self._records_lock:
+            self._record_blocks[b] = (block, valid)
+            while len(self._record_blocks) > 8:
+                self._record_blocks.popitem(last=False)
+        return block
+
+    def records_cached(self, position: int) -> list[dict[str, Any]] | None:
+        """`records_at(position)` if it is at hand (no re-execution), else None."""
         if self.record_count(position) == 0:
             return []
         size = self.source.block_size
         b = position // size
-        block = self._record_blocks.get(b)
-        if block is None:
-            block = self._replay_block(b)
-            if self.index.finished or self.index.done >= min((b + 1) * size, len(self)):
-                self._record_blocks[b] = block  # a block still being indexed is not kept: its counts grow
-                while len(self._record_blocks) > 8:
-                    self._record_blocks.popitem(last=False)
-        else:
-            self._record_blocks.move_to_end(b)
-        return block[position - b * size]
+        with self._records_lock:
+            kept = self._record_blocks.get(b)
+            if kept is not None and position < kept[1]:
+                self._record_blocks.move_to_end(b)
+                return kept[0][position - b * size]
+        stepped = self._stepped.get(position)
+        if stepped is None or len(stepped) + self._problem_count(position) != self.record_count(position):
+            return None
+        return [r for r in stepped if r.get("kind") != "divergence"] + self._problems_at(position)
+
+    def _problem_count(self, position: int) -> int:
+        return sum(1 for r in self.index.notable.get(position, ()) if r.get("kind") == "divergence")
+
+    def _problems_at(self, position: int) -> list[dict[str, Any]]:
+        return [r for r in self.index.notable.get(position, ()) if r.get("kind") == "divergence"]
 
     def _replay_block(self, b: int) -> list[list[dict[str, Any]]]:
         size = self.source.block_size
@@ -943,12 +1342,128 @@ class Session:
             closest = max(closest, self._stepper.position)
         return position + 1 - closest <= 2 * self.source.block_size
 
-    def _checkpoint_at_or_before(self, count: int) -> Checkpoint | None:
-        checkpoints = self.index.checkpoints
-        if not checkpoints:
+    def problem_counts(self) -> tuple[int, int]:
+        """(divergences, invariant violations) the index has found so far."""
+        problems = self.index.problems
+        cached = getattr(self, "_problem_counts", None)
+        if cached is None or cached[0] != len(problems):
+            divergences = sum(1 for p in problems if p.record.get("kind") == "divergence")
+            cached = self._problem_counts = (len(problems), divergences, len(problems) - divergences)
+        return cached[1], cached[2]
+
+    def problems_at(self, position: int) -> list[Problem]:
+        """The problems anchored at event ``position``."""
+        index = self.index
+        i = bisect.bisect_left(index.problem_positions, position)
+        j = bisect.bisect_right(index.problem_positions, position)
+        return index.problems[i:j]
+
+    # -- how far the index has got ---------------------------------------------------------------------
+
+    def settled(self) -> int:
+        """Events before this one have all their problems found: the index is past them by more than
+        the comparison's tolerance (a divergence is established up to that much later than the event
+        it concerns).  The whole replay once indexed."""
+        index = self.index
+        if index.finished:
+            return len(self)
+        if index.done == 0:
+            return 0
+        return self.source.position_at_time(int(self.source.ts[index.done - 1]) - DEFAULT_TOLERANCE_NS)
+
+    def pending(self) -> str:
+        """What is not indexed yet, in words (empty once it all is): answers about the rest wait for it."""
+        index = self.index
+        if index.finished:
+            return ""
+        done = index.done
+        at = f"#{int(self.source.seq[done - 1])}" if done else "the start"
+        return f"indexed up to {at} ({100 * done // max(len(self), 1)}%), the rest is pending"
+
+    # -- where a value last changed, and why --------------------------------------------------------------
+
+    def last_change(
+        self,
+        member: int,
+        path: str,
+        position: int,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[int], None] = lambda k: None,
+    ) -> LastChange | None:
+        """The last event at or before ``position`` after which member ``member``'s value at ``path`` (a
+        field as conditions write it: ``candidateTermId``, ``nodeState.logPosition``, ``members[1].logPosition``)
+        differed from before it, with the cause of that change.  None: it has not changed since the
+        member started (or the search was stopped).
+
+        A value in `RECORDED_FIELDS` changes only where the member has a record or a lifecycle event, so
+        the index's list of those events is walked back; any other is found by re-executing back from the
+        cursor, a block at a time (`search`)."""
+        from cli.tui import breakpoints  # the language of conditions; it imports nothing of the session
+
+        root = breakpoints.root_of(path)
+        if root in RECORDED_FIELDS and (self.index.finished or position < self.index.done):
+            candidates = self.index.member_records.get(member, [])
+            i = bisect.bisect_right(candidates, position)
+            while i > 0:
+                if should_stop():
+                    return None
+                i -= 1
+                k = candidates[i]
+                moment = self.moment(k, should_stop)
+                before = breakpoints.value_at(moment.previous.get(member), path)
+                after = breakpoints.value_at(moment.states.get(member), path)
+                if before != after:
+                    return self._explain(k, member, path, root, before, after)
+                progress(k)
             return None
-        i = bisect.bisect_right([c.position for c in checkpoints], count) - 1
-        return checkpoints[max(i, 0)]
+        condition = breakpoints.parse(f"node {member} {path} changes")
+        found = self.search([condition], min(position + 1, len(self)), -1, should_stop=should_stop, progress=progress)
+        if found is None:
+            return None
+        k = found[0]
+        moment = self.moment(k, should_stop)
+        before = breakpoints.value_at(moment.previous.get(member), path)
+        after = breakpoints.value_at(moment.states.get(member), path)
+        return self._explain(k, member, path, root, before, after)
+
+    def _explain(self, k: int, member: int, path: str, root: str, before: Any, after: Any) -> LastChange:
+        """What changed ``member``'s ``path`` at event ``k``: the cause its own record there gives, else
+        (a value no record speaks for) its deadlines if they alone change it, else the event itself."""
+        from cli.tui import breakpoints
+
+        records = [r for r in self.records_at(k) if r.get("node") == member and r.get("cause")]
+        wanted = FIELD_RECORDS.get(root)
+        chosen = [r for r in records if wanted is None or r.get("kind") in wanted] if root in RECORDED_FIELDS else []
+        if chosen:
+            return LastChange(k, member, path, before, after, chosen[-1]["cause"], chosen[-1])
+        stepper = self._fresh(k)
+        while stepper.position < k:
+            stepper.step()
+        ts = int(self.source.ts[k])
+        states = stepper.states()
+        deadlines = (states.get(member) or {}).get("deadlines") or {}
+        timers = [r for r in stepper.replay.advance(ts) if r.get("node") == member]
+        if breakpoints.value_at(stepper.states().get(member), path) != before:
+            caused = [r for r in timers if r.get("cause")]
+            if caused:
+                return LastChange(k, member, path, before, after, caused[-1]["cause"], caused[-1])
+            due = sorted((at, name) for name, at in deadlines.items() if at <= ts and name != "slowTick")
+            name = due[0][1] if due else "slowTick"
+            return LastChange(k, member, path, before, after, {"kind": "timer", "type": name}, None)
+        event = self.source.event(k)
+        if event.node == member and event.dir == "in":
+            cause = {"kind": "message", "type": event.type, "peer": event.peer, "channel": event.channel}
+        elif event.node == member and event.dir == "out" and event.channel == "log":
+            cause = {"kind": "local", "type": "OwnLogAppend", "channel": "log"}
+        else:
+            cause = {"kind": "local", "type": event.type}
+        return LastChange(k, member, path, before, after, cause, None)
+
+    def _checkpoint_at_or_before(self, count: int) -> Checkpoint | None:
+        index = self.index
+        i = bisect.bisect_right(index.checkpoint_positions, count) - 1
+        return index.checkpoints[i] if i >= 0 else None
 
 
 # -- filtering and the list's layout ---------------------------------------------------------------------

@@ -12,8 +12,11 @@ in ``(time, phase, order, seq)`` order:
 
 An action may schedule more actions, at its own time or later, never earlier (that would be a bug in
 the caller, and raises).  An action is a callable and its arguments, so that a checkpoint that copies
-the clock together with the objects it calls (`copy.deepcopy` with one memo) gets actions bound to
-the copies.  Cancelling is O(1): a cancelled action stays in the heap and is skipped when popped.
+the copies.  Cancelling is O(1): a cancelled action stays in the heap and is skipped when popped;
+every `COMPACT_EVERY` pushes, a heap that is mostly cancelled actions is rebuilt without them (a
+member's wakeup is moved on nearly every input, so they would otherwise pile up for as long as its
+longest deadline, and every checkpoint would copy them).  The keys are unique, so the order in
+which actions run is the same either way.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import Any
 TIMERS = 0
 #: The phase of everything else: after the timers, in the order scheduled.
 ACTIONS = 1
+#: Pushes between two looks at how much of the heap is cancelled actions.
+COMPACT_EVERY = 64
 
 
 class Timer:
@@ -71,7 +76,17 @@ class Clock:
         timer = Timer(time_ns, action, args)
         heapq.heappush(self._queue, (time_ns, phase, order, self._seq, timer))
         self._seq += 1
+        if self._seq % COMPACT_EVERY == 0:
+            self._compact()
         return timer
+
+    def _compact(self) -> None:
+        """Drop cancelled actions when they are most of the heap."""
+        queue = self._queue
+        live = [entry for entry in queue if not entry[4].cancelled]
+        if len(live) * 2 < len(queue):
+            queue[:] = live  # in place: `run_until` may be iterating this very list
+            heapq.heapify(queue)
 
     def next_time(self) -> int | None:
         queue = self._queue

@@ -44,6 +44,7 @@ from engine.model.exceptions import AeronError, ClusterEvent, ClusterException, 
 from engine.model.flags import ModelFlags
 from engine.model.members import NULL_POSITION, NULL_VALUE, ClusterMember
 from engine.model.outputs import (
+    Cause,
     ElectionStarted,
     LogAppend,
     MarkFileWrite,
@@ -144,6 +145,7 @@ class ConsensusModuleAgent:
         "blocked_until_ns",
         "archive_evidence",
         "catchup_log_destination",
+        "cause",
         "changes",
         "commit_position",
         "config",
@@ -233,6 +235,8 @@ class ConsensusModuleAgent:
 
         self.outputs: list[Any] = []
         self.output_ts = 0
+        #: What the member is handling now (set by `Node` with the time): the cause its changes carry.
+        self.cause: Cause | None = None
         self.log_publication_waits_ns: list[int] = []  # recorded driver waits (Node.MemberStart), in order
         self.blocked_until_ns: int | None = None  # waiting for the driver until then (add_log_publication)
         self.log_image_waits_ns: list[int] = []  # recorded times from log subscription to image, in order
@@ -387,12 +391,12 @@ class ConsensusModuleAgent:
 
     def set_role(self, new_role: Role) -> None:
         if new_role is not self.role:
-            self.emit(RoleChange(self.output_ts, self.member_id, self.role.name, new_role.name))
+            self.emit(RoleChange(self.output_ts, self.member_id, self.role.name, new_role.name, self.cause))
             self.role = new_role
 
     def set_state(self, new_state: ModuleState) -> None:
         if new_state is not self.state:
-            self.emit(ModuleStateChange(self.output_ts, self.member_id, self.state.name, new_state.name))
+            self.emit(ModuleStateChange(self.output_ts, self.member_id, self.state.name, new_state.name, self.cause))
             self.state = new_state
 
     def log_state_change(
@@ -422,6 +426,7 @@ class ConsensusModuleAgent:
                 log_leadership_term_id,
                 append_position,
                 catchup_position,
+                self.cause,
             )
         )
 
@@ -443,15 +448,17 @@ class ConsensusModuleAgent:
 
     def _candidate_term_written(self, candidate_term_id: int, log_position: int, timestamp: int) -> None:
         if self.flags.node_state_file:
-            self.emit(NodeStateWrite(self.output_ts, self.member_id, candidate_term_id, log_position, timestamp))
+            self.emit(
+                NodeStateWrite(self.output_ts, self.member_id, candidate_term_id, log_position, timestamp, self.cause)
+            )
         else:
             # Before 1.41.0 the term went to cluster-mark.dat, which keeps no position or timestamp.  The
             # model still holds it in its NodeStateFile (the one place it reads the term back from).
-            self.emit(MarkFileWrite(self.output_ts, self.member_id, candidate_term_id))
+            self.emit(MarkFileWrite(self.output_ts, self.member_id, candidate_term_id, self.cause))
 
     def flush_recording_log_changes(self) -> None:
         for op, entry in self.recording_log.take_changes():
-            self.emit(RecordingLogChange(self.output_ts, self.member_id, op, entry))
+            self.emit(RecordingLogChange(self.output_ts, self.member_id, op, entry, self.cause))
 
     def ensure_recording_log_coherent(
         self,
@@ -496,6 +503,7 @@ class ConsensusModuleAgent:
                     self.recovery_last_leadership_term_id,
                     self.commit_position,
                     self.recovery_appended_log_position,
+                    self.cause,
                 )
             )
         self.election = Election(
@@ -643,7 +651,11 @@ class ConsensusModuleAgent:
             appended = max(self.recovery_appended_log_position, self.log_recording_stop_position)
         commit = self.commit_position
         if self.flags.new_election_event:
-            self.emit(ElectionStarted(self.output_ts, self.member_id, reason, self.leadership_term_id, commit, appended))
+            self.emit(
+                ElectionStarted(
+                    self.output_ts, self.member_id, reason, self.leadership_term_id, commit, appended, self.cause
+                )
+            )
         self.count_error(ClusterEvent(reason))
         graceful = self.leader_member.id if is_log_end_of_stream and self.leader_member is not None else NULL_VALUE
         self.election = Election(
@@ -1509,7 +1521,8 @@ class ConsensusModuleAgent:
 
     # -- inspection -------------------------------------------------------------------------------------------
 
-    def view(self, member_id: int, is_running: bool, now_ns: int) -> MemberView:
+    def deadlines(self) -> list[tuple[str, int]]:
+        """The member's running deadlines by name (`MemberView.deadlines`; `Node` names a timer's cause by them)."""
         election = self.election
         deadlines: list[tuple[str, int]] = []
         if election is not None:
@@ -1539,6 +1552,11 @@ class ConsensusModuleAgent:
                     )
                 )
         deadlines.append(("slowTick", self.slow_tick_deadline_ns))
+        return deadlines
+
+    def view(self, member_id: int, is_running: bool, now_ns: int) -> MemberView:
+        election = self.election
+        deadlines = self.deadlines()
         leader = election.leader() if election is not None else self.leader_member
         return MemberView(
             member_id=member_id,

@@ -67,7 +67,7 @@ from engine.model.inputs import (
     PublicationStatus,
     RecordingSignal,
 )
-from engine.model.outputs import Ready
+from engine.model.outputs import Cause, Ready
 from engine.model.sim_parts import LogStore
 from engine.model.view import MemberView
 from formats.errors import DecodeError
@@ -137,6 +137,7 @@ class Node:
         self.advance(now_ns)
         self._wakeup = _UNKNOWN  # whatever the input does below may move the next deadline
         agent = self.agent
+        agent.cause = _cause_of(item)
         if kind is ConsensusMessage:
             self._tick(now_ns, item.message, item.peer)
         elif kind is LogFrame:
@@ -197,6 +198,7 @@ class Node:
             tick = self.next_wakeup_ns()
             if tick is None or tick > now_ns:
                 break
+            self.agent.cause = self._timer_cause(tick)
             self._tick(tick)
         if now_ns > self._now_ns:
             self._now_ns = now_ns
@@ -225,6 +227,26 @@ class Node:
         tick = -(-deadline // MS) * MS
         return tick if tick > self._tick_ns else self._tick_ns + MS
 
+    def _timer_cause(self, tick: int) -> Cause:
+        """What wakes the member at ``tick`` with no input: the deadline that is due, by its
+        `MemberView.deadlines` name (one that fell due since the last tick before one overdue; a specific one
+        before the election's next step, the slow tick last)."""
+        agent = self.agent
+        if agent.blocked_until_ns is not None and agent.blocked_until_ns <= tick:
+            return _DRIVER_WAIT
+        due = sorted((at, _TIMER_RANK.get(name, 0), name) for name, at in agent.deadlines() if at <= tick)
+        # A deadline already due at the last tick that ran (a send the publication refused, retried on
+        # every cycle) did not wake the member now: one that fell due since did.
+        fresh = [d for d in due if d[0] > self._tick_ns]
+        due = fresh or due
+        if not due:
+            image = agent.log_image_available_ns
+            return _timer("logImage" if image is not None and image <= tick else "dutyCycle")
+        name = min(due, key=lambda d: (d[1], d[0]))[2]
+        if name == "election" and agent.election is not None and agent.election.state.name.endswith("_BALLOT"):
+            name = "electionTimeout"  # a ballot's only deadline: Aeron's electionTimeoutNs
+        return _timer(name)
+
     def take_outputs(self) -> Ready:
         """What the member did since the last call, in the order it did it."""
         outputs = self._outputs
@@ -242,10 +264,9 @@ class Node:
         return copy.deepcopy(self, self.clone_memo())
 
     def clone_memo(self) -> dict[int, Any]:
-        """For a `copy.deepcopy` that takes this node along: the local log's frame lists, copied in one
-        slice each (their frames are immutable) instead of frame by frame."""
-        log = self.agent.log
-        return {id(log.ends): log.ends[:], id(log.messages): log.messages[:]}
+        """For a `copy.deepcopy` that takes this node along: nothing to pre-share today (the local
+        log's `LogStore` shares its frozen frames with its copies by itself)."""
+        return {}
 
     @property
     def now_ns(self) -> int:
@@ -300,6 +321,7 @@ class Node:
         self._now_ns = start.ts
         self._tick_ns = tick
         self.agent.set_time(start.ts, start.ts)
+        self.agent.cause = _LOCAL["MemberStart"]
         self.agent.on_start(start.ts)
         self._repeat_cycles()
 
@@ -335,12 +357,14 @@ class Node:
             agent.blocked_until_ns = None
             held, self._held = self._held, []
             if held:
+                cause, agent.cause = agent.cause, _DRIVER_WAIT
                 agent.set_time(blocked, blocked)
                 before = agent.changes
                 agent.duty_cycle(held=held)
                 if agent.changes != before:
                     self._repeat_cycles()
                 self._collect()
+                agent.cause = cause
             # What those messages led to may block again (a leader adding its log publication, then
             # joining its log): this input waits for that too.
         agent.set_time(now_ns, now_ns)
@@ -369,6 +393,56 @@ class Node:
         if self.agent.state is ModuleState.CLOSED:
             # Stopped, or the agent terminated itself (e.g. an incompatible appVersion): nothing more runs.
             self.is_running = False
+
+
+#: How a timer cause is chosen among the deadlines due together: a named deadline, then the
+#: election's next step, then the slow tick.
+_TIMER_RANK = {"election": 1, "slowTick": 2}
+_TIMERS: dict[str, Cause] = {}
+_LOCAL = {
+    name: Cause("local", name)
+    for name in ("MemberStart", "MemberStop", "MemberCrash", "End", "RecordingSignal", "LogEndOfStream")
+}
+#: The agent waited for the media driver (a recorded `log_publication_waits_ns`); the wait is over and
+#: what arrived meanwhile is handled.
+_DRIVER_WAIT = Cause("timer", "driverWait")
+_MESSAGES: dict[tuple[type, Any, str], Cause] = {}
+
+
+def _timer(name: str) -> Cause:
+    cause = _TIMERS.get(name)
+    if cause is None:
+        cause = _TIMERS[name] = Cause("timer", name)
+    return cause
+
+
+def _cause_of(item: Input) -> Cause:
+    """The cause an input gives the changes it leads to (one value per kind of message and sender, reused)."""
+    kind = type(item)
+    if kind is ConsensusMessage:
+        key = (type(item.message), item.peer, "consensus")
+    elif kind is LogFrame:
+        key = (type(item.message), None, "log")
+    elif kind is LogFrames:  # one duty cycle after them all: the last one is what it ran on
+        item = item.frames[-1]
+        key = (type(item.message), None, "log")
+    elif kind is IngressMessage:
+        key = (type(item.message), None, "ingress")
+    elif kind is OwnLogAppend:
+        key = (type(item.message), None, "own")
+    else:
+        return _LOCAL.get(kind.__name__) or Cause("local", kind.__name__)
+    cause = _MESSAGES.get(key)
+    if cause is None:
+        name = item.message.BLOCK.name
+        message_type, peer, channel = key
+        cause = (
+            Cause("local", "OwnLogAppend", None, "log")
+            if channel == "own"
+            else Cause("message", name, peer, channel)
+        )
+        _MESSAGES[key] = cause
+    return cause
 
 
 def _with_appointed(config: Config, appointed_leader_id: int) -> Config:

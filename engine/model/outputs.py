@@ -1,5 +1,8 @@
 """What a `Node` produces: sends, state and role changes, file writes, log appends (contract §3).
 
+State, role and module-state changes, election starts and file writes carry their `Cause` (the input
+or the deadline the member was handling), written as the record's last key, ``cause``.
+
 Every output is a frozen, slotted value with ``ts`` (the engine's time when it happened, ns) and
 ``node`` (the member that produced it), ``to_json()`` giving exactly the trace record of contract §3
 (``kind``, ``ts``, ``node`` first, then the kind's own keys in a fixed order), and ``describe()``
@@ -12,6 +15,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from formats.describe import describe_record
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """What a member was doing when it made a change: handling an input, or one of its own deadlines.
+
+    ``kind`` is ``message`` (a message it received: ``type`` is the message, ``peer`` its sender when
+    known, ``channel`` where it came in: ``consensus``, ``log``, ``ingress``), ``local`` (a local event:
+    ``type`` is ``MemberStart``, ``MemberStop``, ``RecordingSignal``, ``LogEndOfStream``, or
+    ``OwnLogAppend`` for a leader's own log append shown by the capture), or ``timer`` (no input: one of
+    its deadlines fell due; ``type`` names it as `MemberView.deadlines` does, e.g. ``leaderHeartbeatTimeout``,
+    ``nomination``, ``election``).  The change's own ``ts`` is when the input arrived or the timer fired.
+    """
+
+    kind: str
+    type: str
+    peer: int | None = None
+    channel: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "type": self.type}
+        if self.peer is not None:
+            out["peer"] = self.peer
+        if self.channel is not None:
+            out["channel"] = self.channel
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,23 +98,27 @@ class StateChange:
     log_leadership_term_id: int = -1
     append_position: int = -1
     catchup_position: int = -1
+    cause: Cause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "state",
-            "ts": self.ts,
-            "node": self.node,
-            "from": self.from_state,
-            "to": self.to_state,
-            "reason": self.reason,
-            "leaderId": self.leader_id,
-            "candidateTermId": self.candidate_term_id,
-            "leadershipTermId": self.leadership_term_id,
-            "logPosition": self.log_position,
-            "logLeadershipTermId": self.log_leadership_term_id,
-            "appendPosition": self.append_position,
-            "catchupPosition": self.catchup_position,
-        }
+        return _with_cause(
+            {
+                "kind": "state",
+                "ts": self.ts,
+                "node": self.node,
+                "from": self.from_state,
+                "to": self.to_state,
+                "reason": self.reason,
+                "leaderId": self.leader_id,
+                "candidateTermId": self.candidate_term_id,
+                "leadershipTermId": self.leadership_term_id,
+                "logPosition": self.log_position,
+                "logLeadershipTermId": self.log_leadership_term_id,
+                "appendPosition": self.append_position,
+                "catchupPosition": self.catchup_position,
+            },
+            self.cause,
+        )
 
     def describe(self) -> str:
         return describe_record(self.to_json())
@@ -97,9 +130,13 @@ class RoleChange:
     node: int
     from_role: str | None
     to_role: str
+    cause: Cause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "role", "ts": self.ts, "node": self.node, "from": self.from_role, "to": self.to_role}
+        return _with_cause(
+            {"kind": "role", "ts": self.ts, "node": self.node, "from": self.from_role, "to": self.to_role},
+            self.cause,
+        )
 
     def describe(self) -> str:
         return describe_record(self.to_json())
@@ -113,9 +150,19 @@ class ModuleStateChange:
     node: int
     from_state: str | None
     to_state: str
+    cause: Cause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "moduleState", "ts": self.ts, "node": self.node, "from": self.from_state, "to": self.to_state}
+        return _with_cause(
+            {
+                "kind": "moduleState",
+                "ts": self.ts,
+                "node": self.node,
+                "from": self.from_state,
+                "to": self.to_state,
+            },
+            self.cause,
+        )
 
     def describe(self) -> str:
         return describe_record(self.to_json())
@@ -131,17 +178,21 @@ class ElectionStarted:
     leadership_term_id: int
     log_position: int
     append_position: int
+    cause: Cause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "election",
-            "ts": self.ts,
-            "node": self.node,
-            "reason": self.reason,
-            "leadershipTermId": self.leadership_term_id,
-            "logPosition": self.log_position,
-            "appendPosition": self.append_position,
-        }
+        return _with_cause(
+            {
+                "kind": "election",
+                "ts": self.ts,
+                "node": self.node,
+                "reason": self.reason,
+                "leadershipTermId": self.leadership_term_id,
+                "logPosition": self.log_position,
+                "appendPosition": self.append_position,
+            },
+            self.cause,
+        )
 
     def describe(self) -> str:
         return describe_record(self.to_json())
@@ -156,16 +207,20 @@ class NodeStateWrite:
     candidate_term_id: int
     log_position: int
     timestamp: int
+    cause: Cause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "nodeState",
-            "ts": self.ts,
-            "node": self.node,
-            "candidateTermId": self.candidate_term_id,
-            "logPosition": self.log_position,
-            "timestamp": self.timestamp,
-        }
+        return _with_cause(
+            {
+                "kind": "nodeState",
+                "ts": self.ts,
+                "node": self.node,
+                "candidateTermId": self.candidate_term_id,
+                "logPosition": self.log_position,
+                "timestamp": self.timestamp,
+            },
+            self.cause,
+        )
 
     def describe(self) -> str:
         return describe_record(self.to_json())
@@ -178,9 +233,13 @@ class MarkFileWrite:
     ts: int
     node: int
     candidate_term_id: int
+    cause: Cause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "markFile", "ts": self.ts, "node": self.node, "candidateTermId": self.candidate_term_id}
+        return _with_cause(
+            {"kind": "markFile", "ts": self.ts, "node": self.node, "candidateTermId": self.candidate_term_id},
+            self.cause,
+        )
 
     def describe(self) -> str:
         return describe_record(self.to_json())
@@ -194,9 +253,13 @@ class RecordingLogChange:
     node: int
     op: str
     entry: dict[str, Any]
+    cause: Cause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "recordingLog", "ts": self.ts, "node": self.node, "op": self.op, "entry": self.entry}
+        return _with_cause(
+            {"kind": "recordingLog", "ts": self.ts, "node": self.node, "op": self.op, "entry": self.entry},
+            self.cause,
+        )
 
     def describe(self) -> str:
         return describe_record(self.to_json())
@@ -238,11 +301,24 @@ class NominationDraw:
     delay_ns: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "random", "ts": self.ts, "node": self.node, "draw": "nextDouble", "value": self.value,
-                "source": self.source}
+        return {
+            "kind": "random",
+            "ts": self.ts,
+            "node": self.node,
+            "draw": "nextDouble",
+            "value": self.value,
+            "source": self.source,
+        }
 
     def describe(self) -> str:
         return describe_record(self.to_json())
+
+
+def _with_cause(record: dict[str, Any], cause: Cause | None) -> dict[str, Any]:
+    """A record with its cause as the last key (absent when the model was given none)."""
+    if cause is not None:
+        record["cause"] = cause.to_json()
+    return record
 
 
 Output = (

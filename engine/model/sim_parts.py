@@ -18,8 +18,8 @@ clustered service (ServiceAck).  The engine replaces them with small determinist
 `LogStore` is the content of the local log recording as far as it is known: a contiguous run of
 frames, each kept as (end position, message).  Stretches whose content is unknown (a replication
 without evidence, or a log given only by its length in `MemberStart`) are a single entry whose
-message is None.  Messages are immutable values, so copying a store copies two lists, not the
-messages.
+message is None.  Messages are immutable values, so copying a store copies its open chunk of
+frames and shares the frozen ones (`LogStore`), never the messages.
 """
 
 from __future__ import annotations
@@ -44,30 +44,101 @@ def framed_length(message_length: int) -> int:
     return align(DATA_HEADER_LENGTH + message_length)
 
 
-class LogStore:
-    """The local log recording: frames from ``base`` to ``end``, each (end position, message | None)."""
+#: Frames per frozen chunk of a `LogStore`, and chunks per frozen group of chunks.
+LOG_CHUNK = 64
+LOG_GROUP = 64
 
-    __slots__ = ("base", "ends", "messages")
+
+class LogStore:
+    """The local log recording: frames from ``base`` to ``end``, each (end position, message | None).
+
+    Frames are kept in chunks of `LOG_CHUNK`, chunks in groups of `LOG_GROUP`: a full chunk or group
+    is frozen (tuples all the way down) and shared by every copy of the store, so copying a store
+    costs the open chunk and the open group's directory (under `LOG_CHUNK` + `LOG_GROUP` pointers)
+    however long its log.  A debugger that checkpoints a replay every few hundred events therefore
+    stays linear in the log's length, not quadratic.
+
+    Layout: ``_groups`` (frozen groups, each ``(lasts, ends, messages)``: per chunk its last end, its
+    ends, its messages) with ``_group_last`` (each group's last end); ``_chunks`` (the open group's
+    frozen chunks, each ``(ends, messages)``) with ``_chunk_last``; ``_ends`` / ``_messages`` (the open
+    chunk, the only mutable part)."""
+
+    __slots__ = ("base", "_groups", "_group_last", "_chunks", "_chunk_last", "_ends", "_messages")
 
     def __init__(self, base: int = 0) -> None:
         self.base = base
-        self.ends: list[int] = []
-        self.messages: list[Any] = []
+        self._groups: tuple[tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[tuple[Any, ...], ...]], ...] = ()
+        self._group_last: tuple[int, ...] = ()
+        self._chunks: tuple[tuple[tuple[int, ...], tuple[Any, ...]], ...] = ()
+        self._chunk_last: tuple[int, ...] = ()
+        self._ends: list[int] = []
+        self._messages: list[Any] = []
 
     @property
     def end(self) -> int:
-        return self.ends[-1] if self.ends else self.base
+        if self._ends:
+            return self._ends[-1]
+        if self._chunk_last:
+            return self._chunk_last[-1]
+        return self._group_last[-1] if self._group_last else self.base
 
     def append(self, end: int, message: Any) -> None:
         if end > self.end:
-            self.ends.append(end)
-            self.messages.append(message)
+            self._push(end, message)
 
     def extend_unknown(self, end: int) -> None:
         """The recording grew to ``end`` with content we do not know."""
         if end > self.end:
-            self.ends.append(end)
-            self.messages.append(None)
+            self._push(end, None)
+
+    def _push(self, end: int, message: Any) -> None:
+        self._ends.append(end)
+        self._messages.append(message)
+        if len(self._ends) < LOG_CHUNK:
+            return
+        self._chunks += ((tuple(self._ends), tuple(self._messages)),)
+        self._chunk_last += (end,)
+        self._ends = []
+        self._messages = []
+        if len(self._chunks) == LOG_GROUP:
+            chunks = self._chunks
+            self._groups += ((self._chunk_last, tuple(c[0] for c in chunks), tuple(c[1] for c in chunks)),)
+            self._group_last += (end,)
+            self._chunks = ()
+            self._chunk_last = ()
+
+    # -- frames by index: group, chunk, offset ----------------------------------------------------------
+
+    def __len__(self) -> int:
+        return (len(self._groups) * LOG_GROUP + len(self._chunks)) * LOG_CHUNK + len(self._ends)
+
+    def _index_after(self, position: int) -> int:
+        """The index of the first frame ending after ``position`` (bisect_right over every end)."""
+        group = bisect_right(self._group_last, position)
+        if group < len(self._groups):
+            lasts, ends, _ = self._groups[group]
+            chunk = bisect_right(lasts, position)
+            return (group * LOG_GROUP + chunk) * LOG_CHUNK + bisect_right(ends[chunk], position)
+        base = len(self._groups) * LOG_GROUP
+        chunk = bisect_right(self._chunk_last, position)
+        if chunk < len(self._chunks):
+            return (base + chunk) * LOG_CHUNK + bisect_right(self._chunks[chunk][0], position)
+        return (base + len(self._chunks)) * LOG_CHUNK + bisect_right(self._ends, position)
+
+    def _frame(self, index: int) -> tuple[int, Any]:
+        chunk, offset = divmod(index, LOG_CHUNK)
+        group, within = divmod(chunk, LOG_GROUP)
+        if group < len(self._groups):
+            _, ends, messages = self._groups[group]
+            return ends[within][offset], messages[within][offset]
+        if within < len(self._chunks):
+            ends, messages = self._chunks[within]
+            return ends[offset], messages[offset]
+        return self._ends[offset], self._messages[offset]
+
+    def _end_of(self, index: int) -> int:
+        """Where frame ``index`` ends; ``base`` for index -1."""
+        return self._frame(index)[0] if index >= 0 else self.base
 
     def truncate(self, position: int) -> None:
         """Keep what ends at or before ``position``; a frame cut in two becomes unknown content."""
@@ -75,12 +146,25 @@ class LogStore:
             return
         if position <= self.base:
             self.base = position
-            self.ends.clear()
-            self.messages.clear()
+            self._groups, self._group_last, self._chunks, self._chunk_last = (), (), (), ()
+            self._ends, self._messages = [], []
             return
-        index = bisect_right(self.ends, position)
-        del self.ends[index:]
-        del self.messages[index:]
+        index = self._index_after(position)
+        chunk, offset = divmod(index, LOG_CHUNK)
+        group, within = divmod(chunk, LOG_GROUP)
+        if group < len(self._groups):  # the cut is in a frozen group: it becomes the open one
+            lasts, ends, messages = self._groups[group]
+            self._groups = self._groups[:group]
+            self._group_last = self._group_last[:group]
+            self._chunks = tuple(zip(ends, messages, strict=True))
+            self._chunk_last = lasts
+        if within < len(self._chunks):  # the cut is in a frozen chunk: it becomes the open one
+            ends, messages = self._chunks[within]
+            self._ends, self._messages = list(ends[:offset]), list(messages[:offset])
+            self._chunks = self._chunks[:within]
+            self._chunk_last = self._chunk_last[:within]
+        else:
+            del self._ends[offset:], self._messages[offset:]
         if self.end < position:
             self.extend_unknown(position)
 
@@ -92,41 +176,42 @@ class LogStore:
 
     def after(self, position: int, limit: int | None = None) -> list[tuple[int, int, Any]]:
         """(start, end, message) of the frames ending after ``position`` (and at or before ``limit``)."""
-        index = bisect_right(self.ends, position)
+        index = self._index_after(position)
+        count = len(self)
         out = []
-        ends = self.ends
-        count = len(ends)
+        start = self._end_of(index - 1)
         while index < count:
-            end = ends[index]
+            end, message = self._frame(index)
             if limit is not None and end > limit:
                 break
-            start = ends[index - 1] if index > 0 else self.base
-            out.append((start, end, self.messages[index]))
+            out.append((start, end, message))
+            start = end
             index += 1
         return out
 
     def overlapping(self, start: int, stop: int) -> list[tuple[int, int, Any]]:
         """(start, end, message) of the frames that overlap (start, stop]."""
-        index = bisect_right(self.ends, start)
+        index = self._index_after(start)
+        count = len(self)
         out = []
-        ends = self.ends
-        count = len(ends)
+        frame_start = self._end_of(index - 1)
         while index < count:
-            frame_start = ends[index - 1] if index > 0 else self.base
             if frame_start >= stop:
                 break
-            out.append((frame_start, ends[index], self.messages[index]))
+            end, message = self._frame(index)
+            out.append((frame_start, end, message))
+            frame_start = end
             index += 1
         return out
 
     def __deepcopy__(self, memo: dict) -> LogStore:
         other = LogStore(self.base)
-        other.ends = list(self.ends)
-        other.messages = list(self.messages)
+        # frozen groups and chunks (and their directories, tuples too) are shared; the open chunk is copied
+        other._groups, other._group_last = self._groups, self._group_last
+        other._chunks, other._chunk_last = self._chunks, self._chunk_last
+        other._ends = list(self._ends)
+        other._messages = list(self._messages)
         return other
-
-    def __len__(self) -> int:
-        return len(self.ends)
 
 
 #: The consensus channel's term length (Aeron Cluster's default consensus channel: ``term-length=64k``).

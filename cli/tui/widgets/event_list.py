@@ -6,7 +6,10 @@ records, so a million-event replay scrolls like a ten-event one.  `cli.tui.sessi
 screen lines to (event, record slot); the filter decides which events are laid out.  Each event line
 is ``time  #seq  sent|recv  describe_event`` (a message appears twice, as its sender sent it and as
 its receiver got it; the word says which copy the row is); the records under it are
-``describe_record`` lines.  Marks in the left gutter: ``▶`` the cursor (besides its highlight, so it
+``describe_record`` lines, each change followed by its cause (``on RequestVote from 0``, ``on its
+nomination deadline``).  The records come from re-executing the block they are in; a block not at
+hand yet is asked of the app (`RecountApp.want_records`, done in a worker) and drawn as ``…`` until
+it comes, so scrolling never waits for it.  Marks in the left gutter: ``▶`` the cursor (besides its highlight, so it
 shows without colour), ``◆`` bookmark, ``!`` a divergence or invariant violation anchored at the event.
 
 Heartbeats (periodic CanvassPosition/AppendPosition/CommitPosition) are hidden unless
@@ -27,8 +30,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cli.tui.session import EventFilter, ListLayout, Session
-from formats.describe import describe_record
+from cli.tui.session import INLINE_STEPS, EventFilter, ListLayout, Session
+from formats.describe import describe_cause, describe_record
 
 WIDTH = 240
 #: The copy of a message an event row is: the sender's (out) or the receiver's (in).
@@ -80,6 +83,7 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
         self._laid_counts: tuple[int, bool] | None = None
         self._strips: dict[tuple, Strip] = {}
         self.hidden_heartbeats = 0
+        self._loading = False
         self.layout_lines = ListLayout(self.filter.positions(session.source), None)
         self._relayout()
 
@@ -166,8 +170,8 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
         return seen
 
     def line_text(self, y: int) -> str:
-        """Plain text of virtual line ``y`` (what tests read)."""
-        return self._text(y).plain
+        """Plain text of virtual line ``y`` (what tests read; records are worked out if not at hand)."""
+        return self._text(y, wait=True).plain
 
     # -- drawing --------------------------------------------------------------------------------------
 
@@ -189,10 +193,12 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
         )
         strip = self._strips.get(key)
         if strip is None:
+            self._loading = False
             strip = Strip(list(self._text(line).render(self.app.console)))
-            self._strips[key] = strip
-            if len(self._strips) > 4096:
-                self._strips.pop(next(iter(self._strips)))
+            if not self._loading:  # a "…" waiting for its records is drawn again when they come
+                self._strips[key] = strip
+                if len(self._strips) > 4096:
+                    self._strips.pop(next(iter(self._strips)))
         if slot == 0 and position == self.cursor:
             strip = Strip(list(self._text(line, cursor=True).render(self.app.console)))
             strip = strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
@@ -205,7 +211,7 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
         self._strips.clear()  # the theme or the styles changed: lines are drawn anew
         super().notify_style_update()
 
-    def _text(self, line: int, *, cursor: bool = False) -> Text:
+    def _text(self, line: int, *, cursor: bool = False, wait: bool = False) -> Text:
         style = self.get_component_rich_style
         i, slot = self.layout_lines.line(line)
         position = int(self.layout_lines.positions[i])
@@ -225,13 +231,29 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             text.append(f"#{int(source.seq[position])}".ljust(8), style=style("event-list--seq"))
             direction = source.dir_name(position)
             text.append(SIDES.get(direction, "     "), style=style("event-list--seq"))
+            if not wait and not source.is_decoded(position):
+                # decoded in the background (the file may have to be read): "…" until then
+                self._loading = True
+                want = getattr(self.app, "want_events", None)
+                if want is not None:
+                    want(position)
+                    text.append("…", style=style("event-list--record"))
+                    return text
             describe = source.describe(position)
             text.append(
                 describe,
                 style=style("event-list--local") if source.dir_name(position) == "local" else Style(),
             )
             return text
-        records = self.session.records_at(position)
+        records = self.session.records_cached(position)
+        if records is None and (wait or self.session.source.block_size <= INLINE_STEPS):
+            records = self.session.records_at(position)  # a short block: on the spot
+        if records is None:
+            self._loading = True
+            want = getattr(self.app, "want_records", None)
+            if want is not None:
+                want(position)
+            return Text("     ↳ …", style=style("event-list--record"))
         if slot - 1 >= len(records):
             return Text("")
         record = records[slot - 1]
@@ -244,6 +266,9 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             style=style("event-list--time"),
         )
         text.append(describe_record(record), style=style(RECORD_CLASSES.get(str(kind), "event-list--record")))
+        cause = describe_cause(record.get("cause"))
+        if cause:
+            text.append("  " + cause, style=style("event-list--record"))
         return text
 
     def _problem_positions(self) -> set[int]:

@@ -5,8 +5,12 @@ its node-state.dat holds: enough to read the whole cluster at a glance); then fo
 member its Election fields, running deadlines with the time left from the cursor's time, the
 ClusterMember table it holds, node-state.dat and recording.log decoded; then the event under the
 cursor decoded field by field, with its raw bytes.  Values that differ from the state after the
-previous event are highlighted (`inspector--changed`).  Everything shown comes from
-each member's `MemberView.to_json()` through `Session.moment`; this module only lays it out.
+previous event are highlighted (`inspector--changed`).  At the top, what the selected member changed at
+this event and the cause each change carries (the message, local event or deadline), and the answer
+to the last "when did this value last change" when the cursor is on it.  Every value of the member
+(election fields, the cluster table, node-state.dat) is a link: clicking it asks where it last changed
+(the app's ``last_change``).  Everything shown comes from each member's `MemberView.to_json()` through `Session.moment`;
+this module only lays it out.
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.style import Style
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from cli.tui.session import Moment, Session, format_duration
-from formats.describe import describe_event, describe_record
+from formats.describe import describe_cause, describe_event, describe_record
 from formats.errors import DecodeError
 from formats.sbe import encode
 
@@ -62,7 +66,9 @@ ENTRY_KEYS = (
 )
 
 
-SECTIONS = ("cluster", "election", "leaders", "deadlines", "members", "files", "event")
+SECTIONS = ("why", "cluster", "election", "leaders", "deadlines", "members", "files", "event")
+#: Record kinds that say what the selected member changed at the cursor, and why.
+CHANGE_KINDS = ("election", "state", "role", "moduleState", "nodeState", "markFile", "recordingLog")
 
 
 def _summary(state: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
@@ -102,6 +108,43 @@ def node_state_of(state: Mapping[str, Any]) -> Mapping[str, Any]:
     return node_state.get("candidateTerm", node_state) if isinstance(node_state, Mapping) else {}
 
 
+class Grid:
+    """A small table drawn as plain columns of text, for the inspector's tables.
+
+    Rich's `Table` measures and lays out every cell each time it is drawn, and the inspector is drawn
+    again on every step: for these few narrow tables plain padded columns read the same and cost a
+    fraction of it.  Cells may be `Text` (styles and links are kept).  A title goes on its own line,
+    the header in bold.  What does not fit is wrapped by the widget like any text."""
+
+    def __init__(self, *, show_header: bool = True, title: str | None = None, gap: int = 2, **_: Any) -> None:
+        self.show_header = show_header
+        self.title = title
+        self.gap = gap
+        self.columns: list[str] = []
+        self.rows: list[list[Text]] = []
+
+    def add_column(self, name: str) -> None:
+        self.columns.append(name)
+
+    def add_row(self, *cells: Any) -> None:
+        self.rows.append([cell if isinstance(cell, Text) else Text(str(cell)) for cell in cells])
+
+    def __rich__(self) -> Text:
+        rows = ([[Text(c, style="bold") for c in self.columns]] if self.show_header else []) + self.rows
+        widths = [max((row[i].cell_len for row in rows if i < len(row)), default=0) for i in range(len(self.columns))]
+        out = Text()
+        if self.title:
+            out.append(self.title + "\n")
+        for n, row in enumerate(rows):
+            for i, cell in enumerate(row):
+                out.append_text(cell)
+                if i < len(row) - 1:
+                    out.append(" " * (widths[i] - cell.cell_len + self.gap))
+            if n < len(rows) - 1:
+                out.append("\n")
+        return out
+
+
 #: Below this width (cells) the cluster table is drawn as two lines per member.
 NARROW_BELOW = 64
 
@@ -124,7 +167,8 @@ class Inspector(VerticalScroll):
         self._signatures: dict[str, Any] = {}
         self._highlights: dict[str, list[str]] = {}
         self._section = ""
-        self._shown: tuple[Moment, int, int] | None = None
+        self._shown: tuple[Moment, int, int, Any, Any] | None = None
+        self._links_for = 0
 
     @property
     def narrow(self) -> bool:
@@ -133,7 +177,8 @@ class Inspector(VerticalScroll):
 
     def on_resize(self) -> None:
         if self._shown is not None:
-            self.show(*self._shown)
+            moment, member, position, records, last_change = self._shown
+            self.show(moment, member, position, records=records, last_change=last_change)
 
     @property
     def highlighted(self) -> list[str]:
@@ -165,10 +210,54 @@ class Inspector(VerticalScroll):
         for name in SECTIONS[:-1]:
             self._set(name, "", lambda name=name: Text(message if name == "cluster" else ""))
 
-    def show(self, moment: Moment, member: int, position: int) -> None:
+    # -- links: a value asks where it last changed --------------------------------------------------------
+
+    def _link(self, text: Text, path: str, member: int | None = None) -> Text:
+        """``text`` as a link: clicking it asks the app where ``member``'s ``path`` last changed."""
+        member = self._links_for if member is None else member
+        text.stylize(Style(meta={"@click": f"app.last_change_of({path!r}, {member})"}))
+        return text
+
+    def _why(self, changes: list[dict[str, Any]], loading: bool, last_change: Any) -> RenderableType:
+        muted = self.get_component_rich_style("inspector--muted")
+        lines = []
+        if last_change is not None:
+            text = Text(f"{last_change.path}: {last_change.before} → {last_change.after} here, ",
+                        style=self.get_component_rich_style("inspector--changed"))
+            text.append(describe_cause(last_change.cause) or "no cause recorded")
+            if last_change.is_the_event:
+                text.append(" (the event below)", style=muted)
+            lines.append(text)
+        for record in changes:
+            text = Text(describe_record(record))
+            cause = describe_cause(record.get("cause"))
+            if cause:
+                text.append("  " + cause, style=muted)
+            lines.append(text)
+        if not lines:
+            lines.append(Text("loading…" if loading else "no change of its election, role or files here", style=muted))
+        return Group(*lines)
+
+    def show(
+        self,
+        moment: Moment,
+        member: int,
+        position: int,
+        *,
+        records: list[dict[str, Any]] | None = None,
+        last_change: Any = None,
+    ) -> None:
         states, previous = moment.states, moment.previous
         now = int(self.session.source.ts[position])
-        self._shown = (moment, member, position)
+        self._shown = (moment, member, position, records, last_change)
+        self._links_for = member
+        changes = [r for r in records or () if r.get("node") == member and r.get("kind") in CHANGE_KINDS]
+        self._set(
+            "why",
+            f"member {member} at this event",
+            lambda: self._why(changes, records is None, last_change),
+            (member, position, repr(changes), records is None, repr(last_change), self.session.source.wall_clock),
+        )
         cluster = [(m, _summary(states.get(m)), _summary(previous.get(m))) for m in self.session.members]
         narrow = self.narrow
         self._set(
@@ -229,11 +318,15 @@ class Inspector(VerticalScroll):
 
     # -- sections --------------------------------------------------------------------------------------
 
-    def _changed(self, text: str, changed: bool, key: str = "") -> Text:
-        if not changed:
-            return Text(text)
-        self._highlights.setdefault(self._section, []).append(key)
-        return Text(text, style=self.get_component_rich_style("inspector--changed"))
+    def _changed(self, text: str, changed: bool, key: str = "", link: str | None = None,
+                 member: int | None = None) -> Text:
+        """A value, highlighted when it changed at this event; a link when ``link`` names its path."""
+        if changed:
+            self._highlights.setdefault(self._section, []).append(key)
+            out = Text(text, style=self.get_component_rich_style("inspector--changed"))
+        else:
+            out = Text(text)
+        return self._link(out, link, member) if link else out
 
     def _cluster_lines(self, states, previous, selected: int) -> Text:
         """The cluster table for a narrow inspector: per member, its state and role on one line and
@@ -250,10 +343,11 @@ class Inspector(VerticalScroll):
             running = state.get("isRunning", True)
             out.append_text(self._changed(
                 _value(state.get("electionState") if running else "DOWN"),
-                before.get("electionState") != state.get("electionState"), f"cluster:{member}.electionState"))
+                before.get("electionState") != state.get("electionState"), f"cluster:{member}.electionState",
+                "electionState", member))
             out.append(" ")
             out.append_text(self._changed(_value(state.get("role")), before.get("role") != state.get("role"),
-                                          f"cluster:{member}.role"))
+                                          f"cluster:{member}.role", "role", member))
             out.append("\n   ")
             candidate = node_state_of(state).get("candidateTermId")
             numbers = (
@@ -264,13 +358,13 @@ class Inspector(VerticalScroll):
             )
             for i, (label, key, value, old) in enumerate(numbers):
                 out.append(("  " if i else "") + label + "=", style=self.get_component_rich_style("inspector--muted"))
-                out.append_text(self._changed(_value(value), value != old, f"cluster:{member}.{key}"))
+                out.append_text(self._changed(_value(value), value != old, f"cluster:{member}.{key}", key, member))
             out.append("\n")
         out.rstrip()
         return out
 
-    def _cluster(self, states, previous, selected: int) -> Table:
-        table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+    def _cluster(self, states, previous, selected: int) -> Grid:
+        table = Grid(box=None, pad_edge=False, show_edge=False, expand=False)
         for column in ("member", "state", "role", "term", "leader", "node-state cand", "logPos"):
             table.add_column(column)
         for member in self.session.members:
@@ -293,7 +387,7 @@ class Inspector(VerticalScroll):
                 )
             ]
             row += [
-                self._changed(_value(v), before.get(k) != state.get(k), f"cluster:{member}.{k}")
+                self._changed(_value(v), before.get(k) != state.get(k), f"cluster:{member}.{k}", k, member)
                 for k, v in cells
             ]
             candidate = node_state_of(state).get("candidateTermId")
@@ -302,6 +396,8 @@ class Inspector(VerticalScroll):
                     _value(candidate),
                     candidate != node_state_of(before).get("candidateTermId"),
                     f"cluster:{member}.nodeState.candidateTermId",
+                    "nodeState.candidateTermId",
+                    member,
                 )
             )
             row.append(
@@ -309,6 +405,8 @@ class Inspector(VerticalScroll):
                     _value(state.get("logPosition")),
                     before.get("logPosition") != state.get("logPosition"),
                     f"cluster:{member}.logPosition",
+                    "logPosition",
+                    member,
                 )
             )
             table.add_row(*row)
@@ -330,7 +428,7 @@ class Inspector(VerticalScroll):
         if not history:
             return Text("no leader yet", style=self.get_component_rich_style("inspector--muted"))
         source = self.session.source
-        table = Table(box=None, pad_edge=False, show_edge=False)
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         for column in ("term", "leader", "elected", "election took", "first to start it"):
             table.add_column(column)
         for change in history:
@@ -344,8 +442,8 @@ class Inspector(VerticalScroll):
             )
         return table
 
-    def _pairs(self, state, before, keys) -> Table:
-        table = Table(box=None, show_header=False, pad_edge=False, show_edge=False)
+    def _pairs(self, state, before, keys) -> Grid:
+        table = Grid(box=None, show_header=False, pad_edge=False, show_edge=False)
         table.add_column("field")
         table.add_column("value")
         for key in keys:
@@ -353,7 +451,7 @@ class Inspector(VerticalScroll):
                 table.add_row(
                     key,
                     self._changed(
-                        _value(state[key]), bool(before) and before.get(key) != state[key], f"election:{key}"
+                        _value(state[key]), bool(before) and before.get(key) != state[key], f"election:{key}", key
                     ),
                 )
         return table
@@ -362,7 +460,7 @@ class Inspector(VerticalScroll):
         deadlines = state.get("deadlines") or {}
         if not deadlines or not state.get("isRunning", True):
             return Text("none running", style=self.get_component_rich_style("inspector--muted"))
-        table = Table(box=None, pad_edge=False, show_edge=False)
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         for column in ("deadline", "at", "time left"):
             table.add_column(column)
         old = before.get("deadlines") or {}
@@ -377,12 +475,12 @@ class Inspector(VerticalScroll):
             )
         return table
 
-    def _members(self, state, before) -> Table:
-        table = Table(box=None, pad_edge=False, show_edge=False)
+    def _members(self, state, before) -> Grid:
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         for _, title in MEMBER_KEYS:
             table.add_column(title)
         old = {m.get("memberId"): m for m in before.get("members") or ()}
-        for entry in state.get("members") or ():
+        for i, entry in enumerate(state.get("members") or ()):
             was = old.get(entry.get("memberId"), {})
             cells = []
             for key, _ in MEMBER_KEYS:
@@ -394,7 +492,10 @@ class Inspector(VerticalScroll):
                 )
                 cells.append(
                     self._changed(
-                        shown, bool(was) and was.get(key) != value, f"members:{entry.get('memberId')}.{key}"
+                        shown,
+                        bool(was) and was.get(key) != value,
+                        f"members:{entry.get('memberId')}.{key}",
+                        f"members[{i}].{key}",
                     )
                 )
             table.add_row(*cells)
@@ -411,10 +512,11 @@ class Inspector(VerticalScroll):
                     _value(node_state.get(key)),
                     bool(old_state) and old_state.get(key) != node_state.get(key),
                     f"nodeState:{key}",
+                    f"nodeState.{key}",
                 )
             )
             parts.append("  ")
-        table = Table(box=None, pad_edge=False, show_edge=False, title="recording.log", title_justify="left")
+        table = Grid(box=None, pad_edge=False, show_edge=False, title="recording.log", title_justify="left")
         for _, title in ENTRY_KEYS:
             table.add_column(title)
         old_entries = {e.get("entryIndex"): e for e in before.get("recordingLog") or ()} if before else {}
@@ -441,15 +543,9 @@ class Inspector(VerticalScroll):
         except DecodeError as error:
             return Text(f"undecodable: {error}")
         lines: list[RenderableType] = [Text(describe_event(event))]
-        for problem in self.session.index.problems:
-            if problem.position == position:  # what the replay found about this very event
-                lines.append(
-                    Text(
-                        describe_record(problem.record),
-                        style=self.get_component_rich_style("inspector--problem"),
-                    )
-                )
-        table = Table(box=None, pad_edge=False, show_edge=False)
+        for problem in self.session.problems_at(position):  # what the replay found about this very event
+            lines.append(Text(describe_record(problem.record), style=self.get_component_rich_style("inspector--problem")))
+        table = Grid(box=None, pad_edge=False, show_edge=False)
         table.add_column("field")
         table.add_column("value")
         table.add_row("seq", str(int(source.seq[position])))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 
+import numpy as np
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -77,6 +78,7 @@ class Timeline(Widget):
         super().__init__(**kwargs)
         self.session = session
         self._lane_cache: dict = {}  # glyphs per member, for one window and index state
+        self._problem_cache: dict = {}
 
     def get_content_height(self, container, viewport, width: int) -> int:
         return len(self.session.members) + 4
@@ -180,11 +182,7 @@ class Timeline(Widget):
             lines.append(line)
 
         problems = Text("problems".ljust(LABEL_WIDTH), style=style("timeline--label"))
-        row = [" "] * cells
-        for problem in session.index.problems:
-            key = self._key_of(problem.position)
-            if low <= key < high:
-                row[(key - low) * cells // (high - low)] = "!"
+        row = list(self._problem_row(low, high, cells))
         if cursor_col is not None:
             row[cursor_col] = "▲"
         for c, ch in enumerate(row):
@@ -196,6 +194,23 @@ class Timeline(Widget):
         legend = Text(LEGEND[: max(self.size.width, 1)], style=style("timeline--legend"))
         lines.append(legend)
         return Text("\n").join(lines)
+
+    def _problem_row(self, low: int, high: int, cells: int) -> str:
+        """The problems row's marks for this window (worked out again only when the window or the
+        problems found change: a replay can have tens of thousands)."""
+        positions = self.session.index.problem_positions
+        key = (low, high, cells, len(positions), self.by_events)
+        if self._problem_cache.get("key") != key:
+            row = [" "] * cells
+            if positions:
+                keys = np.asarray(positions, dtype=np.int64)
+                if not self.by_events:
+                    keys = self.session.source.ts[keys]
+                inside = keys[(keys >= low) & (keys < high)]
+                for col in np.unique((inside - low) * cells // (high - low)).tolist():
+                    row[col] = "!"
+            self._problem_cache = {"key": key, "row": "".join(row)}
+        return self._problem_cache["row"]
 
     @staticmethod
     def _state_at(segments: list[LaneSegment], position: int) -> LaneSegment | None:
