@@ -780,13 +780,17 @@ class ReplayFile:
 
     # -- events ------------------------------------------------------------------------------------------
 
-    def events(self, number: int, rows: Sequence[int] | None = None) -> tuple[list[Event], list[int]]:
-        """The events of batch ``number`` (or of its ``rows``, numbered within it) and their seqs; only
-        for a batch `checked()` has passed."""
+    def events(self, number: int, rows: Sequence[int] | slice | None = None) -> tuple[list[Event], list[int]]:
+        """The events of batch ``number`` (or of its ``rows``: numbers within it, or a slice of them) and
+        their seqs; only for a batch `checked()` has passed."""
         batch = self.batches[number]
         first = self.starts[number]
         if rows is None:
             numbers: Sequence[int] = range(first, first + batch.num_rows)
+        elif isinstance(rows, slice):
+            start, stop, _ = rows.indices(batch.num_rows)
+            batch = batch.slice(start, max(stop - start, 0))
+            numbers = range(first + start, first + start + batch.num_rows)
         else:
             batch = batch.take(pa.array(rows, type=pa.int64()))
             numbers = [first + r for r in rows]

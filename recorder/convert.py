@@ -311,8 +311,10 @@ class _FileEvents:
 
     ref_kind = "seq"
 
+    #: Events built at a time from a batch read in file order (a batch is 65,536 rows as `convert` writes it).
+    SLICE = 8192
     #: Events taken at a time when the file is read in sorted order rather than file order.
-    CHUNK = 16384
+    CHUNK = 8192
 
     def __init__(self, opened: ReplayFileInput, until: int | None) -> None:
         self._opened = opened
@@ -345,15 +347,16 @@ class _FileEvents:
         file, release, count = self._opened.file, self._opened.release, self._count
         if self._order is None:
             position = start
-            number = file.batch_of(start) if start < count else len(file.batches)
             while position < count:
-                events, seqs = file.events(number)
+                number = file.batch_of(position)
                 first = file.starts[number]
-                low, high = position - first, min(count - first, len(events))
-                yield from zip(events[low:high], seqs[low:high])
-                position = first + high
-                number += 1
-                release()
+                # A slice of the batch at a time: the Python values of SLICE events are what is held.
+                stop = min(count, position + self.SLICE, first + file.batches[number].num_rows)
+                events, seqs = file.events(number, slice(position - first, stop - first))
+                yield from zip(events, seqs)
+                position = stop
+                if position == first + file.batches[number].num_rows:
+                    release()
             return
         order, starts = self._order, np.asarray(file.starts, dtype=np.int64)
         for chunk in range(start, count, self.CHUNK):
