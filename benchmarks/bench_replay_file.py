@@ -19,6 +19,12 @@
 
 Figures, not a test: run it on a quiet machine.  The trace's sha256 of each run is printed too (the
 ``summary`` record's ``traceSha256``): both trees must agree.
+
+``--profile`` instead runs the streamed replay (`recorder.convert.ReplayFileInput` into
+`engine.replay.replay_lines`) in this process under cProfile and prints where the time goes, by layer
+(reading the file, the model, the comparison, invariants, trace encoding, messages); ``--memory`` runs
+it under tracemalloc and prints what is allocated and still held at the end (and at the middle), by
+module: what the memory that grows with the file is.
 """
 
 from __future__ import annotations
@@ -93,7 +99,8 @@ def write_file(path: Path, events_wanted: int) -> tuple[int, int]:
             count = min(CHUNK_MESSAGES, messages - done)
             if count:
                 chunk_start = start_ns + done * 50 * US
-                pending = pending + bench_replay.steady_state(chunk_start, count, outs=True, session_id=session_id)
+                pending = pending + bench_replay.steady_state(chunk_start, count, outs=True, session_id=session_id,
+                                                              position=96 + done * 96)
                 done += count
                 # Everything generated later happens at or after the next message's time.
                 horizon = start_ns + done * 50 * US if done < messages else None
@@ -175,6 +182,89 @@ def run_once(tree: Path, arguments: list[str]) -> dict:
             "anon": peaks.get("RssAnon", 0), "file": peaks.get("RssFile", 0), "sha": sha}
 
 
+def _streamed_lines(path: Path):
+    from engine.replay import replay_lines
+    from recorder.convert import ReplayFileInput
+
+    opened = ReplayFileInput(path)
+    return replay_lines(opened.ordered(None))
+
+
+#: Where the time goes, by layer: the own time of every function, grouped by where it is.
+LAYERS = (
+    ("reading the file (formats/replay_file.py, recorder/convert.py, pyarrow)",
+     ("formats/replay_file.py", "recorder/convert.py", "pyarrow", "numpy")),
+    *bench_replay.LAYERS,
+)
+
+
+def profile(path: Path, inbound: int) -> int:
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    started = time.process_time()
+    profiler.enable()
+    for _ in _streamed_lines(path):
+        pass
+    profiler.disable()
+    elapsed = time.process_time() - started
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    totals = {name: 0.0 for name, _ in LAYERS}
+    other = 0.0
+    for (filename, _line, function), (_cc, _nc, tottime, _ct, _callers) in stats.stats.items():
+        where = f"{filename}:{function}"
+        for name, patterns in LAYERS:
+            if any(p in where for p in patterns):
+                totals[name] += tottime
+                break
+        else:
+            other += tottime
+    total = sum(totals.values()) + other
+    print(f"profiled: {elapsed:.1f} s of CPU under cProfile ({inbound / elapsed:,.0f} inbound events/s)")
+    for name, seconds in totals.items():
+        print(f"  {seconds / total:6.1%}  {name}")
+    print(f"  {other / total:6.1%}  everything else (builtins, heapq, bisect, ...)")
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(20)
+    lines = text.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
+    print("\n".join(lines[start : start + 21]))
+    return 0
+
+
+def memory(path: Path) -> int:
+    import tracemalloc
+
+    from engine.replay import ReplaySession
+    from recorder.convert import ReplayFileInput
+
+    session = ReplaySession(ReplayFileInput(path).ordered(None))
+    tracemalloc.start(1)
+    half = None
+    for _ in session.lines():
+        if half is None and session.position >= len(session) // 2:
+            half = tracemalloc.take_snapshot()
+    end = tracemalloc.take_snapshot()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+
+    def by_module(snapshot) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        for stat in snapshot.statistics("filename"):
+            name = stat.traceback[0].filename
+            name = name[len(str(ROOT)) + 1 :] if name.startswith(str(ROOT)) else Path(name).name
+            sizes[name] = sizes.get(name, 0) + stat.size
+        return sizes
+
+    at_half, at_end = by_module(half), by_module(end)
+    print(f"traced peak {peak / 1e6:,.1f} MB; held at the end (and at the middle), by module:")
+    for name, size in sorted(at_end.items(), key=lambda item: -item[1])[:14]:
+        print(f"  {size / 1e6:8.1f} MB  ({at_half.get(name, 0) / 1e6:6.1f} MB)  {name}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the replay file")
@@ -182,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default="json,text", help="json, text or both")
     parser.add_argument("--before", help="another checkout to run alternately (its recount replay)")
+    parser.add_argument("--profile", action="store_true", help="profile the streamed replay in this process")
+    parser.add_argument("--memory", action="store_true", help="what the streamed replay holds, by module")
     options = parser.parse_args(argv)
 
     path = Path(options.dir) / f"bench_replay_file-{options.events}.arrow"
@@ -192,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
               f"in {time.perf_counter() - started:.0f} s")
     events, inbound = _counts(path)
     print(f"file: {path} ({events:,} events, {inbound:,} inbound, {path.stat().st_size / 1e6:,.0f} MB)")
+    if options.profile:
+        return profile(path, inbound)
+    if options.memory:
+        return memory(path)
     trees = {"after": ROOT} if not options.before else {"before": Path(options.before), "after": ROOT}
     modes = [m.strip() for m in options.modes.split(",") if m.strip()]
     results: dict[tuple[str, str], list[dict]] = {}

@@ -18,6 +18,10 @@ file converted from JSON Lines and one converted from a pcap hold the same value
 Schema metadata: ``recount.format`` = ``replay``, ``recount.formatVersion``, ``recount.source`` and
 ``clusterMembers`` when known.  A reader refuses a newer format version, or a file that is not a
 replay, with one line.  This module does no I/O: callers pass pyarrow files or buffers.
+
+Two readers: `read_table` + `table_to_events` give every event at once; `ReplayFile` checks a file
+batch by batch and builds one batch's events at a time from the typed columns (what `recount replay`
+streams, in memory bounded by a batch; see the section "reading a batch at a time").
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ when complete, so a failed or interrupted conversion never leaves a half-written
 existing ``OUT`` is refused unless ``force`` (`OutputExistsError`).  Bad input raises
 `formats.errors.DecodeError` naming the file and line.
 
+`recount replay` of a replay file does not load it: `ReplayFileInput` memory-maps it, checks it and
+summarises it in one pass over a few columns, then gives its events in replay order a batch at a time.
+
 Cluster configuration that captures do not record (timeouts, intervals, ...) comes from the user as
 Aeron properties (``config``); `cluster_config` checks them with `engine.model.config.Config` and `convert`
 writes them, as numbers, into every MemberStart's ``config`` (over what an input already said).
@@ -178,7 +181,8 @@ class ReplayFileInput:
     last time, the members' lifecycle events and the RequestVote sends (whole), and, for a file whose
     metadata does not say what Aeron made it, the cluster schema versions of its captured messages.
     `ordered(until)` gives the events in replay order: file order when ``ts`` never decreases in the
-    file (what `convert` writes), else by a stable sort of the ``ts`` column alone (8 bytes per event).
+    file (what `convert` writes), else by a stable sort of the ``ts`` column alone (the order kept as 4
+    bytes per event).
     Pages of the mapping are given back to the OS after each batch (`release`), so resident memory
     stays that of one batch whatever the file's size.
     """

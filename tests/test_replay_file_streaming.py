@@ -14,7 +14,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from cli.app import run
-from engine.replay import in_memory, replay_lines
+from engine.replay import ReplaySession, in_memory, replay_lines
 from formats import cluster_codecs as c
 from formats import replay_file
 from formats.cluster_codecs_ext import NewLeadershipTerm as NewLeadershipTermV15
@@ -164,6 +164,22 @@ def test_the_streamed_replay_prints_the_in_memory_replays_trace_whatever_the_bat
         printed = capsys.readouterr().out.splitlines()
         assert [line.split(',"modelChosen"')[0] for line in printed] == [line[:-1] if line.startswith(
             '{"kind":"summary"') else line for line in expected]
+
+
+@pytest.mark.parametrize("layout", ["batches of 97 rows", "rows grouped by member"])
+def test_a_streamed_session_seeks_back_and_forth_to_the_states_of_the_in_memory_one(failover, tmp_path, layout):
+    order = None if layout.startswith("batches") else (lambda events: sorted(range(len(events)), key=lambda i: events[i].node))
+    path = _rewrite(failover, tmp_path / "file.arrow", rows_per_batch=97, order=order)
+    loaded = convert.load(path)
+    streamed = ReplaySession(convert.ReplayFileInput(path).ordered(), checkpoint_every=60)
+    whole = ReplaySession(loaded.events, refs=loaded.refs, checkpoint_every=60)
+    assert len(streamed) == len(whole)
+    for k in (len(whole) - 1, 5, 97 * 3 + 1, len(whole) // 2, 0, len(whole)):
+        streamed.seek(k)
+        whole.seek(k)
+        assert streamed.views() == whole.views()
+        if k < len(whole):
+            assert streamed.event(k) == whole.event(k)
 
 
 def test_a_damaged_row_in_a_later_batch_is_refused_before_any_trace_is_printed(failover, tmp_path, capsys):
