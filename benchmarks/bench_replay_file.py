@@ -14,7 +14,7 @@
    falls on both alike.
 3. Prints, per tree and mode, the median wall and CPU time, inbound events per second of CPU (per
    core: the replay is single-threaded), the peak resident set (the kernel's high-water mark of the
-   process) and the peaks of its anonymous and file-backed parts (sampled every 0.2 s from
+   process, VmHWM) and the peaks of its anonymous and file-backed parts (sampled every 0.2 s from
    /proc: a memory-mapped file's pages count in the second), and the text / json ratio.
 
 Figures, not a test: run it on a quiet machine.  The trace's sha256 of each run is printed too (the
@@ -145,10 +145,14 @@ def _counts(path: Path) -> tuple[int, int]:
 def _sample(pid: int, peaks: dict[str, int], stop: threading.Event) -> None:
     while not stop.is_set():
         try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"\0cli\0" not in cmdline.read():  # not exec'd yet: still a copy of this process
+                    stop.wait(0.01)
+                    continue
             with open(f"/proc/{pid}/status") as status:
                 for line in status:
                     key = line.split(":")[0]
-                    if key in ("RssAnon", "RssFile"):
+                    if key in ("RssAnon", "RssFile", "VmHWM"):
                         peaks[key] = max(peaks.get(key, 0), int(line.split()[1]))
         except OSError:
             return
@@ -178,7 +182,9 @@ def run_once(tree: Path, arguments: list[str]) -> dict:
     sha = None
     if tail and tail[-1].startswith('{"kind":"summary"'):
         sha = json.loads(tail[-1]).get("traceSha256")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss": usage.ru_maxrss,
+    # The peak RSS is the process's own high-water mark (VmHWM, read until it exits): ru_maxrss would
+    # also count the pages of this process that the child shared between fork and exec.
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss": peaks.get("VmHWM", usage.ru_maxrss),
             "anon": peaks.get("RssAnon", 0), "file": peaks.get("RssFile", 0), "sha": sha}
 
 

@@ -612,8 +612,8 @@ def _field_orders(type_name: str) -> list[tuple[tuple[str, ...], frozenset[str]]
 
 
 #: ``extra`` as importers write it: a flat object of one or two integers (``{"packet":n}``,
-#: ``{"logPosition":p,"packet":n}``), read without the JSON decoder.
-_INT = r"(-?(?:0|[1-9][0-9]*))"
+#: ``{"logPosition":p,"packet":n}``), read without the JSON decoder (longer numbers go to it).
+_INT = r"(-?(?:0|[1-9][0-9]{0,18}))"
 _FLAT_INTS = re.compile(rf'\{{"([A-Za-z]+)":{_INT}(?:,"([A-Za-z]+)":{_INT})?\}}')
 
 
