@@ -101,11 +101,11 @@ def election(duration_ns: int = 300 * MS) -> tuple[list[Event], int]:
     return events, session_id
 
 
-def steady_state(start_ns: int, messages: int, *, outs: bool, session_id: int) -> list[Event]:
-    """Client traffic through leader 1 to followers 0 and 2, one message every 50 µs."""
+def steady_state(start_ns: int, messages: int, *, outs: bool, session_id: int, position: int = 96) -> list[Event]:
+    """Client traffic through leader 1 to followers 0 and 2, one message every 50 µs, the log from
+    ``position`` on (96: just past the election's NewLeadershipTermEvent)."""
     leader, followers = 1, (0, 2)
     events: list[Event] = []
-    position = 96
     for i in range(messages):
         t = start_ns + i * 50 * US
         position += 96

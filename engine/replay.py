@@ -84,10 +84,11 @@ from __future__ import annotations
 import bisect
 import copy
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from engine.divergences import TIMING_WINDOW_NS, EvidenceGap, EvidenceGaps, Runs, count_causes, gaps_of
 from engine.harness.driver import ClusterDriver, Member
@@ -1072,19 +1073,89 @@ def scan(events: Iterable[Event], tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> R
     )
 
 
+@runtime_checkable
+class OrderedEvents(Protocol):
+    """A recording's events in replay order, with a ref each: what `ReplaySession` steps through.
+
+    ``len()`` events; `read(start)` gives them as ``(event, ref)`` from position ``start`` on, in order
+    (a ref names the event in divergence records and errors: a ``seq``, a line, ...; ``ref_kind`` says
+    which); `at(k)` one of them; `facts` is their `RecordingFacts` (what `scan` finds in them);
+    ``until`` the time they were cut at (None: not cut).  `in_memory` orders a list of events.  A
+    source that reads a replay file a batch at a time (`recorder.convert.ReplayFileInput.ordered`)
+    holds only the batch it is in, so a replay of any length stays in bounded memory.
+    """
+
+    ref_kind: str
+    until: int | None
+
+    def facts(self, tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> RecordingFacts:
+        """What `scan` finds in them (its evidence gaps depend on the replay's tolerance)."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def read(self, start: int = 0) -> Iterator[tuple[Event, Any]]:
+        """(event, ref) of every event from position ``start`` on."""
+        ...
+
+    def at(self, k: int) -> tuple[Event, Any]:
+        """The k-th event and its ref."""
+        ...
+
+
+class _InMemory:
+    """Events given as a list: sorted by ``(ts, position in the list)``, cut at ``until``."""
+
+    def __init__(self, events: Iterable[Event], refs: Sequence[Any] | None, ref_kind: str, until: int | None) -> None:
+        events = list(events)
+        refs = list(refs) if refs is not None else list(range(len(events)))
+        if len(refs) != len(events):
+            raise ValueError("refs must name every event")
+        self.ref_kind = ref_kind
+        self.until = until
+        order = sorted(range(len(events)), key=lambda i: (events[i].ts, i))
+        if until is not None:
+            order = [i for i in order if events[i].ts <= until]
+        self._events = [events[i] for i in order]
+        self._refs = [refs[i] for i in order]
+        self._facts: dict[int, RecordingFacts] = {}
+
+    def facts(self, tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> RecordingFacts:
+        facts = self._facts.get(tolerance_ns)
+        if facts is None:
+            facts = self._facts[tolerance_ns] = scan(self._events, tolerance_ns)
+        return facts
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def read(self, start: int = 0) -> Iterator[tuple[Event, Any]]:
+        return zip(itertools.islice(self._events, start, None), itertools.islice(self._refs, start, None))
+
+    def at(self, k: int) -> tuple[Event, Any]:
+        return self._events[k], self._refs[k]
+
+
+def in_memory(events: Iterable[Event], *, refs: Sequence[Any] | None = None, ref_kind: str = "seq",
+              until: int | None = None) -> OrderedEvents:
+    """``events`` (in any order) in replay order: by ``(ts, position in the input)``, up to ``until``.
+    ``refs`` name each input event (default: its position)."""
+    return _InMemory(events, refs, ref_kind, until)
+
+
 class ReplaySession:
     """A node replay that can be stepped event by event, and rewound through checkpoints.
 
-    ``events`` may be in any order; they are replayed by ``(ts, input position)``.  ``refs`` names
-    each input event in divergence records and errors (``ref_kind`` ``"seq"`` or ``"line"``); by
-    default the input position.  `records()` runs it all; `step()` feeds one event; `seek(k)`
-    returns to the state after the first ``k`` events (restoring the nearest checkpoint, taken every
-    ``checkpoint_every`` events, and replaying the rest); `views()` is every member's `MemberView`.
+    ``events`` is an `OrderedEvents` (a replay file read a batch at a time), or events in any order,
+    replayed by ``(ts, input position)`` (`in_memory`, with ``refs``, ``ref_kind`` and ``until``).
+    `records()` runs it all; `step()` feeds one event; `seek(k)` returns to the state after the first
+    ``k`` events (restoring the nearest checkpoint, taken every ``checkpoint_every`` events, and
+    replaying the rest); `views()` is every member's `MemberView`.
     """
 
     def __init__(
         self,
-        events: Iterable[Event],
+        events: Iterable[Event] | OrderedEvents,
         *,
         refs: Sequence[Any] | None = None,
         ref_kind: str = "seq",
@@ -1102,25 +1173,32 @@ class ReplaySession:
             raise ValueError(f"nomination must be one of {', '.join(NOMINATION_SOURCES)}, got {nomination!r}")
         if tolerance_ns < 0 or state_tolerance_ns < 0:
             raise ValueError("tolerances must not be negative")
-        events = list(events)
-        self.refs = list(refs) if refs is not None else list(range(len(events)))
-        if len(self.refs) != len(events):
-            raise ValueError("refs must name every event")
-        self.ref_kind = ref_kind
-        ordered = sorted(((e.ts, i, e) for i, e in enumerate(events)), key=lambda t: (t[0], t[1]))
-        if until is not None:
-            ordered = [t for t in ordered if t[0] <= until]
-        self.ordered = ordered
+        if isinstance(events, OrderedEvents):
+            if refs is not None:
+                raise ValueError("refs come with the OrderedEvents")
+            if until is not None and until != events.until:
+                raise ValueError(f"the events were cut at until={events.until}, not {until}")
+            source = events
+            #: The refs of the input events in input order (given, or their positions); None for an `OrderedEvents`.
+            self.refs: list[Any] | None = None
+        else:
+            events = list(events)
+            self.refs = list(refs) if refs is not None else list(range(len(events)))
+            source = in_memory(events, refs=self.refs, ref_kind=ref_kind, until=until)
+        self.source = source
+        self.ref_kind = source.ref_kind
         self._driver = NodeReplay(
-            scan((event for _, _, event in ordered), tolerance_ns),
+            source.facts(tolerance_ns),
             nodes=frozenset(nodes) if nodes is not None else None,
-            until=until,
+            until=source.until,
             seed=seed,
             model=model,
             nomination=nomination,
             tolerance_ns=tolerance_ns,
             state_tolerance_ns=state_tolerance_ns,
         )
+        self._count = len(source)
+        self._reader: Iterator[tuple[Event, Any]] | None = None  # positioned at self.position
         self.position = 0
         self.finished = False
         self.checkpoint_every = checkpoint_every
@@ -1129,19 +1207,22 @@ class ReplaySession:
             self._checkpoints.append((0, self._driver.checkpoint()))
 
     def __len__(self) -> int:
-        return len(self.ordered)
+        return self._count
 
     def event(self, k: int) -> tuple[Event, Any]:
         """The k-th event in replay order and its ref."""
-        _, index, event = self.ordered[k]
-        return event, self.refs[index]
+        if not 0 <= k < self._count:
+            raise IndexError(f"event {k} is outside 0..{self._count - 1}")
+        return self.source.at(k)
 
     def step(self) -> list[dict[str, Any]]:
         """Feed the next event; returns the records it produced ([] at the end)."""
-        if self.position >= len(self.ordered):
+        if self.position >= self._count:
             return []
-        _, index, event = self.ordered[self.position]
-        records = self._driver.feed(event, self.refs[index], self.ref_kind)
+        if self._reader is None:
+            self._reader = iter(self.source.read(self.position))
+        event, ref = next(self._reader)
+        records = self._driver.feed(event, ref, self.ref_kind)
         self.position += 1
         every = self.checkpoint_every
         if every and self.position % every == 0 and self._checkpoints[-1][0] < self.position:
@@ -1152,14 +1233,15 @@ class ReplaySession:
         """The end of the replay: final advance, pending checks, and the summary record (last)."""
         if self.finished:
             return []
-        while self.position < len(self.ordered):
+        while self.position < self._count:
             self.step()
         self.finished = True
+        self._reader = None
         return self._driver.finish()
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every trace record from here to the summary."""
-        while self.position < len(self.ordered):
+        while self.position < self._count:
             yield from self.step()
         yield from self.finish()
 
@@ -1169,7 +1251,7 @@ class ReplaySession:
         driver = self._driver
         driver.keep_lines = True
         try:
-            while self.position < len(self.ordered):
+            while self.position < self._count:
                 self.step()
                 yield from self._driver.lines
                 self._driver.lines.clear()
@@ -1182,8 +1264,8 @@ class ReplaySession:
 
     def seek(self, k: int) -> None:
         """Return to the state just after the first ``k`` events."""
-        if not 0 <= k <= len(self.ordered):
-            raise IndexError(f"event {k} is outside 0..{len(self.ordered)}")
+        if not 0 <= k <= self._count:
+            raise IndexError(f"event {k} is outside 0..{self._count}")
         if k < self.position or self.finished:
             if not self._checkpoints:
                 raise ValueError("this session keeps no checkpoints (checkpoint_every was not set)")
@@ -1191,6 +1273,7 @@ class ReplaySession:
             position, driver = self._checkpoints[i]
             self._driver = NodeReplay.restore(driver)
             self.position = position
+            self._reader = None
             self.finished = False
         while self.position < k:
             self.step()
@@ -1201,7 +1284,7 @@ class ReplaySession:
 
 
 def replay(
-    events: Iterable[Event],
+    events: Iterable[Event] | OrderedEvents,
     *,
     nodes: Iterable[int] | None = None,
     until: int | None = None,
@@ -1213,7 +1296,7 @@ def replay(
     refs: Sequence[Any] | None = None,
     ref_kind: str = "seq",
 ) -> Iterator[dict[str, Any]]:
-    """Node replay of ``events``: trace records (contract §3), the summary last.  Pure."""
+    """Node replay of ``events`` (see `ReplaySession`): trace records (contract §3), the summary last.  Pure."""
     session = ReplaySession(
         events,
         refs=refs,
@@ -1229,7 +1312,7 @@ def replay(
     return session.records()
 
 
-def replay_lines(events: Iterable[Event], **options: Any) -> Iterator[str]:
+def replay_lines(events: Iterable[Event] | OrderedEvents, **options: Any) -> Iterator[str]:
     """`replay`, as the canonical JSON lines of its trace (what `recount replay --json` prints)."""
     return ReplaySession(events, **options).lines()
 
@@ -1238,11 +1321,13 @@ __all__ = [
     "DEFAULT_STATE_TOLERANCE_NS",
     "DEFAULT_TOLERANCE_NS",
     "MODELS",
+    "OrderedEvents",
     "RecordedNomination",
     "ReplaySession",
     "SeededNomination",
     "UnknownModelError",
     "comparison_key",
+    "in_memory",
     "member_seed",
     "replay",
     "replay_lines",

@@ -18,25 +18,33 @@ file converted from JSON Lines and one converted from a pcap hold the same value
 Schema metadata: ``recount.format`` = ``replay``, ``recount.formatVersion``, ``recount.source`` and
 ``clusterMembers`` when known.  A reader refuses a newer format version, or a file that is not a
 replay, with one line.  This module does no I/O: callers pass pyarrow files or buffers.
+
+Two readers: `read_table` + `table_to_events` give every event at once; `ReplayFile` checks a file
+batch by batch and builds one batch's events at a time from the typed columns (what `recount replay`
+streams, in memory bounded by a batch; see the section "reading a batch at a time").
 """
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from formats.cluster_codecs_ext import EXTENDED
 from formats.errors import DecodeError
-from formats.events import CHANNELS, DIRECTIONS, LOCAL_TYPES, MESSAGE_CLASSES, Event
+from formats.events import CHANNELS, DIRECTIONS, LOCAL_TYPES, MESSAGE_CLASSES, Event, new_event
+from formats.sbe import _builder as sbe_builder
 
 FORMAT = "replay"
 FORMAT_VERSION = 1
@@ -530,3 +538,369 @@ def read_events(source: Any, *, name: str | None = None) -> tuple[list[Event], R
     table = read_table(source, name=name)
     label = name or "replay file"
     return table_to_events(table, name=label), check_metadata(table.schema, name=label)
+
+
+# -- reading a batch at a time -----------------------------------------------------------------------------
+#
+# `ReplayFile` is what `recount replay` streams: the schema is checked when it is opened; `checked()` is
+# the first pass, which validates every record batch and the columns the engine relies on (everything
+# `table_to_events` checks before it builds an event, except the JSON of rows built from typed columns,
+# below) without building any event; `events(number)` then builds one batch's events.  A message row whose
+# typed columns hold every field of its message (ints, and enum names) becomes a `ColumnarEvent`: its
+# ``fields`` are those column values, in the message's schema order, and its message is built from them
+# by position, without decoding its payload or JSON or re-validating the values; any other row (local
+# events, messages with var data or groups, a row with a null or unexpected cell) is read from its
+# ``fields`` JSON as `table_to_events` reads it.  Memory: one batch's Python values at a time.
+
+
+class ColumnarEvent(Event):
+    """An `Event` read from a replay file's typed columns (`ReplayFile.events`).
+
+    Its ``fields`` hold every field of its message, by Aeron name in schema order (an extended message's
+    own fields last, as `to_fields` gives them), each an int or an enum's name: so `message()` builds
+    the message from them by position, as decoding the payload would (`formats.sbe`'s slot-by-slot
+    builder), without the payload decode or `from_fields`' checks (the values were checked as the row
+    was read).  It equals the `Event` with the same values; `dataclasses.replace` gives a plain `Event`.
+    """
+
+    __slots__ = ()
+
+    def message(self, *, source: str | None = None) -> Any:
+        count, enums, build = _message_plan(self.type)
+        values = list(self.fields.values())[:count]
+        for position, kind in enums:
+            value = values[position]
+            values[position] = kind._member_map_[value] if type(value) is str else kind._value2member_map_.get(value, value)
+        return build(values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Event):
+            return _values(self) == _values(other)
+        return NotImplemented
+
+    __hash__ = Event.__hash__
+
+
+_values = attrgetter("ts", "node", "dir", "peer", "channel", "type", "fields", "payload", "extra")
+_MESSAGE_PLANS: dict[str, tuple[int, tuple[tuple[int, Any], ...], Any]] = {}
+
+
+def _message_plan(type_name: str) -> tuple[int, tuple[tuple[int, Any], ...], Any]:
+    """(how many of the fields are the message's own, (position, enum) of each enum field, builder)."""
+    plan = _MESSAGE_PLANS.get(type_name)
+    if plan is None:
+        block = MESSAGE_CLASSES[type_name].BLOCK
+        enums = tuple((i, f.enum) for i, f in enumerate(block.fields) if f.enum is not None)
+        plan = _MESSAGE_PLANS[type_name] = (len(block.fields), enums, sbe_builder(block))
+    return plan
+
+
+def _field_orders(type_name: str) -> list[tuple[tuple[str, ...], frozenset[str]]]:
+    """The field-name orders a row of this message type may have in the replay file, with the names
+    that are enums: the message's own (schema) order, and its schema extensions' (`cluster_codecs_ext`:
+    e.g. NewLeadershipTerm with commitPosition).  Empty when the message has groups or var data (their
+    values are lists or text that only the JSON holds exactly) or a name that is a base column."""
+    cls = MESSAGE_CLASSES[type_name]
+    blocks = [cls.BLOCK]
+    extended = EXTENDED.get(cls.SPEC.template_id)
+    if extended is not None:
+        blocks.append(extended[0].block)
+    orders = []
+    for block in blocks:
+        names = tuple(f.name for f in block.fields)
+        if block.groups or block.var_data or any(name in BASE_COLUMNS for name in names):
+            return []
+        orders.append((names, frozenset(f.name for f in block.fields if f.enum is not None)))
+    return orders
+
+
+#: ``extra`` as importers write it: a flat object of one or two integers (``{"packet":n}``,
+#: ``{"logPosition":p,"packet":n}``), read without the JSON decoder (longer numbers go to it).
+_INT = r"(-?(?:0|[1-9][0-9]{0,18}))"
+_FLAT_INTS = re.compile(rf'\{{"([A-Za-z]+)":{_INT}(?:,"([A-Za-z]+)":{_INT})?\}}')
+
+
+def extra_of(text: str | None, row: int, name: str) -> dict[str, Any] | None:
+    """A row's ``extra``, as `table_to_events` reads it."""
+    if not text:
+        return None
+    match = _FLAT_INTS.fullmatch(text)
+    if match is None:
+        return _json_object(text, "extra", row, name)
+    key, value, second, other = match.groups()
+    if second is None:
+        return {key: int(value)}
+    return {key: int(value), second: int(other)}  # a repeated key keeps its last value, as in JSON
+
+
+def _strings(array: pa.Array) -> list[str | None]:
+    """A string column's values; a dictionary-encoded one without building a string per row."""
+    if pa.types.is_dictionary(array.type):
+        names = array.dictionary.to_pylist()
+        return [names[i] for i in array.indices.to_pylist()]
+    return array.to_pylist()
+
+
+def _codes(array: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """(an int code per row, the names the codes stand for) of a string column without nulls."""
+    import pyarrow.compute as pc  # only when a replay file is read whole or streamed
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array)
+    return array.indices.to_numpy(zero_copy_only=False), array.dictionary.to_pylist()
+
+
+class ReplayFile:
+    """A replay file read one record batch at a time (see the section comment above).
+
+    ``source`` is what `read_table` takes (a memory map, for a file of any size).  Opening checks the
+    schema; `checked()` yields each record batch once it and its rows are checked, in file order, and
+    leaves ``in_order`` saying whether ``ts`` never decreases from row to row (then file order is replay
+    order); `events(number)` builds a batch's events.  The rows' ``seq`` are their refs.
+    """
+
+    def __init__(self, source: Any, *, name: str | None = None) -> None:
+        self.name = label = name or "replay file"
+        if isinstance(source, bytes | bytearray | memoryview):
+            source = pa.py_buffer(source)
+        try:
+            self.schema, self.batches = _read_batches(source, label)
+        except ARROW_ERRORS as error:
+            raise DecodeError(f"not an Arrow IPC file or stream ({one_line(error)})", source=label, offset=0) from None
+        check_names(self.schema, name=label)
+        self.metadata = check_metadata(self.schema, name=label)
+        check_columns(self.schema, name=label)
+        for batch in self.batches:
+            if not batch.schema.equals(self.schema):
+                raise DecodeError("record batches do not match the schema", source=label)
+        #: Each batch's first row.
+        self.starts: list[int] = []
+        rows = 0
+        for batch in self.batches:
+            self.starts.append(rows)
+            rows += batch.num_rows
+        self.rows = rows
+        self.in_order = True
+        self._field_columns = [n for n in self.schema.names if n not in BASE_COLUMNS]
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def batch_of(self, row: int) -> int:
+        """The number of the batch holding ``row``."""
+        return bisect.bisect_right(self.starts, row) - 1
+
+    # -- the first pass ----------------------------------------------------------------------------------
+
+    def checked(self) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """(first row, batch) of every batch, in file order, each once it passed `table_to_events`' checks."""
+        self.in_order = True
+        last_seq: int | None = None
+        last_ts: int | None = None
+        last_by_node: dict[int, int] = {}
+        for number, batch in enumerate(self.batches):
+            first = self.starts[number]
+            validate_batch(batch, name=self.name, number=number)
+            self._check_values(batch, first)
+            seq = batch.column("seq").to_numpy()
+            if len(seq):
+                if last_seq is not None and seq[0] <= last_seq:
+                    raise DecodeError(f"seq is not strictly increasing at row {first}", source=self.name)
+                bad = np.flatnonzero(seq[1:] <= seq[:-1])
+                if len(bad):
+                    raise DecodeError(f"seq is not strictly increasing at row {first + int(bad[0]) + 1}",
+                                      source=self.name)
+                last_seq = int(seq[-1])
+                ts = batch.column("ts").to_numpy()
+                node = batch.column("node").to_numpy()
+                if self.in_order and ((last_ts is not None and ts[0] < last_ts) or bool(np.any(ts[1:] < ts[:-1]))):
+                    self.in_order = False
+                if not self.in_order:
+                    self._check_time_order(ts, node, first, last_by_node)
+                last_ts = int(ts[-1])
+                # Each member's last ts in this batch (the last occurrence of each node value).
+                members, last_index = np.unique(node[::-1], return_index=True)
+                for member, index in zip(members.tolist(), (len(node) - 1 - last_index).tolist(), strict=True):
+                    last_by_node[member] = int(ts[index])
+            self._check_types(batch, first)
+            self._check_json(batch, first)
+            yield first, batch
+
+    def _check_values(self, batch: pa.RecordBatch, first: int) -> None:
+        import pyarrow.compute as pc  # only when a replay file is read whole or streamed
+        for column in ("seq", "ts", "node", "dir", "channel", "type"):
+            values = batch.column(column)
+            if values.null_count:
+                row = first + pc.index(pc.is_null(values), True).as_py()
+                raise _row_error(f"{column} is null, expected a value", row, self.name)
+        for column, allowed in (("dir", DIRECTIONS), ("channel", CHANNELS)):
+            codes, names = _codes(batch.column(column))
+            used = {names[code] for code in np.unique(codes).tolist()}
+            if not used <= set(allowed):
+                bad = sorted(used - set(allowed))[0]
+                row = first + int(np.flatnonzero(codes == names.index(bad))[0])
+                raise _row_error(f"{column} {bad[:40]!r}, expected one of {', '.join(allowed)}", row, self.name)
+
+    def _check_time_order(self, ts: np.ndarray, node: np.ndarray, first: int, last_by_node: dict[int, int]) -> None:
+        """`_check_time_order` of one batch, given each member's last ts before it."""
+        worst: tuple[int, int, int, int] | None = None  # (row, ts, member, previous)
+        for member in np.unique(node).tolist():
+            rows = np.flatnonzero(node == member)
+            times = ts[rows]
+            previous = last_by_node.get(member)
+            if previous is not None and times[0] < previous:
+                found = (int(rows[0]), int(times[0]), member, previous)
+            else:
+                back = np.flatnonzero(times[1:] < times[:-1])
+                if not len(back):
+                    continue
+                k = int(back[0])
+                found = (int(rows[k + 1]), int(times[k + 1]), member, int(times[k]))
+            if worst is None or found[0] < worst[0]:
+                worst = found
+        if worst is not None:
+            row, when, member, previous = worst
+            raise _row_error(f"ts {when} is earlier than node {member}'s previous event at {previous} "
+                             "(each member's events are in time order)", first + row, self.name)
+
+    def _check_types(self, batch: pa.RecordBatch, first: int) -> None:
+        codes, names = _codes(batch.column("type"))
+        unknown = [code for code in np.unique(codes).tolist()
+                   if names[code] not in MESSAGE_CLASSES and names[code] not in LOCAL_TYPES]
+        if unknown:
+            row = min(int(np.flatnonzero(codes == code)[0]) for code in unknown)
+            raise _row_error(f"unknown event type {names[codes[row]][:60]!r}", first + row, self.name)
+
+    def _check_json(self, batch: pa.RecordBatch, first: int) -> None:
+        """Each ``fields`` and ``extra`` text looks like a JSON object (or null); a row that does not is
+        parsed as `table_to_events` would parse it, so it fails with the same words.  (Rows whose fields
+        come from typed columns are not parsed: a damaged text inside braces goes unnoticed there.)"""
+        import pyarrow.compute as pc  # only when a replay file is read whole or streamed
+        names = batch.schema.names
+        for column, empty_is_none in (("fields", False), ("extra", True)):
+            if column not in names:
+                continue
+            texts = batch.column(column)
+            looks = pc.or_(pc.and_(pc.starts_with(texts, "{"), pc.ends_with(texts, "}")), pc.equal(texts, "null"))
+            if empty_is_none:
+                looks = pc.or_(looks, pc.equal(texts, ""))
+            looks = looks.fill_null(True)
+            if looks.false_count:
+                for index in np.flatnonzero(~looks.to_numpy(zero_copy_only=False)).tolist():
+                    _json_object(texts[index].as_py(), column, first + index, self.name)
+
+    # -- events ------------------------------------------------------------------------------------------
+
+    def events(self, number: int, rows: Sequence[int] | slice | None = None) -> tuple[list[Event], list[int]]:
+        """The events of batch ``number`` (or of its ``rows``: numbers within it, or a slice of them) and
+        their seqs; only for a batch `checked()` has passed."""
+        batch = self.batches[number]
+        first = self.starts[number]
+        if rows is None:
+            numbers: Sequence[int] = range(first, first + batch.num_rows)
+        elif isinstance(rows, slice):
+            start, stop, _ = rows.indices(batch.num_rows)
+            batch = batch.slice(start, max(stop - start, 0))
+            numbers = range(first + start, first + start + batch.num_rows)
+        else:
+            batch = batch.take(pa.array(rows, type=pa.int64()))
+            numbers = [first + r for r in rows]
+        return _batch_events(batch, numbers, self._field_columns, self.name)
+
+
+def _batch_events(batch: pa.RecordBatch, numbers: Sequence[int], field_columns: list[str], name: str
+                  ) -> tuple[list[Event], list[int]]:
+    count = batch.num_rows
+    column = batch.column
+    names = batch.schema.names
+    type_codes, type_names = _codes(column("type"))
+    built: list[dict[str, Any] | None] = [None] * count
+    if "fields" in names:
+        _fields_from_columns(batch, type_codes, type_names, field_columns, built)
+        columnar = [fields is not None for fields in built]
+        missing = [i for i in range(count) if built[i] is None]
+        if missing:
+            texts = column("fields").take(pa.array(missing, type=pa.int64())).to_pylist()
+            for i, text in zip(missing, texts, strict=True):
+                built[i] = _json_object(text, "fields", numbers[i], name) or {}
+    else:
+        # A file written by another tool: fields from the per-name columns (as `table_to_events` does).
+        values = {n: column(n).to_pylist() for n in field_columns}
+        built = [{n: values[n][i] for n in field_columns if values[n][i] is not None} for i in range(count)]
+        columnar = [False] * count
+    kind = list(map(type_names.__getitem__, type_codes.tolist()))
+    payload = column("payload").to_pylist() if "payload" in names else [None] * count
+    extra = column("extra").to_pylist() if "extra" in names else [None] * count
+    if any(extra):
+        extra = [extra_of(text, row, name) if text else None for text, row in zip(extra, numbers, strict=True)]
+    events = []
+    append = events.append
+    as_columnar = ColumnarEvent
+    set_class = object.__setattr__  # Event's own __setattr__ is the frozen one
+    for event, is_columnar in zip(
+        map(new_event, column("ts").to_pylist(), column("node").to_pylist(), _strings(column("dir")),
+            column("peer").to_pylist(), _strings(column("channel")), kind, built, payload, extra),
+        columnar,
+    ):
+        if is_columnar:
+            set_class(event, "__class__", as_columnar)
+        append(event)
+    return events, column("seq").to_pylist()
+
+
+def _fields_from_columns(batch: pa.RecordBatch, type_codes: np.ndarray, type_names: list[str],
+                         field_columns: list[str], built: list[dict[str, Any] | None]) -> None:
+    """Set ``built[i]`` to row i's fields from the typed columns where they hold all of them (see
+    `ColumnarEvent`); other rows stay None."""
+    import pyarrow.compute as pc  # only when a replay file is read whole or streamed
+    present = [code for code in np.unique(type_codes).tolist() if type_names[code] in MESSAGE_CLASSES]
+    if not present:
+        return
+    # Which per-name columns each message type present has values in (in this batch).
+    used: dict[int, set[str]] = {code: set() for code in present}
+    for name in field_columns:
+        values = batch.column(name)
+        if values.null_count == len(values):
+            continue
+        codes = type_codes if values.null_count == 0 else type_codes[values.is_valid().to_numpy(zero_copy_only=False)]
+        for code in np.unique(codes).tolist():
+            if code in used:
+                used[code].add(name)
+    schema = batch.schema
+    for code in present:
+        type_name = type_names[code]
+        plan = next(((order, enums) for order, enums in _field_orders(type_name) if set(order) == used[code]), None)
+        if plan is None:
+            continue
+        order, enums = plan
+        if not all(pa.types.is_integer(schema.field(n).type) or (n in enums and _is_text(schema.field(n).type))
+                   for n in order):
+            continue
+        rows = pa.array(np.flatnonzero(type_codes == code))
+        columns = [batch.column(n).take(rows) for n in order]
+        # Rows whose every name has a value, enums as one of the enum's names (a text column of an enum
+        # holds JSON text when its values were mixed: those rows are read from their JSON).
+        keep = None
+        for n, values in zip(order, columns, strict=True):
+            ok = pc.is_valid(values)
+            if n in enums and _is_text(values.type):
+                ok = pc.and_(ok, pc.is_in(values, value_set=_enum_names(type_name, n)).fill_null(False))
+            keep = ok if keep is None else pc.and_(keep, ok)
+        if keep is not None and keep.false_count:
+            rows = rows.filter(keep)
+            columns = [values.filter(keep) for values in columns]
+        for i, values in zip(rows.to_pylist(), zip(*(values.to_pylist() for values in columns)), strict=True):
+            built[i] = dict(zip(order, values, strict=True))
+
+
+_ENUM_NAMES: dict[tuple[str, str], pa.Array] = {}
+
+
+def _enum_names(type_name: str, field_name: str) -> pa.Array:
+    names = _ENUM_NAMES.get((type_name, field_name))
+    if names is None:
+        cls = MESSAGE_CLASSES[type_name]
+        extended = EXTENDED.get(cls.SPEC.template_id)
+        fields = extended[0].block.fields if extended is not None else cls.BLOCK.fields
+        field = next(f for f in fields if f.name == field_name)
+        names = _ENUM_NAMES[(type_name, field_name)] = pa.array(list(field.enum.__members__), type=pa.string())
+    return names

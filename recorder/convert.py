@@ -16,6 +16,9 @@ when complete, so a failed or interrupted conversion never leaves a half-written
 existing ``OUT`` is refused unless ``force`` (`OutputExistsError`).  Bad input raises
 `formats.errors.DecodeError` naming the file and line.
 
+`recount replay` of a replay file does not load it: `ReplayFileInput` memory-maps it, checks it and
+summarises it in one pass over a few columns, then gives its events in replay order a batch at a time.
+
 Cluster configuration that captures do not record (timeouts, intervals, ...) comes from the user as
 Aeron properties (``config``); `cluster_config` checks them with `engine.model.config.Config` and `convert`
 writes them, as numbers, into every MemberStart's ``config`` (over what an input already said).
@@ -24,12 +27,15 @@ writes them, as numbers, into every MemberStart's ``config`` (over what an input
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 
 from engine.model.config import Config
@@ -38,7 +44,12 @@ from formats.errors import DecodeError
 from formats.event_columns import EventColumns
 from formats.events import Event, parse_jsonl
 from recorder import capture, discovery
-from recorder.version_evidence import to_metadata
+from recorder.version_evidence import (
+    CLUSTER_SCHEMA_ID,
+    evidence_of_schema_versions,
+    stored_evidence,
+    to_metadata,
+)
 
 
 class OutputExistsError(FileExistsError):
@@ -138,6 +149,246 @@ def read_replay_file(path: Path) -> LoadedEvents:
         metadata = replay_file.check_metadata(table.schema, name=str(path))
     return LoadedEvents(events, refs, "seq", str(path), metadata.cluster_members or _cluster_members(events),
                         metadata=dict(metadata.extra))
+
+
+class _Seen(NamedTuple):
+    """What the whole-recording summaries (`engine.replay.scan`, `recorder.evidence.coverage`) read of
+    an event; one stands for every row of a replay file with its node, dir, channel, type and peer."""
+
+    ts: int
+    node: int
+    dir: str
+    channel: str
+    type: str
+    peer: int | None
+    fields: Mapping[str, Any]
+    extra: Mapping[str, Any] | None = None  # the lifecycle events, which carry one, are kept whole
+
+
+#: Rows `ReplayFileInput` keeps whole: the members' lifecycle (any dir), and RequestVote sends (scan's
+#: nomination times need their candidateTermId).  A handful per member and election.
+_LIFECYCLE_TYPES = ("MemberStart", "MemberStop", "MemberCrash")
+_SHAPE_KEYS = ["node", "dir", "channel", "type", "peer"]
+
+
+class ReplayFileInput:
+    """A replay file opened for `recount replay` to stream (contract §2): memory-mapped, read a record
+    batch at a time, never all its events at once.
+
+    Opening it is the first pass (`formats.replay_file.ReplayFile.checked`: every batch validated and
+    its rows checked as `read_replay_file` checks them), which keeps only what the command needs
+    before it replays, from a few columns: the first time each (node, dir, channel, type, peer) occurs
+    (so the members, the coverage warnings and `engine.replay.scan`'s facts, for any ``--until``), the
+    last time, the members' lifecycle events and the RequestVote sends (whole), and, for a file whose
+    metadata does not say what Aeron made it, the cluster schema versions of its captured messages.
+    `ordered(until)` gives the events in replay order: file order when ``ts`` never decreases in the
+    file (what `convert` writes), else by a stable sort of the ``ts`` column alone (the order kept as 4
+    bytes per event).
+    Pages of the mapping are given back to the OS after each batch (`release`), so resident memory
+    stays that of one batch whatever the file's size.
+    """
+
+    ref_kind = "seq"
+
+    def __init__(self, path: str | Path) -> None:
+        self.source = str(path)
+        with open(path, "rb") as handle:
+            try:
+                self._map: mmap.mmap | None = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # an empty file cannot be mapped
+                self._map = None
+        data = pa.py_buffer(self._map) if self._map is not None else b""
+        self.file = replay_file.ReplayFile(data, name=self.source)
+        metadata = self.file.metadata
+        self.metadata: dict[str, str] = dict(metadata.extra)
+        self.rows = len(self.file)
+        self._shapes: dict[tuple[Any, ...], int] = {}  # (node, dir, channel, type, peer) -> first ts
+        self.last_ts: int | None = None
+        self._kept: list[tuple[int, Event]] = []  # (row, event)
+        stored = stored_evidence(self.metadata)
+        versions: Counter[int] | None = Counter() if stored is None else None
+        for first, batch in self.file.checked():
+            self._summarise(first, batch, versions)
+            self.release()
+        self.evidence = stored if stored is not None else evidence_of_schema_versions(versions or {})
+        self.nodes = tuple(sorted({key[0] for key in self._shapes}))
+        self.first_ts = min(self._shapes.values(), default=None)
+        self.cluster_members = metadata.cluster_members or _cluster_members(
+            event for _, event in self._kept if event.type == "MemberStart")
+
+    def _summarise(self, first: int, batch: pa.RecordBatch, versions: Counter[int] | None) -> None:
+        import pyarrow.compute as pc  # here: converting a capture never needs it
+        if not batch.num_rows:
+            return
+        columns = {name: batch.column(name) for name in _SHAPE_KEYS}
+        shapes = pa.table({**columns, "ts": batch.column("ts")}).group_by(_SHAPE_KEYS).aggregate([("ts", "min")])
+        shape_rows = shapes.to_pydict()
+        for *key, ts in zip(*(shape_rows[name] for name in _SHAPE_KEYS), shape_rows["ts_min"], strict=True):
+            key = tuple(key)
+            known = self._shapes.get(key)
+            if known is None or ts < known:
+                self._shapes[key] = ts
+        last = pc.max(batch.column("ts")).as_py()
+        self.last_ts = last if self.last_ts is None else max(self.last_ts, last)
+        kinds = batch.column("type")
+        kept = pc.or_(pc.is_in(kinds, value_set=pa.array(_LIFECYCLE_TYPES)),
+                      pc.and_(pc.equal(kinds, "RequestVote"), pc.equal(batch.column("dir"), "out")))
+        rows = np.flatnonzero(kept.to_numpy(zero_copy_only=False)).tolist()
+        if rows:
+            number = self.file.batch_of(first)
+            events, _ = self.file.events(number, rows)
+            self._kept.extend(zip((first + r for r in rows), events, strict=True))
+        if versions is not None:
+            _count_schema_versions(batch, first, versions, self.source)
+
+    def release(self) -> None:
+        """Give the pages of the mapping read so far back to the OS (they are read again if needed)."""
+        if self._map is not None and hasattr(self._map, "madvise"):
+            self._map.madvise(mmap.MADV_DONTNEED)
+
+    def close(self) -> None:
+        self.file = None  # type: ignore[assignment]
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # events or batches still refer to it: the OS unmaps it at exit
+                pass
+
+    def lifecycle_events(self) -> list[Event]:
+        """The members' MemberStart/MemberStop/MemberCrash events, in file order."""
+        return [event for _, event in self._kept if event.type in _LIFECYCLE_TYPES]
+
+    def coverage(self) -> Any:
+        """`recorder.evidence.coverage` of the file's events (which is all about who sent what to whom)."""
+        from recorder.evidence import coverage
+
+        return coverage((_Seen(ts, *key, {}) for key, ts in self._shapes.items()), self.cluster_members)
+
+    def facts(self, until: int | None = None, tolerance_ns: int | None = None) -> Any:
+        """`engine.replay.scan` of the events up to ``until``: it asks which channels and observation
+        kinds each member's rows have, when each first started, when it first sent RequestVote for each
+        term, and what evidence gaps the lifecycle events' ``extra`` reports (at ``tolerance_ns``);
+        stand-ins at each shape's first time, and the RequestVote sends and lifecycle events kept whole,
+        give it the same answers as every row would."""
+        from engine.replay import DEFAULT_TOLERANCE_NS, scan
+
+        whole = ("RequestVote", *_LIFECYCLE_TYPES)
+        seen = [(ts, -1, _Seen(ts, *key, {})) for key, ts in self._shapes.items()
+                if key[3] not in whole and (until is None or ts <= until)]
+        seen += [(event.ts, row, event) for row, event in self._kept
+                 if (event.type in _LIFECYCLE_TYPES or (event.type == "RequestVote" and event.dir == "out"))
+                 and (until is None or event.ts <= until)]
+        seen.sort(key=lambda item: (item[0], item[1]))
+        return scan((item[2] for item in seen), DEFAULT_TOLERANCE_NS if tolerance_ns is None else tolerance_ns)
+
+    def ordered(self, until: int | None = None) -> Any:
+        """The events up to ``until`` in replay order (`engine.replay.OrderedEvents`), read a batch at a time."""
+        return _FileEvents(self, until)
+
+
+def _count_schema_versions(batch: pa.RecordBatch, first: int, versions: Counter[int], name: str) -> None:
+    """`recorder.version_evidence.schema_versions` over a batch's rows, from its payload and extra columns."""
+    import pyarrow.compute as pc  # here: converting a capture never needs it
+    names = batch.schema.names
+    if "payload" not in names or "extra" not in names:
+        return
+    payload, extra = batch.column("payload"), batch.column("extra")
+    candidates = pc.and_(pc.greater_equal(pc.binary_length(payload), 8), pc.is_valid(extra)).fill_null(False)
+    rows = np.flatnonzero(candidates.to_numpy(zero_copy_only=False))
+    if not len(rows):
+        return
+    texts = extra.take(pa.array(rows)).to_pylist()
+    captured = [r for r, text in zip(rows.tolist(), texts, strict=True)
+                if text and "packet" in (replay_file.extra_of(text, first + r, name) or {})]
+    if not captured:
+        return
+    headers = payload.take(pa.array(captured, type=pa.int64()))
+    offsets = np.frombuffer(headers.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(headers.type) else np.int32)
+    starts = offsets[headers.offset : headers.offset + len(headers)]
+    data = np.frombuffer(headers.buffers()[2], dtype=np.uint8)
+
+    def uint16(at: int) -> np.ndarray:
+        return data[starts + at].astype(np.int64) | (data[starts + at + 1].astype(np.int64) << 8)
+
+    schema_ids, schema_versions = uint16(4), uint16(6)
+    for version, count in zip(*np.unique(schema_versions[schema_ids == CLUSTER_SCHEMA_ID], return_counts=True),
+                              strict=True):
+        versions[int(version)] += int(count)
+
+
+class _FileEvents:
+    """A `ReplayFileInput`'s events up to ``until``, in replay order, built a batch at a time: an
+    `engine.replay.OrderedEvents`."""
+
+    ref_kind = "seq"
+
+    #: Events built at a time from a batch read in file order (a batch is 65,536 rows as `convert` writes it).
+    SLICE = 8192
+    #: Events taken at a time when the file is read in sorted order rather than file order.
+    CHUNK = 8192
+
+    def __init__(self, opened: ReplayFileInput, until: int | None) -> None:
+        import pyarrow.compute as pc  # here: converting a capture never needs it
+        self._opened = opened
+        self.until = until
+        file = opened.file
+        self._order: np.ndarray | None = None
+        if file.in_order:
+            if until is None:
+                self._count = file.rows
+            else:  # ts never decreases: the events up to until are the first ones
+                self._count = sum(int(pc.sum(pc.less_equal(batch.column("ts"), until)).as_py() or 0)
+                                  for batch in file.batches)
+        else:
+            ts = np.concatenate([batch.column("ts").to_numpy() for batch in file.batches] or [np.zeros(0, np.int64)])
+            order = np.argsort(ts, kind="stable")
+            if until is not None:
+                order = order[: int(np.searchsorted(ts[order], until, side="right"))]
+            self._order = order.astype(np.int32 if file.rows < 2**31 else np.int64)
+            self._count = len(order)
+        opened.release()
+        self._facts: dict[int | None, Any] = {}
+
+    def facts(self, tolerance_ns: int | None = None) -> Any:
+        """`engine.replay.scan` of these events (`ReplayFileInput.facts`)."""
+        facts = self._facts.get(tolerance_ns)
+        if facts is None:
+            facts = self._facts[tolerance_ns] = self._opened.facts(self.until, tolerance_ns)
+        return facts
+
+    def __len__(self) -> int:
+        return self._count
+
+    def at(self, k: int) -> tuple[Event, Any]:
+        return next(iter(self.read(k)))
+
+    def read(self, start: int = 0) -> Iterator[tuple[Event, Any]]:
+        file, release, count = self._opened.file, self._opened.release, self._count
+        if self._order is None:
+            position = start
+            while position < count:
+                number = file.batch_of(position)
+                first = file.starts[number]
+                # A slice of the batch at a time: the Python values of SLICE events are what is held.
+                stop = min(count, position + self.SLICE, first + file.batches[number].num_rows)
+                events, seqs = file.events(number, slice(position - first, stop - first))
+                yield from zip(events, seqs)
+                position = stop
+                if position == first + file.batches[number].num_rows:
+                    release()
+            return
+        order, starts = self._order, np.asarray(file.starts, dtype=np.int64)
+        for chunk in range(start, count, self.CHUNK):
+            rows = order[chunk : min(chunk + self.CHUNK, count)].astype(np.int64)
+            numbers = np.searchsorted(starts, rows, side="right") - 1
+            placed: list[Any] = [None] * len(rows)
+            for number in np.unique(numbers).tolist():
+                where = np.flatnonzero(numbers == number)
+                events, seqs = file.events(number, (rows[where] - starts[number]).tolist())
+                for at, event, seq in zip(where.tolist(), events, seqs, strict=True):
+                    placed[at] = (event, seq)
+            yield from placed
+            release()
 
 
 def read_capture(path: Path) -> LoadedEvents:

@@ -70,8 +70,14 @@ def _schema_versions_of_columns(columns: EventColumns) -> dict[int, int]:
 
 
 def wire_evidence(events: Iterable[Event] | EventColumns) -> list[dict[str, Any]]:
+    return evidence_of_schema_versions(schema_versions(events))
+
+
+def evidence_of_schema_versions(counts: Mapping[int, int]) -> list[dict[str, Any]]:
+    """The wire's evidence items from captured messages counted by cluster schema version
+    (`schema_versions`, or a replay file's columns)."""
     items = []
-    for version, count in schema_versions(events).items():
+    for version, count in sorted(counts.items()):
         first, last = SCHEMA_VERSION_LINES.get(version, ("1.51", None) if version > 16 else ("1.40", "1.40"))
         items.append({"source": "wire", "says": f"cluster schema v{version} in {count} messages (Aeron "
                       + (f"{first}–{last}" if last and last != first else first if last else f"{first} or later") + ")",
@@ -95,6 +101,12 @@ def to_metadata(evidence: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 def evidence_of(events: Sequence[Event], metadata: Mapping[str, str] | None) -> list[dict[str, Any]]:
     """The evidence a replay file or capture carries (stored at convert, else the wire's)."""
+    stored = stored_evidence(metadata)
+    return stored if stored is not None else wire_evidence(events)
+
+
+def stored_evidence(metadata: Mapping[str, str] | None) -> list[dict[str, Any]] | None:
+    """The evidence `convert` stored in a replay file's metadata, or None (none, or unreadable)."""
     stored = (metadata or {}).get(METADATA_KEY)
     if stored:
         try:
@@ -103,4 +115,4 @@ def evidence_of(events: Sequence[Event], metadata: Mapping[str, str] | None) -> 
             items = None
         if isinstance(items, list) and all(isinstance(i, dict) and "first" in i and "says" in i for i in items):
             return items
-    return wire_evidence(events)
+    return None

@@ -76,20 +76,47 @@ def check_until(until_ns: int | None, loaded: loader.LoadedEvents, file: str) ->
     Captures carry epoch timestamps, so ``--until 2500ms`` there means 1970; say what would work."""
     if until_ns is None or not loaded.events:
         return
-    first = min(event.ts for event in loaded.events)
-    if until_ns < first:
+    check_until_at(until_ns, min(event.ts for event in loaded.events), file)
+
+
+def check_until_at(until_ns: int | None, first: int, file: str) -> None:
+    """`check_until`, given the first event's ts."""
+    if until_ns is not None and until_ns < first:
         text = format_duration(until_ns)
         raise UserError(f"--until {text}: before the first event of {file} (ts {first} ns); times are the "
                         f"recording's own ts in ns, e.g. --until {first + max(until_ns, 0)} for {text} after it")
 
 
-def choose_model(explicit: str | None, loaded: loader.LoadedEvents) -> tuple[str, dict]:
-    """The model to replay under: ``--model``, else the version the capture shows, else the baseline.
+def open_replay_file(file: str) -> loader.ReplayFileInput:
+    """A replay file opened to be streamed (`recorder.convert.ReplayFileInput`: its first pass checks
+    every batch); one line naming the file when it is unreadable or holds no events, and the coverage
+    warnings on stderr, as `load_input` gives them."""
+    check_input(file)
+    try:
+        with progress.phase(f"reading {file}"):
+            opened = loader.ReplayFileInput(file)
+    except OSError as error:
+        raise UserError(f"{error.filename or file}: {error.strerror or error}") from None
+    if not opened.rows:
+        raise UserError(f"{file}: holds no events (expected {INPUTS})")
+    render_capture.print_warnings(opened.coverage().warnings())
+    return opened
+
+
+def streams(file: str, mode: Mode) -> bool:
+    """Is ``file`` replayed as it is read (a replay file, in node mode), rather than loaded whole first?"""
+    path = Path(file)
+    return mode == Mode.node and path.is_file() and path.name.lower().endswith(loader.REPLAY_READERS["arrow"].suffixes)
+
+
+def choose_model(explicit: str | None, evidence: list[dict]) -> tuple[str, dict]:
+    """The model to replay under: ``--model``, else the version the capture shows (``evidence``:
+    `recorder.version_evidence.evidence_of`), else the baseline.
 
     Says so on stderr (a warning when ``--model`` clashes with the evidence); the returned dict is the
     summary's ``modelChosen``: ``model``, ``from`` (option / evidence / default), ``evidence``, ``why``.
     """
-    shown, why = model_from_evidence(evidence_of(loaded.events, loaded.metadata))
+    shown, why = model_from_evidence(evidence)
     if explicit is not None:
         if shown is not None and flags_for_version(shown) != _flags_of(explicit):
             output.warn(f"--model {explicit} overrides the Aeron {shown} the capture shows ({why})")
@@ -170,13 +197,26 @@ def replay_command(
     elif model is not None and model not in MODELS:
         raise UserError(str(UnknownModelError(model)))
     until_ns, tolerance_ns = until, tolerance
-    loaded = load_input(file)
-    check_until(until_ns, loaded, file)
-    members = sorted({event.node for event in loaded.events})
+    if streams(file, mode):
+        opened = open_replay_file(file)
+        check_until_at(until_ns, opened.first_ts, file)
+        members, evidence = list(opened.nodes), opened.evidence
+        first, last_ts = opened.first_ts, opened.last_ts
+        source, refs, ref_kind = opened.ordered(until_ns), None, opened.ref_kind
+        lifecycle_events: list = opened.lifecycle_events()
+    else:
+        loaded = load_input(file)
+        check_until(until_ns, loaded, file)
+        members = sorted({event.node for event in loaded.events})
+        evidence = evidence_of(loaded.events, loaded.metadata)
+        first = min(event.ts for event in loaded.events)
+        last_ts = max(event.ts for event in loaded.events)
+        source, refs, ref_kind = loaded.events, loaded.refs, loaded.ref_kind
+        lifecycle_events = loaded.events
     missing = [n for n in node or () if n not in members]
     if missing:
         raise UserError(f"--node {missing[0]}: no member {missing[0]} in {file} (members: {', '.join(map(str, members))})")
-    model, chosen = choose_model(model, loaded)
+    model, chosen = choose_model(model, evidence)
     if mode == Mode.cluster:
         records = cluster_replay(
             loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination.value, refs=loaded.refs,
@@ -192,15 +232,14 @@ def replay_command(
             nomination=nomination.value,
             tolerance_ns=tolerance_ns,
             state_tolerance_ns=state_tolerance,
-            refs=loaded.refs,
-            ref_kind=loaded.ref_kind,
+            refs=refs,
+            ref_kind=ref_kind,
         )
         if json_output:  # each record encoded once: the bytes the trace hash is over
-            lines = replay_lines(loaded.events, **options)
+            lines = replay_lines(source, **options)
         else:
-            records = replay(loaded.events, **options)
-    first = min(event.ts for event in loaded.events)
-    last = min(max(event.ts for event in loaded.events), until_ns if until_ns is not None else 1 << 62)
+            records = replay(source, **options)
+    last = min(last_ts, until_ns if until_ns is not None else 1 << 62)
     try:
         if json_output:
             write = sys.stdout.write
@@ -214,7 +253,7 @@ def replay_command(
                                                                          progress.record_ts), source=file,
                                         heartbeats=heartbeats, wall_clock=wall_clock,
                                         lifecycle=[] if mode == Mode.cluster else [
-                                            one for one in render_replay.lifecycle_of(loaded.events, until_ns)
+                                            one for one in render_replay.lifecycle_of(lifecycle_events, until_ns)
                                             if not node or one.node in node])
     except DecodeError as error:
         raise error.with_context(source=error.source or file) from None

@@ -1,0 +1,328 @@
+"""`recount replay FILE.arrow` end to end on a production-size replay file: throughput and peak memory.
+
+    python benchmarks/bench_replay_file.py --events 1000000
+    python benchmarks/bench_replay_file.py --events 10000000 --runs 1 --modes json
+    python benchmarks/bench_replay_file.py --events 1000000 --before /tmp/base --runs 3   # paired, alternating
+
+1. Writes a real replay file of ``--events`` events (kept in ``--dir`` and reused): the startup
+   election and steady-state traffic of `bench_replay.py` (per client message 7 inbound events and 6
+   recorded sends), in ``ts`` order as `recount convert` writes it, generated and written a chunk at a
+   time (the file can be far larger than memory would hold as events).
+2. Runs ``recount replay FILE --json`` (and ``recount replay FILE``, the text timeline into a pipe) in
+   fresh processes, ``--runs`` times each, alternating with the same commands of the tree given by
+   ``--before`` (a checkout of another commit) when there is one, so that a shared machine's noise
+   falls on both alike.
+3. Prints, per tree and mode, the median wall and CPU time, inbound events per second of CPU (per
+   core: the replay is single-threaded), the peak resident set (the kernel's high-water mark of the
+   process, VmHWM) and the peaks of its anonymous and file-backed parts (sampled every 0.2 s from
+   /proc: a memory-mapped file's pages count in the second), and the text / json ratio.
+
+Figures, not a test: run it on a quiet machine.  The trace's sha256 of each run is printed too (the
+``summary`` record's ``traceSha256``): both trees must agree.
+
+``--profile`` instead runs the streamed replay (`recorder.convert.ReplayFileInput` into
+`engine.replay.replay_lines`) in this process under cProfile and prints where the time goes, by layer
+(reading the file, the model, the comparison, invariants, trace encoding, messages); ``--memory`` runs
+it under tracemalloc and prints what is allocated and still held at the end (and at the middle), by
+module: what the memory that grows with the file is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import bench_replay  # noqa: E402
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.ipc as ipc  # noqa: E402
+
+from formats import replay_file  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+US = 1_000
+MS = 1_000_000
+#: Client messages generated at a time (13 events each with the recorded sends).
+CHUNK_MESSAGES = 20_000
+EVENTS_PER_MESSAGE = 13
+INBOUND_PER_MESSAGE = 7
+
+
+def _conformed(table: pa.Table, schema: pa.Schema, first_seq: int) -> pa.Table:
+    """``table`` with ``schema``'s columns (missing ones null), its dictionaries and seqs from ``first_seq``."""
+    arrays = []
+    for field in schema:
+        if field.name == "seq":
+            arrays.append(pa.array(np.arange(first_seq, first_seq + table.num_rows, dtype=np.uint64)))
+        elif field.name not in table.column_names:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+        elif pa.types.is_dictionary(field.type):
+            values = table.column(field.name).combine_chunks().cast(pa.string())
+            dictionary = _DICTIONARIES[field.name]
+            indices = pc.index_in(values, value_set=dictionary)
+            assert indices.null_count == 0, f"a {field.name} the first chunk does not have"
+            arrays.append(pa.DictionaryArray.from_arrays(indices, dictionary))
+        else:
+            arrays.append(table.column(field.name).combine_chunks().cast(field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+_DICTIONARIES: dict[str, pa.Array] = {}
+
+
+def write_file(path: Path, events_wanted: int) -> tuple[int, int]:
+    """Write the replay file; returns (events, inbound events)."""
+    election, session_id = bench_replay.election()
+    election.sort(key=lambda e: e.ts)  # stable: ties keep the order they were recorded in
+    messages = max(0, -(-(events_wanted - len(election)) // EVENTS_PER_MESSAGE))
+    start_ns = 400 * MS
+    written = inbound = 0
+    writer = None
+    schema = None
+    pending = election
+    done = 0
+    temporary = path.with_name(path.name + ".tmp")
+    with pa.OSFile(str(temporary), "wb") as sink:
+        while done < messages or pending:
+            count = min(CHUNK_MESSAGES, messages - done)
+            if count:
+                chunk_start = start_ns + done * 50 * US
+                pending = pending + bench_replay.steady_state(chunk_start, count, outs=True, session_id=session_id,
+                                                              position=96 + done * 96)
+                done += count
+                # Everything generated later happens at or after the next message's time.
+                horizon = start_ns + done * 50 * US if done < messages else None
+            else:
+                horizon = None
+            pending.sort(key=lambda e: e.ts)
+            if horizon is None:
+                ready, pending = pending, []
+            else:
+                cut = next((i for i, e in enumerate(pending) if e.ts >= horizon), len(pending))
+                ready, pending = pending[:cut], pending[cut:]
+            if not ready:
+                continue
+            table = replay_file.events_to_table(ready, source="bench_replay_file")
+            if schema is None:
+                # The first chunk holds every message type the file will hold (the election's and the
+                # steady state's), so its columns are every column.
+                schema = table.schema
+                for name in ("dir", "channel", "type"):
+                    _DICTIONARIES[name] = table.column(name).combine_chunks().dictionary
+                writer = ipc.new_file(sink, schema)
+            writer.write_table(_conformed(table, schema, written), max_chunksize=65536)
+            written += len(ready)
+            inbound += sum(1 for e in ready if e.dir == "in")
+        if writer is not None:
+            writer.close()
+    os.replace(temporary, path)
+    return written, inbound
+
+
+def _counts(path: Path) -> tuple[int, int]:
+    with pa.memory_map(str(path)) as source:
+        reader = ipc.open_file(source)
+        rows = inbound = 0
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            rows += batch.num_rows
+            inbound += pc.sum(pc.equal(batch.column("dir"), "in")).as_py() or 0
+    return rows, inbound
+
+
+def _sample(pid: int, peaks: dict[str, int], stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"\0cli\0" not in cmdline.read():  # not exec'd yet: still a copy of this process
+                    stop.wait(0.01)
+                    continue
+            with open(f"/proc/{pid}/status") as status:
+                for line in status:
+                    key = line.split(":")[0]
+                    if key in ("RssAnon", "RssFile", "VmHWM"):
+                        peaks[key] = max(peaks.get(key, 0), int(line.split()[1]))
+        except OSError:
+            return
+        stop.wait(0.2)
+
+
+def run_once(tree: Path, arguments: list[str]) -> dict:
+    """One fresh `recount` process: wall and CPU seconds, peak RSS (kB), sampled anon/file peaks, sha."""
+    environment = {**os.environ, "PYTHONPATH": str(tree), "RECOUNT_PROGRESS": "0"}
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "cli", *arguments], cwd=str(tree), env=environment,
+                                   stdout=out, stderr=subprocess.DEVNULL)
+        peaks: dict[str, int] = {}
+        stop = threading.Event()
+        sampler = threading.Thread(target=_sample, args=(process.pid, peaks, stop), daemon=True)
+        sampler.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        stop.set()
+        sampler.join()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            raise SystemExit(f"{' '.join(arguments)} in {tree} exited {process.returncode}")
+        out.seek(max(0, out.seek(0, 2) - 4096))
+        tail = out.read().decode("utf-8", "replace").strip().splitlines()
+    sha = None
+    if tail and tail[-1].startswith('{"kind":"summary"'):
+        sha = json.loads(tail[-1]).get("traceSha256")
+    # The peak RSS is the process's own high-water mark (VmHWM, read until it exits): ru_maxrss would
+    # also count the pages of this process that the child shared between fork and exec.
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss": peaks.get("VmHWM", usage.ru_maxrss),
+            "anon": peaks.get("RssAnon", 0), "file": peaks.get("RssFile", 0), "sha": sha}
+
+
+def _streamed_lines(path: Path):
+    from engine.replay import replay_lines
+    from recorder.convert import ReplayFileInput
+
+    opened = ReplayFileInput(path)
+    return replay_lines(opened.ordered(None))
+
+
+#: Where the time goes, by layer: the own time of every function, grouped by where it is.
+LAYERS = (
+    ("reading the file (formats/replay_file.py, recorder/convert.py, pyarrow)",
+     ("formats/replay_file.py", "recorder/convert.py", "pyarrow", "numpy")),
+    *bench_replay.LAYERS,
+)
+
+
+def profile(path: Path, inbound: int) -> int:
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    started = time.process_time()
+    profiler.enable()
+    for _ in _streamed_lines(path):
+        pass
+    profiler.disable()
+    elapsed = time.process_time() - started
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    totals = {name: 0.0 for name, _ in LAYERS}
+    other = 0.0
+    for (filename, _line, function), (_cc, _nc, tottime, _ct, _callers) in stats.stats.items():
+        where = f"{filename}:{function}"
+        for name, patterns in LAYERS:
+            if any(p in where for p in patterns):
+                totals[name] += tottime
+                break
+        else:
+            other += tottime
+    total = sum(totals.values()) + other
+    print(f"profiled: {elapsed:.1f} s of CPU under cProfile ({inbound / elapsed:,.0f} inbound events/s)")
+    for name, seconds in totals.items():
+        print(f"  {seconds / total:6.1%}  {name}")
+    print(f"  {other / total:6.1%}  everything else (builtins, heapq, bisect, ...)")
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(20)
+    lines = text.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "ncalls" in line)
+    print("\n".join(lines[start : start + 21]))
+    return 0
+
+
+def memory(path: Path) -> int:
+    import tracemalloc
+
+    from engine.replay import ReplaySession
+    from recorder.convert import ReplayFileInput
+
+    session = ReplaySession(ReplayFileInput(path).ordered(None))
+    tracemalloc.start(1)
+    half = None
+    for _ in session.lines():
+        if half is None and session.position >= len(session) // 2:
+            half = tracemalloc.take_snapshot()
+    end = tracemalloc.take_snapshot()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+
+    def by_module(snapshot) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        for stat in snapshot.statistics("filename"):
+            name = stat.traceback[0].filename
+            name = name[len(str(ROOT)) + 1 :] if name.startswith(str(ROOT)) else Path(name).name
+            sizes[name] = sizes.get(name, 0) + stat.size
+        return sizes
+
+    at_half, at_end = by_module(half), by_module(end)
+    print(f"traced peak {peak / 1e6:,.1f} MB; held at the end (and at the middle), by module:")
+    for name, size in sorted(at_end.items(), key=lambda item: -item[1])[:14]:
+        print(f"  {size / 1e6:8.1f} MB  ({at_half.get(name, 0) / 1e6:6.1f} MB)  {name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="events in the replay file")
+    parser.add_argument("--dir", default=tempfile.gettempdir(), help="where the replay file is kept (and reused)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--modes", default="json,text", help="json, text or both")
+    parser.add_argument("--before", help="another checkout to run alternately (its recount replay)")
+    parser.add_argument("--profile", action="store_true", help="profile the streamed replay in this process")
+    parser.add_argument("--memory", action="store_true", help="what the streamed replay holds, by module")
+    options = parser.parse_args(argv)
+
+    path = Path(options.dir) / f"bench_replay_file-{options.events}.arrow"
+    if not path.exists():
+        started = time.perf_counter()
+        events, inbound = write_file(path, options.events)
+        print(f"wrote {path}: {events:,} events ({inbound:,} inbound), {path.stat().st_size / 1e6:,.0f} MB, "
+              f"in {time.perf_counter() - started:.0f} s")
+    events, inbound = _counts(path)
+    print(f"file: {path} ({events:,} events, {inbound:,} inbound, {path.stat().st_size / 1e6:,.0f} MB)")
+    if options.profile:
+        return profile(path, inbound)
+    if options.memory:
+        return memory(path)
+    trees = {"after": ROOT} if not options.before else {"before": Path(options.before), "after": ROOT}
+    modes = [m.strip() for m in options.modes.split(",") if m.strip()]
+    results: dict[tuple[str, str], list[dict]] = {}
+    for round_number in range(options.runs):
+        for mode in modes:
+            for name, tree in trees.items():
+                arguments = ["replay", str(path)] + (["--json"] if mode == "json" else [])
+                result = run_once(tree, arguments)
+                results.setdefault((name, mode), []).append(result)
+                print(f"  run {round_number + 1} {name:6} {mode:4}: {result['wall']:7.1f} s wall, {result['cpu']:7.1f} s CPU,"
+                      f" {inbound / result['cpu']:9,.0f} inbound ev/s, peak RSS {result['maxrss'] / 1024:6,.0f} MB"
+                      f" (anon {result['anon'] / 1024:,.0f}, file {result['file'] / 1024:,.0f}) sha {result['sha']}",
+                      flush=True)
+    print()
+    for (name, mode), runs in results.items():
+        cpu = statistics.median(r["cpu"] for r in runs)
+        wall = statistics.median(r["wall"] for r in runs)
+        peak = max(r["maxrss"] for r in runs)
+        print(f"{name:6} {mode:4}: median {wall:.1f} s wall, {cpu:.1f} s CPU: {inbound / cpu:,.0f} inbound events/s per"
+              f" core ({events / cpu:,.0f} events/s); peak RSS {peak / 1024:,.0f} MB")
+    for name in trees:
+        if (name, "json") in results and (name, "text") in results:
+            ratio = (statistics.median(r["cpu"] for r in results[(name, "text")])
+                     / statistics.median(r["cpu"] for r in results[(name, "json")]))
+            print(f"{name:6} text / json (CPU): {ratio:.2f}x (target: within 1.5x)")
+    shas = {r["sha"] for (name, mode), runs in results.items() if mode == "json" for r in runs}
+    print(f"trace sha256 of every json run: {', '.join(sorted(map(str, shas)))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
