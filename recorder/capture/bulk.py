@@ -40,6 +40,7 @@ them.  Deterministic: no clocks, no threads.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import functools
 import heapq
@@ -373,6 +374,7 @@ class _Capture:
         self.status_sends = (owner[sent], columns.index[all_status[sent]], columns.ts_ns[all_status[sent]])
         self._stream_keys: dict[int, tuple] = {}
         self._stream_ids: dict[tuple, int] | None = None
+        self._status_cache: dict[int, tuple[list[int], list[int]]] = {}
 
     def _fed_streams(self, fed: np.ndarray, heads: tuple[np.ndarray, ...]) -> np.ndarray:
         """(row, src, sport, dst, dport, session, stream) of each stream a datagram fed one by one touches:
@@ -742,22 +744,33 @@ class _Capture:
             self._stream_ids = {self._stream_key(stream): stream for stream in range(self.stream_count)}
         return self._stream_ids.get(key)
 
+    def _status_lists(self, stream: int) -> tuple[list[int], list[int]]:
+        """The packet numbers of a stream's status messages, and how many of the first k were regular
+        (k = 0, 1, ...), as lists: the decoder asks a few times per stream, and a search in a list costs
+        less than numpy's call overhead."""
+        cached = self._status_cache.get(stream)
+        if cached is None:
+            start, end = int(self.s_start[stream]), int(self.s_end[stream])
+            regular = np.zeros(end - start + 1, dtype=np.int64)
+            np.cumsum(self.s_regular[start:end], out=regular[1:])
+            cached = self._status_cache[stream] = (self.s_packet[start:end].tolist(), regular.tolist())
+        return cached
+
     def last_status(self, key: tuple, packet: int) -> int:
         stream = self._stream_id(key)
         if stream is None:
             return -1
-        packets = self.s_packet[self.s_start[stream]:self.s_end[stream]]
-        k = int(np.searchsorted(packets, packet, side="left"))
-        return int(packets[k - 1]) if k else -1
+        packets, _ = self._status_lists(stream)
+        k = bisect.bisect_left(packets, packet)
+        return packets[k - 1] if k else -1
 
     def answered(self, key: tuple, since: int, packet: int) -> bool:
         stream = self._stream_id(key)
         if stream is None:
             return False
-        start, end = int(self.s_start[stream]), int(self.s_end[stream])
-        packets = self.s_packet[start:end]
-        low, high = np.searchsorted(packets, since, side="right"), np.searchsorted(packets, packet, side="left")
-        return bool(self.s_regular[start:end][low:high].any())
+        packets, regular = self._status_lists(stream)
+        low, high = bisect.bisect_right(packets, since), bisect.bisect_left(packets, packet)
+        return high > low and regular[high] > regular[low]
 
     def settle_status(self) -> None:
         """The regular status messages of the capture's consensus and log streams, each after its stream
