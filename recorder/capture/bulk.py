@@ -365,6 +365,8 @@ class _Capture:
         self.s_packet = columns.index[all_status[status_order]]
         self.s_flags = status_flags[status_order]
         self.s_regular = (self.s_flags & 0x80) == 0  # not asking for a SETUP: never fed
+        self.s_regular_before = np.zeros(len(self.s_regular) + 1, dtype=np.int64)  # regular ones before each
+        np.cumsum(self.s_regular, out=self.s_regular_before[1:])
         self.s_row = all_status[status_order]
         self.s_start = np.searchsorted(status_sorted, np.arange(streams), side="left")
         self.s_end = np.searchsorted(status_sorted, np.arange(streams), side="right")
@@ -372,9 +374,8 @@ class _Capture:
         owner = self._owners(columns.src[all_status], columns.src_port[all_status])
         sent = owner >= 0
         self.status_sends = (owner[sent], columns.index[all_status[sent]], columns.ts_ns[all_status[sent]])
-        self._stream_keys: dict[int, tuple] = {}
+        self._stream_keys: list[tuple] | None = None
         self._stream_ids: dict[tuple, int] | None = None
-        self._status_cache: dict[int, tuple[list[int], list[int]]] = {}
 
     def _fed_streams(self, fed: np.ndarray, heads: tuple[np.ndarray, ...]) -> np.ndarray:
         """(row, src, sport, dst, dport, session, stream) of each stream a datagram fed one by one touches:
@@ -629,13 +630,18 @@ class _Capture:
     def _feed_row(self, row: int) -> None:
         self._feed(self.columns.packet(row))
 
-    def _stream_key(self, stream: int) -> tuple:
-        key = self._stream_keys.get(stream)
-        if key is None:
-            src, sport, dst, dport, session, stream_id = (int(k[stream]) for k in self.key_parts)
+    def _keys(self) -> list[tuple]:
+        """The decoder's key of each stream (all made at the first call, from the columns as lists)."""
+        if self._stream_keys is None:
             names = self.columns.addresses
-            key = self._stream_keys[stream] = (self.capture, names[src], sport, names[dst], dport, session, stream_id)
-        return key
+            capture = self.capture
+            self._stream_keys = [(capture, names[src], sport, names[dst], dport, session, stream_id)
+                                 for src, sport, dst, dport, session, stream_id
+                                 in zip(*(k.tolist() for k in self.key_parts), strict=True)]
+        return self._stream_keys
+
+    def _stream_key(self, stream: int) -> tuple:
+        return self._keys()[stream]
 
     def _check(self, stream: int, position: int) -> None:
         """A candidate of ``stream``: the start of a run if the stream is steady, else fed one by one.
@@ -741,36 +747,27 @@ class _Capture:
     # --- answers for the decoder --------------------------------------------------------------------
     def _stream_id(self, key: tuple) -> int | None:
         if self._stream_ids is None:
-            self._stream_ids = {self._stream_key(stream): stream for stream in range(self.stream_count)}
+            self._stream_ids = {key: stream for stream, key in enumerate(self._keys())}
         return self._stream_ids.get(key)
-
-    def _status_lists(self, stream: int) -> tuple[list[int], list[int]]:
-        """The packet numbers of a stream's status messages, and how many of the first k were regular
-        (k = 0, 1, ...), as lists: the decoder asks a few times per stream, and a search in a list costs
-        less than numpy's call overhead."""
-        cached = self._status_cache.get(stream)
-        if cached is None:
-            start, end = int(self.s_start[stream]), int(self.s_end[stream])
-            regular = np.zeros(end - start + 1, dtype=np.int64)
-            np.cumsum(self.s_regular[start:end], out=regular[1:])
-            cached = self._status_cache[stream] = (self.s_packet[start:end].tolist(), regular.tolist())
-        return cached
 
     def last_status(self, key: tuple, packet: int) -> int:
         stream = self._stream_id(key)
         if stream is None:
             return -1
-        packets, _ = self._status_lists(stream)
-        k = bisect.bisect_left(packets, packet)
-        return packets[k - 1] if k else -1
+        # (bisect on the array between the stream's bounds: a handful of element reads, none of numpy's
+        # per-call overhead for one lookup)
+        start = int(self.s_start[stream])
+        k = bisect.bisect_left(self.s_packet, packet, start, int(self.s_end[stream]))
+        return int(self.s_packet[k - 1]) if k > start else -1
 
     def answered(self, key: tuple, since: int, packet: int) -> bool:
         stream = self._stream_id(key)
         if stream is None:
             return False
-        packets, regular = self._status_lists(stream)
-        low, high = bisect.bisect_right(packets, since), bisect.bisect_left(packets, packet)
-        return high > low and regular[high] > regular[low]
+        start, end = int(self.s_start[stream]), int(self.s_end[stream])
+        low = bisect.bisect_right(self.s_packet, since, start, end)
+        high = bisect.bisect_left(self.s_packet, packet, low, end)
+        return high > low and int(self.s_regular_before[high]) > int(self.s_regular_before[low])
 
     def settle_status(self) -> None:
         """The regular status messages of the capture's consensus and log streams, each after its stream
