@@ -350,7 +350,7 @@ class _Capture:
         boundary[1:] |= fed_before[1:] != fed_before[:-1]
         del fed_before
         starts_at = np.append(np.flatnonzero(boundary), n)
-        self.c_run_end = starts_at[np.searchsorted(starts_at, positions, side="right")].astype(np.int32)
+        self.c_run_end = starts_at[np.cumsum(boundary)].astype(np.int32)  # the next start after each (boundary[0] is set)
         del boundary, starts_at, positions
         after = np.searchsorted(candidate_key, fed_key, side="right")  # each fed datagram's next candidate
         fed_stream, fed_row = fed_key // big, fed_key % big
