@@ -565,25 +565,28 @@ class _Texts:
 
     def set(self, rows: np.ndarray, parts: list) -> None:
         lengths = np.zeros(len(rows), dtype=np.int64)
+        pieces = []  # each part with its widths (a number's, per row)
         for part in parts:
-            lengths += len(part) if isinstance(part, bytes) else _decimal_widths(part)
+            widths = len(part) if isinstance(part, bytes) else _decimal_widths(part)
+            lengths += widths
+            pieces.append((part, widths))
         self.lengths[rows] = lengths
         self.valid[rows] = True
-        self.groups.append((rows, parts))
+        self.groups.append((rows, pieces))
 
     def array(self) -> pa.Array:
         offsets = np.zeros(self.count + 1, dtype=np.int64)
         np.cumsum(self.lengths, out=offsets[1:])
         data = np.empty(int(offsets[-1]), dtype=np.uint8)
-        for rows, parts in self.groups:
+        for rows, pieces in self.groups:
             at = offsets[rows]
-            for part in parts:
+            for part, widths in pieces:
                 if isinstance(part, bytes):
                     for k, byte in enumerate(part):  # a byte position at a time: no index array per byte
                         data[at + k] = byte
                     at = at + len(part)
                 else:
-                    at = _write_decimal(data, at, part)
+                    at = _write_decimal(data, at, part, widths)
         nulls = self.count - int(np.count_nonzero(self.valid))
         validity = pa.py_buffer(np.packbits(self.valid, bitorder="little").tobytes()) if nulls else None
         return pa.Array.from_buffers(pa.string(), self.count,
@@ -603,18 +606,29 @@ def _decimal_widths(values: np.ndarray) -> np.ndarray:
     return widths + (values < 0)
 
 
-def _write_decimal(data: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Write each value in decimal at its position in ``data``; the positions after them."""
+def _write_decimal(data: np.ndarray, at: np.ndarray, values: np.ndarray,
+                   widths: np.ndarray | None = None) -> np.ndarray:
+    """Write each value in decimal at its position in ``data`` (``widths``: `_decimal_widths`, if known);
+    the positions after them."""
     values = values.astype(np.int64)
     negative = values < 0
     data[at[negative]] = ord("-")
-    widths = _decimal_widths(values)
+    widths = _decimal_widths(values) if widths is None else widths
     digits_end = at + widths
+    if not len(values):
+        return digits_end
     remaining = np.abs(values).astype(np.uint64)  # -2**63 wraps to 2**63, its magnitude, as uint64
-    for place in range(int(widths.max()) if len(widths) else 0):
-        has = (widths - negative) > place
-        data[(digits_end - 1 - place)[has]] = (remaining[has] % 10).astype(np.uint8) + ord("0")
+    digits = widths - negative
+    every = int(digits.min())  # places every value has a digit in: written without picking rows
+    position = digits_end - 1
+    for place in range(int(digits.max())):
+        if place < every:
+            data[position] = (remaining % 10).astype(np.uint8) + ord("0")
+        else:
+            has = digits > place
+            data[position[has]] = (remaining[has] % 10).astype(np.uint8) + ord("0")
         remaining //= 10
+        position -= 1
     return digits_end
 
 

@@ -133,3 +133,14 @@ def test_rows_taken_joined_and_replaced_are_those_events():
     assert list(columns) == events
     assert columns.nodes() == [0, 1, 2, 3, 4]
     assert columns.rows_of_type("End").tolist() == [k for k, e in enumerate(events) if e.type == "End"]
+
+
+def test_numbers_composed_into_texts_are_written_as_str_writes_them():
+    """`_Texts` writes int64 values digit place by digit place (the places every value has, without
+    picking rows): each row is what ``str`` gives, at any width, sign and extreme."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.integers(-10**18, 10**18, 3000), rng.integers(0, 1000, 3000),
+                             np.array([0, -1, 9, 10, -10, 99, 100, -(1 << 63), (1 << 63) - 1])])
+    texts = event_columns._Texts(len(values))
+    texts.set(np.arange(len(values)), [b'{"x":', values, b',"y":', values[::-1].copy(), b"}"])
+    assert texts.array().to_pylist() == [f'{{"x":{a},"y":{b}}}' for a, b in zip(values.tolist(), values[::-1].tolist())]
