@@ -365,8 +365,6 @@ class _Capture:
         self.s_packet = columns.index[all_status[status_order]]
         self.s_flags = status_flags[status_order]
         self.s_regular = (self.s_flags & 0x80) == 0  # not asking for a SETUP: never fed
-        self.s_regular_before = np.zeros(len(self.s_regular) + 1, dtype=np.int64)  # regular ones before each
-        np.cumsum(self.s_regular, out=self.s_regular_before[1:])
         self.s_row = all_status[status_order]
         self.s_start = np.searchsorted(status_sorted, np.arange(streams), side="left")
         self.s_end = np.searchsorted(status_sorted, np.arange(streams), side="right")
@@ -767,7 +765,7 @@ class _Capture:
         start, end = int(self.s_start[stream]), int(self.s_end[stream])
         low = bisect.bisect_right(self.s_packet, since, start, end)
         high = bisect.bisect_left(self.s_packet, packet, low, end)
-        return high > low and int(self.s_regular_before[high]) > int(self.s_regular_before[low])
+        return high > low and bool(self.s_regular[low:high].any())
 
     def settle_status(self) -> None:
         """The regular status messages of the capture's consensus and log streams, each after its stream
