@@ -48,12 +48,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-
-try:  # the kernel itself: pyarrow.compute's Python wrappers take 40 ms to import
-    from pyarrow._compute import call_function as _call_function
-except ImportError:  # pragma: no cover - a pyarrow that moved it
-    from pyarrow.compute import call_function as _call_function
 
 from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
 from formats.cluster_codecs_ext import decode_cluster
@@ -475,7 +469,8 @@ class _Capture:
                     cells = np.concatenate([cells, np.zeros((len(rows), width - length), np.uint8)], axis=1)
                 words = cells.view(np.uint64)
                 digest = words @ _MULTIPLIERS[:words.shape[1]]  # a hash of the words (collisions checked below)
-                distinct, inverse = _unique(digest)
+                distinct, inverse = np.unique(digest, return_inverse=True)
+                inverse = inverse.reshape(-1)
                 first = np.empty(len(distinct), dtype=np.int64)
                 first[inverse] = np.arange(len(inverse))  # one member of each group (the last)
                 known = []
@@ -513,13 +508,13 @@ class _Capture:
         if not len(addresses):
             return np.zeros(0, dtype=np.int64)
         pairs = addresses.astype(np.int64) << 16 | ports.astype(np.int64)
-        distinct, inverse = _unique(pairs)
+        distinct, inverse = np.unique(pairs, return_inverse=True)
         names = self.columns.addresses
         owners = []
         for pair in distinct.tolist():
             found = self.decoder.members.lookup(names[pair >> 16], pair & 0xFFFF)
             owners.append(found[0] if found is not None else -1)
-        return np.array(owners, dtype=np.int64)[inverse]
+        return np.array(owners, dtype=np.int64)[inverse.reshape(-1)]
 
     # --- the walk -----------------------------------------------------------------------------------
     def walk(self, progress: Callable[[int], None] | None) -> None:
@@ -939,24 +934,6 @@ def _stable_order(numbers: np.ndarray, count: int) -> np.ndarray:
     return np.argsort(numbers, kind="stable")
 
 
-def _unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(values, return_inverse=True)`` of a 1-D integer array (the distinct values, sorted,
-    and each value's number among them), with the values told apart by hashing (Arrow's
-    ``dictionary_encode``) and only the distinct ones sorted: a few hundred thousand values with a few
-    thousand distinct are numbered several times faster than by sorting them all."""
-    if len(values) < 1 << 14:  # few: a sort costs less than the kernel's call
-        distinct, inverse = np.unique(values, return_inverse=True)
-        return distinct, inverse.reshape(-1).astype(np.int64, copy=False)
-    encoded = _call_function("dictionary_encode", [pa.array(values)])
-    codes = np.frombuffer(encoded.indices.buffers()[1], dtype=np.int32, count=len(values),
-                          offset=encoded.indices.offset * 4)
-    seen = encoded.dictionary.to_numpy(zero_copy_only=False)  # in order of first appearance
-    order = np.argsort(seen, kind="stable")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order), dtype=np.int64)
-    return seen[order], rank[codes]
-
-
 def _group(*keys: np.ndarray) -> np.ndarray:
     """One number per distinct tuple of ``keys`` (int64 arrays of one length).
 
@@ -969,7 +946,7 @@ def _group(*keys: np.ndarray) -> np.ndarray:
     for k, key in enumerate(keys):
         digest = (digest ^ key.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(2 * k + 1)
         digest ^= digest >> np.uint64(29)
-    numbers = _unique(digest)[1]
+    numbers = np.unique(digest, return_inverse=True)[1].reshape(-1)
     first = np.empty(int(numbers.max()) + 1, dtype=np.int64)
     first[numbers] = np.arange(len(numbers))  # one member of each group (the last)
     representative = first[numbers]
