@@ -487,8 +487,12 @@ class PcapReader:
         self.interfaces.append(Interface(link_type, snaplen, 1 if magic == PCAP_MAGIC_NANOSECONDS else 1000, 1, 0))
         limit = max(snaplen, MAX_RECORD_LENGTH)
         scale = self.interfaces[0].ts_multiplier
-        unpack_caplen = struct.Struct(order + "I").unpack_from
         word = _typed(data, order + "u4")
+        unpack_caplen = struct.Struct(order + "I").unpack_from
+        # In the machine's byte order, the file as 32-bit words from each of the 4 byte alignments: a
+        # record's caplen (at an offset ``at``) is ``words[at & 3][at >> 2]``, an index, no call, per record.
+        native = (order == "<") == (sys.byteorder == "little")
+        words = [data[start:start + max(0, (size - start) // 4 * 4)].cast("I") for start in range(4)] if native else None
         offset = 24
         count = 0
         while offset <= size - 16:
@@ -498,9 +502,15 @@ class PcapReader:
             # As short as it can be; a record that is too long or runs past the end is found below (the
             # walk may have gone on through garbage after it, which is then dropped).
             last = min(size - 16, offset + SEGMENT_BYTES)
-            while offset <= last:
-                append(offset)
-                offset += 16 + unpack_caplen(data, offset + 8)[0]
+            if words is not None:
+                while offset <= last:
+                    append(offset)
+                    at = offset + 8
+                    offset += 16 + words[at & 3][at >> 2]
+            else:
+                while offset <= last:
+                    append(offset)
+                    offset += 16 + unpack_caplen(data, offset + 8)[0]
             file_offset = np.frombuffer(offsets, dtype=np.int64)
             caplen = word[file_offset + 8].astype(np.int64)
             bad = np.flatnonzero((caplen > limit) | (file_offset + 16 + caplen > size))

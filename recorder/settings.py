@@ -286,14 +286,13 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
     by_pair = np.argsort(heard_pair, kind="stable")
     heard_rows, heard_pair = heard_rows[by_pair], heard_pair[by_pair]
     samples: list[int] = []
-    for k, row in enumerate(marks.tolist()):
-        if not canvass_rows[row]:
-            continue
-        before = marks[k - 1] if k and node[marks[k - 1]] == node[row] else None
-        if before is not None and canvass_rows[before]:
-            continue  # still canvassing
-        if before is None or not leads[before]:
-            continue  # no leader known: its leader_of entry was never set or was taken
+    # The canvasses whose mark before (the same member's) is a lead and not a canvass (a canvass after a
+    # canvass is still canvassing; with no lead before it, its leader_of entry was never set or was taken).
+    follows_lead = np.zeros(len(marks), dtype=bool)
+    if len(marks):
+        follows_lead[1:] = ((node[marks[1:]] == node[marks[:-1]]) & leads[marks[:-1]] & ~canvass_rows[marks[:-1]])
+    for k in np.flatnonzero(canvass_rows[marks] & follows_lead).tolist():
+        row, before = int(marks[k]), int(marks[k - 1])
         pair = (int(node[row]) << 32) + int(peer[before])
         low = int(np.searchsorted(heard_pair, pair, side="left"))
         high = int(np.searchsorted(heard_pair, pair, side="right"))

@@ -90,6 +90,29 @@ def test_more_rows_than_a_record_batch_of_every_kind_write_the_same_bytes(near, 
     assert [columns.event(k) for k in (0, 1, 2, 3, 4, 6, 100_000)] == [events[k] for k in (0, 1, 2, 3, 4, 6, 100_000)]
 
 
+def test_rare_names_and_batches_without_them_write_the_same_bytes():
+    """A name few rows have: batches where no row has it (all nulls, made without ``take``), and a batch
+    whose last bytes are followed by the next value's only thousands of rows on (the bytes it brings)."""
+    count = BATCH_ROWS * 3 + 10
+    rare_text = {3: "abc", BATCH_ROWS + 5000: "défg" * 20, BATCH_ROWS * 3 + 2: ""}
+    rare_int = {7: -5, 9: 1 << 62}
+    rare_bool = {BATCH_ROWS * 2 + 1: True}
+    events = []
+    for k in range(count):
+        fields: dict = {"memberId": k % 3}
+        if k in rare_text:
+            fields["reason"] = rare_text[k]
+        if k in rare_int:
+            fields["count"] = rare_int[k]
+        if k in rare_bool:
+            fields["flag"] = rare_bool[k]
+        events.append(Event(ts=k, node=k % 3, dir="local", peer=None, channel="local", type="MemberStart",
+                            fields=fields, extra={"packet": k}))
+    meta = {"source": "rare", "cluster_members": None, "metadata": None}
+    columns = EventColumns.from_events(events)
+    assert _column_bytes(columns, **meta) == _reference_bytes(events, **meta)
+
+
 def test_no_events_and_one_event_write_the_same_bytes():
     for events in ([], _many_events(1), _many_events(5)[4:]):
         assert _column_bytes(EventColumns.from_events(events), source="s") == _reference_bytes(events, source="s")
@@ -110,3 +133,14 @@ def test_rows_taken_joined_and_replaced_are_those_events():
     assert list(columns) == events
     assert columns.nodes() == [0, 1, 2, 3, 4]
     assert columns.rows_of_type("End").tolist() == [k for k, e in enumerate(events) if e.type == "End"]
+
+
+def test_numbers_composed_into_texts_are_written_as_str_writes_them():
+    """`_Texts` writes int64 values digit place by digit place (the places every value has, without
+    picking rows): each row is what ``str`` gives, at any width, sign and extreme."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.integers(-10**18, 10**18, 3000), rng.integers(0, 1000, 3000),
+                             np.array([0, -1, 9, 10, -10, 99, 100, -(1 << 63), (1 << 63) - 1])])
+    texts = event_columns._Texts(len(values))
+    texts.set(np.arange(len(values)), [b'{"x":', values, b',"y":', values[::-1].copy(), b"}"])
+    assert texts.array().to_pylist() == [f'{{"x":{a},"y":{b}}}' for a, b in zip(values.tolist(), values[::-1].tolist())]

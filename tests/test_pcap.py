@@ -273,6 +273,19 @@ def test_classic_pcap_in_either_byte_order_and_resolution_gives_the_same_packet(
     assert reader.format == "pcap" and reader.problems == []
 
 
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_classic_pcap_records_at_every_byte_alignment_are_walked_the_same_in_either_byte_order(order):
+    """Records of odd lengths put the next record's header at each of the four byte alignments (the walk
+    reads a caplen from the alignment's own view of the file), then a cut-off record ends the file."""
+    records = [(TS + k, ethernet(ipv4(bytes(range(k % 7 + 1)), sport=k))) for k in range(12)]
+    data = classic(records, order=order)
+    packets, reader = read(data)
+    assert [bytes(p.payload) for p in packets] == [bytes(range(k % 7 + 1)) for k in range(12)]
+    assert sorted({p.file_offset % 4 for p in packets}) == [0, 1, 2, 3]
+    cut, cut_reader = read(data[:-3])
+    assert len(cut) == 11 and cut_reader.truncated
+
+
 @pytest.mark.parametrize(
     ("link_type", "frame"),
     [

@@ -415,7 +415,7 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
     restarts: list[Restart] = []
     mark_starts = {member_of(d): _mark_start(d) for d in directories}
     for member, alive in captured.liveness.items():
-        found = wire_restarts(member, alive, ts[consensus_out & (rows.node == member)].tolist(),
+        found = wire_restarts(member, alive, ts[consensus_out & (rows.node == member)],
                               mark_starts.get(member))
         restarts += found.restarts
         load.notes += found.notes

@@ -40,6 +40,7 @@ them.  Deterministic: no clocks, no threads.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import functools
 import heapq
@@ -299,7 +300,7 @@ class _Capture:
         t_stream_id = stream_of[n_candidates + n_status:]
         del stream_of
         # Candidates grouped by stream, each group in packet order (positions below are into this order).
-        order = np.argsort(c_stream_id, kind="stable")
+        order = _stable_order(c_stream_id, streams)
         n = len(order)
         self.c_row = rows[order].astype(np.int32)
         self.c_kind = kind[self.c_row]
@@ -349,7 +350,7 @@ class _Capture:
         boundary[1:] |= fed_before[1:] != fed_before[:-1]
         del fed_before
         starts_at = np.append(np.flatnonzero(boundary), n)
-        self.c_run_end = starts_at[np.searchsorted(starts_at, positions, side="right")].astype(np.int32)
+        self.c_run_end = starts_at[np.cumsum(boundary)].astype(np.int32)  # the next start after each (boundary[0] is set)
         del boundary, starts_at, positions
         after = np.searchsorted(candidate_key, fed_key, side="right")  # each fed datagram's next candidate
         fed_stream, fed_row = fed_key // big, fed_key % big
@@ -359,7 +360,7 @@ class _Capture:
                                          strict=True):
             self._touched_index.setdefault(row, []).append((stream, position))
         del candidate_key, fed_key, after, fed_stream, fed_row, here, c_stream_id
-        status_order = np.argsort(s_stream_id, kind="stable")
+        status_order = _stable_order(s_stream_id, streams)
         status_sorted = s_stream_id[status_order]
         self.s_packet = columns.index[all_status[status_order]]
         self.s_flags = status_flags[status_order]
@@ -371,7 +372,7 @@ class _Capture:
         owner = self._owners(columns.src[all_status], columns.src_port[all_status])
         sent = owner >= 0
         self.status_sends = (owner[sent], columns.index[all_status[sent]], columns.ts_ns[all_status[sent]])
-        self._stream_keys: dict[int, tuple] = {}
+        self._stream_keys: list[tuple] | None = None
         self._stream_ids: dict[tuple, int] | None = None
 
     def _fed_streams(self, fed: np.ndarray, heads: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -627,13 +628,18 @@ class _Capture:
     def _feed_row(self, row: int) -> None:
         self._feed(self.columns.packet(row))
 
-    def _stream_key(self, stream: int) -> tuple:
-        key = self._stream_keys.get(stream)
-        if key is None:
-            src, sport, dst, dport, session, stream_id = (int(k[stream]) for k in self.key_parts)
+    def _keys(self) -> list[tuple]:
+        """The decoder's key of each stream (all made at the first call, from the columns as lists)."""
+        if self._stream_keys is None:
             names = self.columns.addresses
-            key = self._stream_keys[stream] = (self.capture, names[src], sport, names[dst], dport, session, stream_id)
-        return key
+            capture = self.capture
+            self._stream_keys = [(capture, names[src], sport, names[dst], dport, session, stream_id)
+                                 for src, sport, dst, dport, session, stream_id
+                                 in zip(*(k.tolist() for k in self.key_parts), strict=True)]
+        return self._stream_keys
+
+    def _stream_key(self, stream: int) -> tuple:
+        return self._keys()[stream]
 
     def _check(self, stream: int, position: int) -> None:
         """A candidate of ``stream``: the start of a run if the stream is steady, else fed one by one.
@@ -739,25 +745,27 @@ class _Capture:
     # --- answers for the decoder --------------------------------------------------------------------
     def _stream_id(self, key: tuple) -> int | None:
         if self._stream_ids is None:
-            self._stream_ids = {self._stream_key(stream): stream for stream in range(self.stream_count)}
+            self._stream_ids = {key: stream for stream, key in enumerate(self._keys())}
         return self._stream_ids.get(key)
 
     def last_status(self, key: tuple, packet: int) -> int:
         stream = self._stream_id(key)
         if stream is None:
             return -1
-        packets = self.s_packet[self.s_start[stream]:self.s_end[stream]]
-        k = int(np.searchsorted(packets, packet, side="left"))
-        return int(packets[k - 1]) if k else -1
+        # (bisect on the array between the stream's bounds: a handful of element reads, none of numpy's
+        # per-call overhead for one lookup)
+        start = int(self.s_start[stream])
+        k = bisect.bisect_left(self.s_packet, packet, start, int(self.s_end[stream]))
+        return int(self.s_packet[k - 1]) if k > start else -1
 
     def answered(self, key: tuple, since: int, packet: int) -> bool:
         stream = self._stream_id(key)
         if stream is None:
             return False
         start, end = int(self.s_start[stream]), int(self.s_end[stream])
-        packets = self.s_packet[start:end]
-        low, high = np.searchsorted(packets, since, side="right"), np.searchsorted(packets, packet, side="left")
-        return bool(self.s_regular[start:end][low:high].any())
+        low = bisect.bisect_right(self.s_packet, since, start, end)
+        high = bisect.bisect_left(self.s_packet, packet, low, end)
+        return high > low and bool(self.s_regular[low:high].any())
 
     def settle_status(self) -> None:
         """The regular status messages of the capture's consensus and log streams, each after its stream
@@ -916,6 +924,14 @@ def _same_rows(cells: np.ndarray, others: np.ndarray, rows: np.ndarray | None = 
     rows = cells if rows is None else rows
     step = 1 << 15
     return all((cells[k:k + step] == rows[others[k:k + step]]).all() for k in range(0, len(cells), step))
+
+
+def _stable_order(numbers: np.ndarray, count: int) -> np.ndarray:
+    """``np.argsort(numbers, kind="stable")`` of numbers in [0, count): as 16-bit numbers when they fit,
+    which numpy sorts by radix, in one pass, rather than by merging."""
+    if count <= 1 << 16:
+        return np.argsort(numbers.astype(np.uint16), kind="stable")
+    return np.argsort(numbers, kind="stable")
 
 
 def _group(*keys: np.ndarray) -> np.ndarray:

@@ -76,7 +76,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -883,7 +883,12 @@ class DatagramDecoder:
         publication.sender = sender
         publication.how = how
         if not how.startswith("session ids"):
-            insort(self._numbered, (publication.key[2] & 0xFFFF_FFFF, sender))
+            # Each (session id, sender) once: `_nearest_session` asks which senders are near, and a session
+            # id seen on many streams (a member's publication to each of its peers) would be walked each time.
+            pair = (publication.key[2] & 0xFFFF_FFFF, sender)
+            at = bisect_left(self._numbered, pair)
+            if at == len(self._numbered) or self._numbered[at] != pair:
+                self._numbered.insert(at, pair)
         if publication.pending:
             pending, publication.pending = publication.pending, []
             for entry in pending:

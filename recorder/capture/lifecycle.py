@@ -33,8 +33,11 @@ Pure: the evidence is passed in.  Times are capture times, ns since the epoch.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 #: A member silent this long on the wire may have been down (a live media driver sends status
 #: messages at least every 200 ms, and publication heartbeats every 100 ms, to each live peer).
@@ -87,7 +90,10 @@ def wire_restarts(member: int, liveness: WireLiveness, consensus_sends: Sequence
     are the times of the consensus messages it sent, in order; ``mark_start_ns`` its mark file's
     start time (the last life's), if known."""
     out = WireLives()
-    sends = sorted(consensus_sends)
+    try:  # (an array: tens of thousands of times)
+        sends = np.sort(np.asarray(consensus_sends, dtype=np.int64))
+    except OverflowError:  # a time beyond int64 (a corrupt capture's): the same, with Python's integers
+        sends = np.array(sorted(consensus_sends), dtype=object)
     # Its own messages count as heard too: a frame whose publication was not yet known to be its own
     # when it was captured is not in ``heard``.  (Taken as runs less than `LIFE_GAP_NS` apart first:
     # the same spans as merging each alone, without a tuple per message.)
@@ -128,7 +134,8 @@ def wire_restarts(member: int, liveness: WireLiveness, consensus_sends: Sequence
             continue
         if down_since is None:
             down_since, down_evidence = gap_start, tuple(evidence)
-        first_send = next((t for t in sends if t >= gap_end), None)
+        at = bisect.bisect_left(sends, gap_end)
+        first_send = int(sends[at]) if at < len(sends) else None
         next_gap = next((b[0] for a, b in zip(spans, spans[1:], strict=False)
                          if a[1] >= after[1] and b[0] - a[1] >= LIFE_GAP_NS), None)
         if first_send is None or (next_gap is not None and first_send >= next_gap):
@@ -151,20 +158,14 @@ def wire_restarts(member: int, liveness: WireLiveness, consensus_sends: Sequence
     return out
 
 
-def _runs(times: Sequence[int]) -> list[tuple[int, int]]:
+def _runs(times: np.ndarray) -> list[tuple[int, int]]:
     """Sorted ``times`` as spans (first, last) of times less than `LIFE_GAP_NS` apart."""
-    out: list[tuple[int, int]] = []
-    start = previous = None
-    for t in times:
-        if previous is None:
-            start = t
-        elif t - previous >= LIFE_GAP_NS:
-            out.append((start, previous))
-            start = t
-        previous = t
-    if previous is not None:
-        out.append((start, previous))
-    return out
+    if not len(times):
+        return []
+    breaks = np.flatnonzero(np.diff(times) >= LIFE_GAP_NS)
+    firsts = np.concatenate([[0], breaks + 1])
+    lasts = np.concatenate([breaks, [len(times) - 1]])
+    return list(zip(times[firsts].tolist(), times[lasts].tolist(), strict=True))
 
 
 def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
