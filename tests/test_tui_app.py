@@ -409,6 +409,12 @@ async def test_a_divergence_is_marked_on_the_timeline_and_in_the_list(failover_p
         assert app.cursor == flipped
         line = app.query_one(EventList).layout_lines.line_of(flipped)
         assert app.query_one(EventList).line_text(line).startswith("  !")
+        # the list draws the divergence records (their ``cause`` is an attribution, not a change's cause:
+        # drawing one once crashed the list)
+        event_list = app.query_one(EventList)
+        drawn = [event_list.line_text(y) for y in range(event_list.layout_lines.height)]
+        assert sum("DIVERGENCE [model]" in text for text in drawn) == 2  # the two the summary counts
+        await pilot.pause()
         # The inspector says what the replay found about this event.
         assert (
             "2 DIVERGENCE [model] expected 2→1 Vote candidateTermId=1 log=(0,5344) ✗ actual 2→1 Vote candidateTermId=1"

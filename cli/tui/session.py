@@ -122,6 +122,13 @@ FIELD_RECORDS = {
 }
 
 
+def cause_of(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What caused the change ``record`` reports (`engine.model.outputs.Cause` as a mapping), or None: a
+    divergence's ``cause`` is not one but its attribution (``model``, ``capture``), shown by its description."""
+    cause = record.get("cause")
+    return cause if isinstance(cause, Mapping) and cause else None
+
+
 def format_duration(ns: int) -> str:
     """``15.064s``: a duration as `recount replay` prints times (`cli.times`)."""
     return duration(ns)
@@ -1432,7 +1439,7 @@ class Session:
         (a value no record speaks for) its deadlines if they alone change it, else the event itself."""
         from cli.tui import breakpoints
 
-        records = [r for r in self.records_at(k) if r.get("node") == member and r.get("cause")]
+        records = [r for r in self.records_at(k) if r.get("node") == member and cause_of(r)]
         wanted = FIELD_RECORDS.get(root)
         chosen = [r for r in records if wanted is None or r.get("kind") in wanted] if root in RECORDED_FIELDS else []
         if chosen:
@@ -1445,7 +1452,7 @@ class Session:
         deadlines = (states.get(member) or {}).get("deadlines") or {}
         timers = [r for r in stepper.replay.advance(ts) if r.get("node") == member]
         if breakpoints.value_at(stepper.states().get(member), path) != before:
-            caused = [r for r in timers if r.get("cause")]
+            caused = [r for r in timers if cause_of(r)]
             if caused:
                 return LastChange(k, member, path, before, after, caused[-1]["cause"], caused[-1])
             due = sorted((at, name) for name, at in deadlines.items() if at <= ts and name != "slowTick")

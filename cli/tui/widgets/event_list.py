@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cli.tui.session import INLINE_STEPS, EventFilter, ListLayout, Session
+from cli.tui.session import INLINE_STEPS, EventFilter, ListLayout, Session, cause_of
 from formats.describe import describe_cause, describe_record
 
 WIDTH = 240
@@ -266,7 +266,7 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             style=style("event-list--time"),
         )
         text.append(describe_record(record), style=style(RECORD_CLASSES.get(str(kind), "event-list--record")))
-        cause = describe_cause(record.get("cause"))
+        cause = describe_cause(cause_of(record))
         if cause:
             text.append("  " + cause, style=style("event-list--record"))
         return text

@@ -24,7 +24,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from cli.tui.session import Moment, Session, format_duration
+from cli.tui.session import Moment, Session, cause_of, format_duration
 from formats.describe import describe_cause, describe_event, describe_record
 from formats.errors import DecodeError
 from formats.sbe import encode
@@ -230,7 +230,7 @@ class Inspector(VerticalScroll):
             lines.append(text)
         for record in changes:
             text = Text(describe_record(record))
-            cause = describe_cause(record.get("cause"))
+            cause = describe_cause(cause_of(record))
             if cause:
                 text.append("  " + cause, style=muted)
             lines.append(text)
