@@ -765,16 +765,17 @@ async def test_a_value_no_record_speaks_for_is_traced_to_the_message_that_change
 
 @pilot_test
 async def test_a_slow_seek_says_seeking_until_its_answer_is_on_screen(failover_path, monkeypatch):
-    import time
+    import threading
 
-    original = Session.moment
+    original = Session.prepare
+    gate = threading.Event()  # held until the test has looked: however loaded the machine, the seek is slow
 
-    def slow_moment(self, position, should_stop=lambda: False):
+    def slow_prepare(self, position, around=(), should_stop=lambda: False):
         if self.moment_cached(position) is None:
-            time.sleep(0.3)
-        return original(self, position, should_stop)
+            gate.wait(10)
+        return original(self, position, around, should_stop)
 
-    monkeypatch.setattr(Session, "moment", slow_moment)
+    monkeypatch.setattr(Session, "prepare", slow_prepare)
     app = RecountApp(Session.open(failover_path, block_size=1000))  # one checkpoint: far seeks re-execute a lot
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
@@ -784,9 +785,78 @@ async def test_a_slow_seek_says_seeking_until_its_answer_is_on_screen(failover_p
         await asyncio.sleep(0.15)
         await pilot.pause()
         assert app.seek_pending and "seeking…" in status(app)
+        gate.set()
         await settled(app, pilot)
         assert "seeking…" not in status(app)
         assert f"event #{int(app.session.source.seq[far])}" in app.query_one(Inspector).text("event")
+
+
+@pilot_test
+async def test_a_step_back_that_must_re_execute_says_seeking_in_the_frame_of_the_move(failover_path, monkeypatch):
+    """``k`` onto an event whose state is not at hand: the list moves and the status bar says "seeking…"
+    in the first frame drawn after the key, not only once 100 ms have passed; once the answer is drawn
+    it says so no more, and the move is logged as announced."""
+    import threading
+    import time
+
+    gate = threading.Event()
+    original = Session.prepare
+
+    def held_prepare(self, position, around=(), should_stop=lambda: False):
+        gate.wait(5)  # a slow machine: the re-execution has not finished when the frame is drawn
+        return original(self, position, around, should_stop)
+
+    monkeypatch.setattr(Session, "prepare", held_prepare)
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        shown = [int(k) for k in app.query_one(EventList).layout_lines.positions]
+        app.session._moments.clear()
+        app.session._stepper = None
+        start = time.perf_counter()
+        app.go_to(shown[-1])  # the end, far from the first checkpoint
+        gate.set()
+        await settled(app, pilot)
+        gate.clear()
+        app.session._moments.clear()  # the state one event back is not at hand any more
+        app.session._stepper = None
+        logged = len(app.seek_log)
+        await pilot.press("k")
+        await pilot.pause()
+        assert app.cursor == shown[-2]
+        assert app.seek_pending and "seeking…" in status(app)
+        assert time.perf_counter() - start < 5  # the gate, not a timeout, let the first seek through
+        gate.set()
+        await settled(app, pilot)
+        assert "seeking…" not in status(app)
+        assert f"event #{int(app.session.source.seq[shown[-2]])}" in app.query_one(Inspector).text("event")
+        assert len(app.seek_log) > logged and app.seek_log[-1][1]  # announced while it lasted
+
+
+@pilot_test
+async def test_after_a_jump_the_events_around_it_are_at_hand(failover_path):
+    """One re-execution gives the cursor's state and the states of the events the list shows around it,
+    equal to each one's own: stepping through them then re-executes nothing and says no "seeking…"."""
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        shown = [int(k) for k in app.query_one(EventList).layout_lines.positions]
+        target = shown[len(shown) // 2]
+        app.session._moments.clear()
+        app.go_to(target)
+        await settled(app, pilot)
+        around = app.query_one(EventList).around(target)
+        assert len(around) > 20 and target in around
+        assert all(app.session.moment_cached(k) is not None for k in around)
+        fresh = Session.open(failover_path, block_size=128)
+        fresh.index = app.session.index
+        for k in (around[0], target, around[-1]):
+            assert app.session.moment_cached(k) == fresh.moment(k)  # the same as re-executed alone
+        for _ in range(10):
+            before = app.cursor
+            await pilot.press("k")
+            await pilot.pause()
+            assert app.cursor < before and not app.seek_pending and "seeking…" not in status(app)
 
 
 @pilot_test

@@ -77,9 +77,18 @@ from formats.errors import DecodeError
 from formats.events import Event
 
 MS = 1_000_000
-DEFAULT_BLOCK_SIZE = 500
-#: Re-executing up to this many events is done on the spot (a few milliseconds); more goes to a worker.
-INLINE_STEPS = 200
+#: Events per block: an engine checkpoint every this many events (a seek re-executes fewer), and the
+#: unit the file is decoded in and records are kept in.
+DEFAULT_BLOCK_SIZE = 100
+#: Re-executing up to this many events is done on the spot (well under a millisecond); more goes to a
+#: worker, with "seeking…" on screen meanwhile.
+INLINE_STEPS = 16
+#: Stepping forward past a checkpoint costs less than restoring it, up to this many events.
+RESTORE_AFTER = 64
+#: Moments (member state after an event) kept: those around the cursor, worked out on one re-execution.
+MOMENTS_KEPT = 1024
+#: The records of this many of the events the screen's stepper last went through are kept.
+STEPPED_KEPT = 4096
 
 #: Record kinds that change what a member's lane shows.
 LANE_KINDS = frozenset({"state", "role", "moduleState", "election"})
@@ -411,7 +420,7 @@ class ReplaySource:
         events = self._decode_block(b)
         with self._lock:
             self._blocks[b] = events
-            while len(self._blocks) > 32:
+            while len(self._blocks) > 128:
                 self._blocks.popitem(last=False)
         return events
 
@@ -1062,7 +1071,7 @@ class Session:
             stepper = self._fresh(count)
         else:
             checkpoint = self._checkpoint_at_or_before(count)
-            if checkpoint is not None and checkpoint.position > stepper.position:
+            if checkpoint is not None and checkpoint.position - stepper.position > RESTORE_AFTER:
                 stepper = Stepper.restore(self.source, checkpoint)
         self._stepper = stepper
         stepped = self._stepped
@@ -1074,7 +1083,7 @@ class Session:
             records = stepper.step()
             if k != last:  # the last event's records include the replay's end (see `_replay_block`)
                 stepped[k] = records
-                if len(stepped) > 2 * self.source.block_size:
+                if len(stepped) > STEPPED_KEPT:
                     stepped.popitem(last=False)
         return stepper
 
@@ -1094,9 +1103,47 @@ class Session:
             else:
                 previous = self._stepper_at(position, should_stop).states()
             moment = Moment(position, self._stepper_at(position + 1, should_stop).states(), previous)
-            moments[position] = moment
-            while len(moments) > 16:
-                moments.popitem(last=False)
+            self._keep(moment)
+            return moment
+
+    def _keep(self, moment: Moment) -> None:
+        moments = self._moments
+        moments[moment.position] = moment
+        moments.move_to_end(moment.position)
+        while len(moments) > MOMENTS_KEPT:
+            moments.popitem(last=False)
+
+    def prepare(
+        self, position: int, around: Sequence[int] | np.ndarray = (), should_stop: Callable[[], bool] = lambda: False
+    ) -> Moment:
+        """`moment(position)`, and on the same re-execution the moments of the events ``around`` it (those
+        the list shows near the cursor: moving the cursor to one of them then needs no re-execution) and
+        the records of every event from the first of them to the last (what the list draws under them).
+
+        One pass from the checkpoint before the first of them: the few states asked for are taken on
+        the way (a member view each), so a screenful costs little more than the cursor's moment alone."""
+        if not 0 <= position < len(self):
+            raise SessionError(f"event {position} is outside 0..{len(self) - 1}")
+        total = len(self)
+        with self._state_lock:
+            moments = self._moments
+            wanted = sorted({position} | {int(p) for p in around if 0 <= int(p) < total and int(p) not in moments})
+            if position in moments:
+                wanted.remove(position)
+                if not wanted:
+                    return self.moment(position)
+            need = set(wanted) | {p + 1 for p in wanted}  # states after p - 1 and after p: counts fed
+            counts = sorted(need)
+            stepper = self._stepper_at(counts[0], should_stop)
+            states = {counts[0]: stepper.states()}
+            for count in counts[1:]:
+                stepper = self._stepper_at(count, should_stop)
+                states[count] = stepper.states()
+            for p in wanted:
+                if p != position:
+                    self._keep(Moment(p, states[p + 1], states[p]))
+            moment = moments.get(position) or Moment(position, states[position + 1], states[position])
+            self._keep(moment)  # the cursor's, kept last: the first to stay
             return moment
 
     def moment_cached(self, position: int) -> Moment | None:
@@ -1111,8 +1158,8 @@ class Session:
         checkpoint = self._checkpoint_at_or_before(count)
         start = checkpoint.position if checkpoint is not None else 0
         stepper = self._stepper
-        if stepper is not None and start <= stepper.position <= count:
-            start = stepper.position
+        if stepper is not None and start - RESTORE_AFTER <= stepper.position <= count:
+            start = stepper.position  # it steps on (past a checkpoint close ahead, see `_stepper_at`)
         return count - start + (0 if position - 1 in self._moments else 1)
 
     def states_at(self, position: int) -> dict[int, dict[str, Any]]:
@@ -1147,7 +1194,7 @@ class Session:
         block = self._replay_block(b)
         with self._records_lock:
             self._record_blocks[b] = (block, valid)
-            while len(self._record_blocks) > 8:
+            while len(self._record_blocks) > 64:
                 self._record_blocks.popitem(last=False)
         return block
 
