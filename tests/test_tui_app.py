@@ -860,6 +860,27 @@ async def test_after_a_jump_the_events_around_it_are_at_hand(failover_path):
 
 
 @pilot_test
+async def test_an_event_with_thousands_of_problems_lists_a_few_in_the_inspector_and_counts_the_rest(failover_path, monkeypatch):
+    """A capture can pin thousands of divergences on one event (the 1M-event benchmark has 4,800 on one):
+    the inspector lists the first few and says how many more, instead of taking seconds to draw them."""
+    from cli.tui.session import Problem
+    from cli.tui.widgets.inspector import PROBLEMS_SHOWN
+
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        record = {"kind": "divergence", "ts": int(app.session.source.ts[ELECTED]), "node": 1, "cause": "model",
+                  "why": "a test", "expected": None, "actual": None}
+        many = [Problem(ELECTED, record["ts"], 1, dict(record, why=f"number {i}")) for i in range(4800)]
+        monkeypatch.setattr(Session, "problems_at", lambda self, position: many if position == ELECTED else [])
+        app.go_to(ELECTED)
+        await settled(app, pilot)
+        text = app.query_one(Inspector).text("event")
+        assert text.count("DIVERGENCE") == PROBLEMS_SHOWN
+        assert f"… and {4800 - PROBLEMS_SHOWN} more about this event" in text
+
+
+@pilot_test
 async def test_while_indexing_every_answer_says_what_is_still_pending(failover_path):
     import threading
 
