@@ -682,9 +682,7 @@ class RecountApp(App[None]):
     def _refresh_all(self) -> None:
         self.query_one(EventList).cursor = self.cursor
         self.query_one(EventList).refresh()
-        timeline = self.query_one(Timeline)
-        timeline.cursor = self.cursor
-        timeline.refresh()
+        self.query_one(Timeline).follow_cursor(self.cursor)
         self._refresh_inspector()
         self._refresh_status()
 

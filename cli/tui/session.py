@@ -79,7 +79,7 @@ from formats.events import Event
 MS = 1_000_000
 #: Events per block: an engine checkpoint every this many events (a seek re-executes fewer), and the
 #: unit the file is decoded in and records are kept in.
-DEFAULT_BLOCK_SIZE = 100
+DEFAULT_BLOCK_SIZE = 200
 #: Re-executing up to this many events is done on the spot (well under a millisecond); more goes to a
 #: worker, with "seeking…" on screen meanwhile.
 INLINE_STEPS = 16
