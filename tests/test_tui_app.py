@@ -53,6 +53,18 @@ def make_app(path: Path, **kwargs) -> RecountApp:
 async def ready(app: RecountApp, pilot) -> None:
     await app.wait_until_indexed()
     await pilot.pause()
+    for worker in list(app.workers):  # the landmarks s/S/d/D go to, worked out once indexed
+        if worker.group == "landmarks":
+            await worker.wait()
+    await pilot.pause()
+
+
+def forget_states(session: Session) -> None:
+    """Drop every member state the session holds: the next seek re-executes."""
+    session._moments.clear()
+    session._pinned.clear()
+    session._pinned_records.clear()
+    session._stepper = None
 
 
 async def answer_prompt(app: RecountApp, pilot, key: str, text: str) -> None:
@@ -775,10 +787,11 @@ async def test_a_slow_seek_says_seeking_until_its_answer_is_on_screen(failover_p
             gate.wait(10)
         return original(self, position, around, should_stop)
 
-    monkeypatch.setattr(Session, "prepare", slow_prepare)
     app = RecountApp(Session.open(failover_path, block_size=1000))  # one checkpoint: far seeks re-execute a lot
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        forget_states(app.session)
+        monkeypatch.setattr(Session, "prepare", slow_prepare)
         far = len(app.session.source.seq) - 1  # the last event: not yet computed, far from the start
         app.go_to(far)
         await pilot.pause()
@@ -806,20 +819,18 @@ async def test_a_step_back_that_must_re_execute_says_seeking_in_the_frame_of_the
         gate.wait(5)  # a slow machine: the re-execution has not finished when the frame is drawn
         return original(self, position, around, should_stop)
 
-    monkeypatch.setattr(Session, "prepare", held_prepare)
     app = make_app(failover_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        monkeypatch.setattr(Session, "prepare", held_prepare)
         shown = [int(k) for k in app.query_one(EventList).layout_lines.positions]
-        app.session._moments.clear()
-        app.session._stepper = None
+        forget_states(app.session)
         start = time.perf_counter()
         app.go_to(shown[-1])  # the end, far from the first checkpoint
         gate.set()
         await settled(app, pilot)
         gate.clear()
-        app.session._moments.clear()  # the state one event back is not at hand any more
-        app.session._stepper = None
+        forget_states(app.session)  # the state one event back is not at hand any more
         logged = len(app.seek_log)
         await pilot.press("k")
         await pilot.pause()
@@ -842,7 +853,7 @@ async def test_after_a_jump_the_events_around_it_are_at_hand(failover_path):
         await ready(app, pilot)
         shown = [int(k) for k in app.query_one(EventList).layout_lines.positions]
         target = shown[len(shown) // 2]
-        app.session._moments.clear()
+        forget_states(app.session)
         app.go_to(target)
         await settled(app, pilot)
         around = app.query_one(EventList).around(target)
@@ -857,6 +868,30 @@ async def test_after_a_jump_the_events_around_it_are_at_hand(failover_path):
             await pilot.press("k")
             await pilot.pause()
             assert app.cursor < before and not app.seek_pending and "seeking…" not in status(app)
+
+
+@pilot_test
+async def test_once_indexed_the_places_s_and_d_go_to_are_worked_out_ahead(failover_path):
+    """The state changes (and divergences) are landmarks: once indexed, their moments and the records
+    around them are worked out in the background, equal to their own re-execution, so s/S answer at once."""
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        changes = app.session.index.changes
+        assert changes and all(app.session.moment_cached(k) is not None for k in changes)
+        fresh = Session.open(failover_path, block_size=128)
+        fresh.index = app.session.index
+        for k in changes[:: max(len(changes) // 5, 1)]:
+            assert app.session.moment_cached(k) == fresh.moment(k)
+            assert app.session.records_cached(k) == fresh.records_at(k)
+        app.session._moments.clear()  # only the landmarks are left
+        app.session._stepper = None
+        for _ in range(len(changes) - 1):
+            before = app.cursor
+            await pilot.press("s")
+            await pilot.pause()
+            assert app.cursor > before and app.cursor in changes
+            assert not app.seek_pending and "seeking…" not in status(app)
 
 
 @pilot_test

@@ -643,6 +643,7 @@ class RecountApp(App[None]):
             # What the index built lives as long as the app: the garbage collector need not walk it
             # again (its full collections over hundreds of thousands of records stall the screen).
             gc.freeze()
+            self._pin_landmarks()
             if self.start is not None:
                 start, self.start = self.start, None
                 self.jump(start)
@@ -779,6 +780,28 @@ class RecountApp(App[None]):
             moment, error = None, str(failure)
         if not worker.is_cancelled:
             self.call_from_thread(self._seek_done, position, moment, error)
+
+    @work(thread=True, exclusive=True, group="landmarks")
+    def _pin_landmarks(self) -> None:
+        """Once indexed, in the background: the moments where s/S/d/D go, worked out ahead (`Session.pin`).
+        It steps aside whenever the screen waits for a seek of its own, and starts that landmark again."""
+        worker = get_current_worker()
+        session = self.session
+        event_list = self.query_one(EventList)
+        for position in session.landmarks():
+            while not worker.is_cancelled:
+                while (self.seek_pending or self.searching) and not worker.is_cancelled:
+                    time.sleep(0.02)
+                try:
+                    session.pin(position, event_list.around(position),
+                                should_stop=lambda: worker.is_cancelled or self.seek_pending)
+                    break
+                except SeekCancelled:
+                    continue
+                except (DecodeError, SessionError):
+                    break
+            if worker.is_cancelled:
+                return
 
     def _seek_done(self, position: int, moment, error: str | None) -> None:
         if position != self._seek_target:

@@ -1013,6 +1013,9 @@ class Session:
         self.index = Index(total=len(source))
         self._stepper: Stepper | None = None
         self._moments: OrderedDict[int, Moment] = OrderedDict()
+        #: The moments at the places s/S/d/D go to, and the records around them (`pin`): kept for good.
+        self._pinned: dict[int, Moment] = {}
+        self._pinned_records: dict[int, list[dict[str, Any]]] = {}
         #: The records of the events the screen's stepper last went through (what the cursor's event did).
         self._stepped: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._record_blocks: OrderedDict[int, tuple[list[list[dict[str, Any]]], int]] = OrderedDict()
@@ -1097,6 +1100,9 @@ class Session:
             if cached is not None:
                 moments.move_to_end(position)
                 return cached
+            pinned = self._pinned.get(position)
+            if pinned is not None:
+                return pinned
             before = moments.get(position - 1)
             if before is not None:
                 previous = before.states
@@ -1148,11 +1154,33 @@ class Session:
 
     def moment_cached(self, position: int) -> Moment | None:
         """`moment(position)` if it is at hand (no re-execution), else None."""
-        return self._moments.get(position)
+        return self._moments.get(position) or self._pinned.get(position)
+
+    def landmarks(self, limit: int = 2000) -> list[int]:
+        """Where s/S/d/D go (state changes, problems), as far as indexed: the first ``limit`` of them."""
+        return sorted(set(self.index.changes) | set(self.index.problem_positions))[:limit]
+
+    def pin(self, position: int, around: Sequence[int] = (), should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Work out `prepare(position, around)` and keep its moment and the records from the first event
+        ``around`` to the last for good: a landmark (a state change, a divergence) that s/S/d/D go to is
+        then at hand, however much re-executing to it costs (an election's log replay can take a tenth of
+        a second of the engine's time)."""
+        if position in self._pinned:
+            return
+        moment = self.prepare(position, around, should_stop)
+        span = [position, *around]
+        kept = {}
+        for k in range(max(min(span), 0), min(max(span), len(self) - 1) + 1):
+            records = self.records_cached(k)
+            if records:
+                kept[k] = records
+        with self._state_lock:
+            self._pinned_records.update(kept)
+            self._pinned[position] = moment
 
     def steps_to(self, position: int) -> int:
         """How many events `moment(position)` would re-execute (from the screen's stepper or a checkpoint)."""
-        if position in self._moments:
+        if position in self._moments or position in self._pinned:
             return 0
         count = position + 1
         checkpoint = self._checkpoint_at_or_before(count)
@@ -1209,6 +1237,9 @@ class Session:
             if kept is not None and position < kept[1]:
                 self._record_blocks.move_to_end(b)
                 return kept[0][position - b * size]
+        pinned = self._pinned_records.get(position)
+        if pinned is not None:
+            return pinned
         stepped = self._stepped.get(position)
         if stepped is None or len(stepped) + self._problem_count(position) != self.record_count(position):
             return None
