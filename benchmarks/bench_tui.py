@@ -23,6 +23,20 @@ Figures, each against the issue's target:
   and, for any that took over 100 ms, whether the status bar said ``seeking…`` while it lasted;
 * peak memory: the process's maximum resident set (target < 1.5 GB);
 * quit: from ``q`` to the process gone, during indexing and after it (target < 1 s).
+
+Measured 2026-11-25 on the 1.06M-event replay (2 shared cores, load average 3.7-5.8 from other work:
+wall figures are CPU time plus waiting for a core), p50 / p99 in ms, before (checkpoints every 500,
+'seeking…' after 100 ms) and after (checkpoints every 200, one re-execution for the screenful around
+the cursor, 'seeking…' at once, landmarks worked out ahead), two runs after:
+
+    jump      343 / 1904   ->   177 / 724,   93 / 588
+    jump back 318 / 2033   ->   158 / 752,   86 / 364
+    k         166 / 1354   ->    26 / 505,   29 / 548
+    s / S     179 / 1877, 44 / 289  ->  87 / 1814, 75 / 666;  84 / 812, 75 / 477
+    d / D     355 / 355, 583 / 9774 ->  1532 / 1532, 150 / 1918;  125 / 125, 45 / 294   (n = 2 and 7)
+    over 100 ms with 'seeking…' shown: 235 of 469  ->  376 of 383, 165 of 172
+    index 276 s wall (load ~7) -> 173 s, 216 s wall; 93-101 s of CPU; peak memory 543 -> 632, 595 MB;
+    first screen 1562 -> 1265, 1123 ms; quit while indexing 712, 659 ms after (not measured before).
 """
 
 from __future__ import annotations
