@@ -23,6 +23,20 @@ Figures, each against the issue's target:
   and, for any that took over 100 ms, whether the status bar said ``seeking…`` while it lasted;
 * peak memory: the process's maximum resident set (target < 1.5 GB);
 * quit: from ``q`` to the process gone, during indexing and after it (target < 1 s).
+
+Measured 2026-11-25 on the 1.06M-event replay (2 shared cores, load average 3.7-5.8 from other work:
+wall figures are CPU time plus waiting for a core), p50 / p99 in ms, before (checkpoints every 500,
+'seeking…' after 100 ms) and after (checkpoints every 200, one re-execution for the screenful around
+the cursor, 'seeking…' at once, landmarks worked out ahead), two runs after:
+
+    jump      343 / 1904   ->   177 / 724,   93 / 588
+    jump back 318 / 2033   ->   158 / 752,   86 / 364
+    k         166 / 1354   ->    26 / 505,   29 / 548
+    s / S     179 / 1877, 44 / 289  ->  87 / 1814, 75 / 666;  84 / 812, 75 / 477
+    d / D     355 / 355, 583 / 9774 ->  1532 / 1532, 150 / 1918;  125 / 125, 45 / 294   (n = 2 and 7)
+    over 100 ms with 'seeking…' shown: 235 of 469  ->  376 of 383, 165 of 172
+    index 276 s wall (load ~7) -> 173 s, 216 s wall; 93-101 s of CPU; peak memory 543 -> 632, 595 MB;
+    first screen 1562 -> 1265, 1123 ms; quit while indexing 712, 659 ms after (not measured before).
 """
 
 from __future__ import annotations
@@ -217,6 +231,8 @@ async def measure_ui(path: Path, seeks: int, out: dict) -> None:
         await pilot.pause()
         out["first_screen_s"] = first[0] if first else time.perf_counter() - started
         index_started = time.perf_counter()
+        index_cpu = time.process_time()
+        out["load_at_start"] = os.getloadavg()[0]
         # -- while indexing
         during: list[float] = []
         during_marked: list[bool] = []
@@ -240,6 +256,8 @@ async def measure_ui(path: Path, seeks: int, out: dict) -> None:
         out["during_index_slow_marked"] = during_marked
         await app.wait_until_indexed()
         out["index_s"] = time.perf_counter() - index_started
+        out["index_cpu_s"] = time.process_time() - index_cpu  # the UI's own share included (idle, mostly)
+        out["load_after_index"] = os.getloadavg()[0]
         out["checkpoints"] = len(session.index.checkpoints)
         out["problems"] = len(session.index.problems)
         out["rss_after_index_mb"] = _rss_mb()
@@ -247,6 +265,7 @@ async def measure_ui(path: Path, seeks: int, out: dict) -> None:
         # -- once indexed
         results: dict[str, list[float]] = {n: [] for n in ("jump", "back_jump", "k", "d", "D", "s", "S")}
         marked: list[bool] = []
+        seeks_cpu, seeks_wall = time.process_time(), time.perf_counter()
         for _ in range(seeks):
             k = rng.randrange(len(session))
 
@@ -273,6 +292,12 @@ async def measure_ui(path: Path, seeks: int, out: dict) -> None:
                 await _timed(app, pilot, lambda key=key: pilot.press(key), results[key], marked)
         out["seeks"] = results
         out["slow_marked"] = marked
+        # CPU of the whole process (the app's threads and Pilot driving it) per move: on a loaded machine
+        # the wall figures above are this plus waiting for a core.
+        moves = sum(len(v) for v in results.values())
+        out["seeks_cpu_per_move_ms"] = (time.process_time() - seeks_cpu) * 1000 / max(moves, 1)
+        out["seeks_wall_per_move_ms"] = (time.perf_counter() - seeks_wall) * 1000 / max(moves, 1)
+        out["load_after_seeks"] = os.getloadavg()[0]
         out["rss_now_mb"] = _rss_mb()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -313,7 +338,9 @@ def report(path: Path, seeks: int, quit_after_index: bool = True) -> None:
     print(f"first screen: {info['first_screen_s'] * 1000:.0f} ms drawn (file opened in {info['open_s'] * 1000:.0f} ms)")
     print(f"index: {info['index_s']:.1f} s in the background ({events / info['index_s']:,.0f} events/s), "
           f"{info['checkpoints']} checkpoints, {info['problems']} divergences/invariant violations "
-          f"(target < 60 s, or incremental with the rest said to be pending)")
+          f"(target < 60 s, or incremental with the rest said to be pending); "
+          f"{info['index_cpu_s']:.1f} s of CPU; load average {info['load_at_start']:.1f} before, "
+          f"{info['load_after_index']:.1f} after")
     if info.get("during_index_seek"):
         slow = info["during_index_slow_marked"]
         print(f"  while indexing (at {info['indexed_at_probe']:,} of {events:,}): UI seek "
@@ -327,6 +354,8 @@ def report(path: Path, seeks: int, quit_after_index: bool = True) -> None:
         print(f"  {label:32} {percentiles(info['seeks'][name])}  (target p99 < 200 ms)")
     marked = info["slow_marked"]
     print(f"  UI actions over 100 ms once indexed: {len(marked)}, 'seeking…' shown for {sum(marked)}")
+    print(f"  per move, the whole process (app and Pilot): {info['seeks_cpu_per_move_ms']:.0f} ms of CPU, "
+          f"{info['seeks_wall_per_move_ms']:.0f} ms of wall time; load average {info['load_after_seeks']:.1f} after")
     print(f"memory: peak {info['peak_rss_mb']:.0f} MB resident (target < 1500 MB); after indexing "
           f"{info['rss_after_index_mb']:.0f} MB")
     for after in (False, True) if quit_after_index else (False,):

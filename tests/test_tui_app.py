@@ -53,6 +53,18 @@ def make_app(path: Path, **kwargs) -> RecountApp:
 async def ready(app: RecountApp, pilot) -> None:
     await app.wait_until_indexed()
     await pilot.pause()
+    for worker in list(app.workers):  # the landmarks s/S/d/D go to, worked out once indexed
+        if worker.group == "landmarks":
+            await worker.wait()
+    await pilot.pause()
+
+
+def forget_states(session: Session) -> None:
+    """Drop every member state the session holds: the next seek re-executes."""
+    session._moments.clear()
+    session._pinned.clear()
+    session._pinned_records.clear()
+    session._stepper = None
 
 
 async def answer_prompt(app: RecountApp, pilot, key: str, text: str) -> None:
@@ -409,6 +421,12 @@ async def test_a_divergence_is_marked_on_the_timeline_and_in_the_list(failover_p
         assert app.cursor == flipped
         line = app.query_one(EventList).layout_lines.line_of(flipped)
         assert app.query_one(EventList).line_text(line).startswith("  !")
+        # the list draws the divergence records (their ``cause`` is an attribution, not a change's cause:
+        # drawing one once crashed the list)
+        event_list = app.query_one(EventList)
+        drawn = [event_list.line_text(y) for y in range(event_list.layout_lines.height)]
+        assert sum("DIVERGENCE [model]" in text for text in drawn) == 2  # the two the summary counts
+        await pilot.pause()
         # The inspector says what the replay found about this event.
         assert (
             "2 DIVERGENCE [model] expected 2→1 Vote candidateTermId=1 log=(0,5344) ✗ actual 2→1 Vote candidateTermId=1"
@@ -759,28 +777,142 @@ async def test_a_value_no_record_speaks_for_is_traced_to_the_message_that_change
 
 @pilot_test
 async def test_a_slow_seek_says_seeking_until_its_answer_is_on_screen(failover_path, monkeypatch):
-    import time
+    import threading
 
-    original = Session.moment
+    original = Session.prepare
+    gate = threading.Event()  # held until the test has looked: however loaded the machine, the seek is slow
 
-    def slow_moment(self, position, should_stop=lambda: False):
+    def slow_prepare(self, position, around=(), should_stop=lambda: False):
         if self.moment_cached(position) is None:
-            time.sleep(0.3)
-        return original(self, position, should_stop)
+            gate.wait(10)
+        return original(self, position, around, should_stop)
 
-    monkeypatch.setattr(Session, "moment", slow_moment)
     app = RecountApp(Session.open(failover_path, block_size=1000))  # one checkpoint: far seeks re-execute a lot
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
+        forget_states(app.session)
+        monkeypatch.setattr(Session, "prepare", slow_prepare)
         far = len(app.session.source.seq) - 1  # the last event: not yet computed, far from the start
         app.go_to(far)
         await pilot.pause()
         await asyncio.sleep(0.15)
         await pilot.pause()
         assert app.seek_pending and "seeking…" in status(app)
+        gate.set()
         await settled(app, pilot)
         assert "seeking…" not in status(app)
         assert f"event #{int(app.session.source.seq[far])}" in app.query_one(Inspector).text("event")
+
+
+@pilot_test
+async def test_a_step_back_that_must_re_execute_says_seeking_in_the_frame_of_the_move(failover_path, monkeypatch):
+    """``k`` onto an event whose state is not at hand: the list moves and the status bar says "seeking…"
+    in the first frame drawn after the key, not only once 100 ms have passed; once the answer is drawn
+    it says so no more, and the move is logged as announced."""
+    import threading
+    import time
+
+    gate = threading.Event()
+    original = Session.prepare
+
+    def held_prepare(self, position, around=(), should_stop=lambda: False):
+        gate.wait(5)  # a slow machine: the re-execution has not finished when the frame is drawn
+        return original(self, position, around, should_stop)
+
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        monkeypatch.setattr(Session, "prepare", held_prepare)
+        shown = [int(k) for k in app.query_one(EventList).layout_lines.positions]
+        forget_states(app.session)
+        start = time.perf_counter()
+        app.go_to(shown[-1])  # the end, far from the first checkpoint
+        gate.set()
+        await settled(app, pilot)
+        gate.clear()
+        forget_states(app.session)  # the state one event back is not at hand any more
+        logged = len(app.seek_log)
+        await pilot.press("k")
+        await pilot.pause()
+        assert app.cursor == shown[-2]
+        assert app.seek_pending and "seeking…" in status(app)
+        assert time.perf_counter() - start < 5  # the gate, not a timeout, let the first seek through
+        gate.set()
+        await settled(app, pilot)
+        assert "seeking…" not in status(app)
+        assert f"event #{int(app.session.source.seq[shown[-2]])}" in app.query_one(Inspector).text("event")
+        assert len(app.seek_log) > logged and app.seek_log[-1][1]  # announced while it lasted
+
+
+@pilot_test
+async def test_after_a_jump_the_events_around_it_are_at_hand(failover_path):
+    """One re-execution gives the cursor's state and the states of the events the list shows around it,
+    equal to each one's own: stepping through them then re-executes nothing and says no "seeking…"."""
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        shown = [int(k) for k in app.query_one(EventList).layout_lines.positions]
+        target = shown[len(shown) // 2]
+        forget_states(app.session)
+        app.go_to(target)
+        await settled(app, pilot)
+        around = app.query_one(EventList).around(target)
+        assert len(around) > 20 and target in around
+        assert all(app.session.moment_cached(k) is not None for k in around)
+        fresh = Session.open(failover_path, block_size=128)
+        fresh.index = app.session.index
+        for k in (around[0], target, around[-1]):
+            assert app.session.moment_cached(k) == fresh.moment(k)  # the same as re-executed alone
+        for _ in range(10):
+            before = app.cursor
+            await pilot.press("k")
+            await pilot.pause()
+            assert app.cursor < before and not app.seek_pending and "seeking…" not in status(app)
+
+
+@pilot_test
+async def test_once_indexed_the_places_s_and_d_go_to_are_worked_out_ahead(failover_path):
+    """The state changes (and divergences) are landmarks: once indexed, their moments and the records
+    around them are worked out in the background, equal to their own re-execution, so s/S answer at once."""
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        changes = app.session.index.changes
+        assert changes and all(app.session.moment_cached(k) is not None for k in changes)
+        fresh = Session.open(failover_path, block_size=128)
+        fresh.index = app.session.index
+        for k in changes[:: max(len(changes) // 5, 1)]:
+            assert app.session.moment_cached(k) == fresh.moment(k)
+            assert app.session.records_cached(k) == fresh.records_at(k)
+        app.session._moments.clear()  # only the landmarks are left
+        app.session._stepper = None
+        for _ in range(len(changes) - 1):
+            before = app.cursor
+            await pilot.press("s")
+            await pilot.pause()
+            assert app.cursor > before and app.cursor in changes
+            assert not app.seek_pending and "seeking…" not in status(app)
+
+
+@pilot_test
+async def test_an_event_with_thousands_of_problems_lists_a_few_in_the_inspector_and_counts_the_rest(failover_path, monkeypatch):
+    """A capture can pin thousands of divergences on one event (the 1M-event benchmark has 4,800 on one):
+    the inspector lists the first few and says how many more, instead of taking seconds to draw them."""
+    from cli.tui.session import Problem
+    from cli.tui.widgets.inspector import PROBLEMS_SHOWN
+
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        record = {"kind": "divergence", "ts": int(app.session.source.ts[ELECTED]), "node": 1, "cause": "model",
+                  "why": "a test", "expected": None, "actual": None}
+        many = [Problem(ELECTED, record["ts"], 1, dict(record, why=f"number {i}")) for i in range(4800)]
+        monkeypatch.setattr(Session, "problems_at", lambda self, position: many if position == ELECTED else [])
+        app.go_to(ELECTED)
+        await settled(app, pilot)
+        text = app.query_one(Inspector).text("event")
+        assert text.count("DIVERGENCE") == PROBLEMS_SHOWN
+        assert f"… and {4800 - PROBLEMS_SHOWN} more about this event" in text
 
 
 @pilot_test

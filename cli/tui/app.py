@@ -643,6 +643,7 @@ class RecountApp(App[None]):
             # What the index built lives as long as the app: the garbage collector need not walk it
             # again (its full collections over hundreds of thousands of records stall the screen).
             gc.freeze()
+            self._pin_landmarks()
             if self.start is not None:
                 start, self.start = self.start, None
                 self.jump(start)
@@ -682,9 +683,7 @@ class RecountApp(App[None]):
     def _refresh_all(self) -> None:
         self.query_one(EventList).cursor = self.cursor
         self.query_one(EventList).refresh()
-        timeline = self.query_one(Timeline)
-        timeline.cursor = self.cursor
-        timeline.refresh()
+        self.query_one(Timeline).follow_cursor(self.cursor)
         self._refresh_inspector()
         self._refresh_status()
 
@@ -707,7 +706,7 @@ class RecountApp(App[None]):
             )
             return
         self._inspector_pending = False
-        if self.session.steps_to(position) <= INLINE_STEPS:  # a few milliseconds: on the spot
+        if self.session.steps_to(position) <= INLINE_STEPS:  # well under a millisecond: on the spot
             try:
                 moment = self.session.moment(position)
             except (DecodeError, SessionError) as error:
@@ -719,7 +718,7 @@ class RecountApp(App[None]):
             return
         self._seek_target = position
         self._seek_began()
-        self._seek_worker(position)
+        self._seek_worker(position, self.query_one(EventList).around(position))
 
     def _show_moment(self, moment, position: int) -> None:
         found = self.last_change_found
@@ -741,23 +740,21 @@ class RecountApp(App[None]):
 
     # -- seeks in the background ------------------------------------------------------------------------
     #
-    # Re-executing from a checkpoint takes tens of milliseconds; it runs in a worker so that keys are
-    # never held up, the index waits meanwhile, and a seek that takes longer than SEEK_NOTICE_S says
-    # "seeking…" in the status bar until it is done.
+    # Re-executing from a checkpoint takes milliseconds to tens of milliseconds (more on a loaded
+    # machine); it runs in a worker so that keys are never held up, and the index waits meanwhile.  An
+    # answer that is not at hand says "seeking…" in the status bar at once, in the same frame as the
+    # cursor's move, until it is on screen: whatever the machine's load, nothing that takes longer than
+    # SEEK_NOTICE_S goes unannounced.  The worker works out the cursor's moment and, on the same pass,
+    # those of the events the list shows around it (`Session.prepare`): the next keys find them at hand.
 
     def _seek_began(self) -> None:
         if not self.seek_pending:
             self.seek_pending = True
             self._seek_started = time.monotonic()
-            self.set_timer(SEEK_NOTICE_S, self._seek_notice)
-
-    def _seek_notice(self) -> None:
-        if self.seek_pending:
             try:
-                self._refresh_status()
+                self._refresh_status()  # "seeking…", drawn with the move
             except NoMatches:  # the app is closing
                 return
-            self._move_noticed = True
 
     def _seek_settled(self) -> None:
         if self._seek_target is None and not self._records_wanted and not self._records_loading:
@@ -768,16 +765,14 @@ class RecountApp(App[None]):
 
     @property
     def seeking(self) -> bool:
-        """A seek has taken longer than SEEK_NOTICE_S so far (the status bar says so)."""
-        return self.seek_pending and time.monotonic() - self._seek_started >= SEEK_NOTICE_S
+        """A seek is under way: its answer was not at hand (the status bar says so)."""
+        return self.seek_pending
 
     @work(thread=True, exclusive=True, group="seek")
-    def _seek_worker(self, position: int) -> None:
+    def _seek_worker(self, position: int, around: list[int]) -> None:
         worker = get_current_worker()
         try:
-            moment = self.session.moment(position, should_stop=lambda: worker.is_cancelled)
-            if self.query_one(EventList).show_records and not worker.is_cancelled:
-                self.session.load_records(position // self.session.source.block_size)  # in the same frame
+            moment = self.session.prepare(position, around, should_stop=lambda: worker.is_cancelled)
             error = None
         except (SeekCancelled, NoMatches):
             return
@@ -785,6 +780,28 @@ class RecountApp(App[None]):
             moment, error = None, str(failure)
         if not worker.is_cancelled:
             self.call_from_thread(self._seek_done, position, moment, error)
+
+    @work(thread=True, exclusive=True, group="landmarks")
+    def _pin_landmarks(self) -> None:
+        """Once indexed, in the background: the moments where s/S/d/D go, worked out ahead (`Session.pin`).
+        It steps aside whenever the screen waits for a seek of its own, and starts that landmark again."""
+        worker = get_current_worker()
+        session = self.session
+        event_list = self.query_one(EventList)
+        for position in session.landmarks():
+            while not worker.is_cancelled:
+                while (self.seek_pending or self.searching) and not worker.is_cancelled:
+                    time.sleep(0.02)
+                try:
+                    session.pin(position, event_list.around(position),
+                                should_stop=lambda: worker.is_cancelled or self.seek_pending)
+                    break
+                except SeekCancelled:
+                    continue
+                except (DecodeError, SessionError):
+                    break
+            if worker.is_cancelled:
+                return
 
     def _seek_done(self, position: int, moment, error: str | None) -> None:
         if position != self._seek_target:
@@ -866,6 +883,7 @@ class RecountApp(App[None]):
             parts.append("searching… (escape stops)")
         elif self.seeking:
             parts.append("seeking…")
+            self._move_noticed = True  # what benchmarks/bench_tui.py counts: said while the move waited
         if self.message:
             parts.append(self.message)
         if not index.finished:

@@ -77,9 +77,18 @@ from formats.errors import DecodeError
 from formats.events import Event
 
 MS = 1_000_000
-DEFAULT_BLOCK_SIZE = 500
-#: Re-executing up to this many events is done on the spot (a few milliseconds); more goes to a worker.
-INLINE_STEPS = 200
+#: Events per block: an engine checkpoint every this many events (a seek re-executes fewer), and the
+#: unit the file is decoded in and records are kept in.
+DEFAULT_BLOCK_SIZE = 200
+#: Re-executing up to this many events is done on the spot (well under a millisecond); more goes to a
+#: worker, with "seeking…" on screen meanwhile.
+INLINE_STEPS = 16
+#: Stepping forward past a checkpoint costs less than restoring it, up to this many events.
+RESTORE_AFTER = 64
+#: Moments (member state after an event) kept: those around the cursor, worked out on one re-execution.
+MOMENTS_KEPT = 1024
+#: The records of this many of the events the screen's stepper last went through are kept.
+STEPPED_KEPT = 4096
 
 #: Record kinds that change what a member's lane shows.
 LANE_KINDS = frozenset({"state", "role", "moduleState", "election"})
@@ -120,6 +129,13 @@ FIELD_RECORDS = {
     "logRecordingId": ("recordingLog",),
     "electionCount": ("election",),
 }
+
+
+def cause_of(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What caused the change ``record`` reports (`engine.model.outputs.Cause` as a mapping), or None: a
+    divergence's ``cause`` is not one but its attribution (``model``, ``capture``), shown by its description."""
+    cause = record.get("cause")
+    return cause if isinstance(cause, Mapping) and cause else None
 
 
 def format_duration(ns: int) -> str:
@@ -404,7 +420,7 @@ class ReplaySource:
         events = self._decode_block(b)
         with self._lock:
             self._blocks[b] = events
-            while len(self._blocks) > 32:
+            while len(self._blocks) > 128:
                 self._blocks.popitem(last=False)
         return events
 
@@ -997,6 +1013,9 @@ class Session:
         self.index = Index(total=len(source))
         self._stepper: Stepper | None = None
         self._moments: OrderedDict[int, Moment] = OrderedDict()
+        #: The moments at the places s/S/d/D go to, and the records around them (`pin`): kept for good.
+        self._pinned: dict[int, Moment] = {}
+        self._pinned_records: dict[int, list[dict[str, Any]]] = {}
         #: The records of the events the screen's stepper last went through (what the cursor's event did).
         self._stepped: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._record_blocks: OrderedDict[int, tuple[list[list[dict[str, Any]]], int]] = OrderedDict()
@@ -1055,7 +1074,7 @@ class Session:
             stepper = self._fresh(count)
         else:
             checkpoint = self._checkpoint_at_or_before(count)
-            if checkpoint is not None and checkpoint.position > stepper.position:
+            if checkpoint is not None and checkpoint.position - stepper.position > RESTORE_AFTER:
                 stepper = Stepper.restore(self.source, checkpoint)
         self._stepper = stepper
         stepped = self._stepped
@@ -1067,7 +1086,7 @@ class Session:
             records = stepper.step()
             if k != last:  # the last event's records include the replay's end (see `_replay_block`)
                 stepped[k] = records
-                if len(stepped) > 2 * self.source.block_size:
+                if len(stepped) > STEPPED_KEPT:
                     stepped.popitem(last=False)
         return stepper
 
@@ -1081,31 +1100,94 @@ class Session:
             if cached is not None:
                 moments.move_to_end(position)
                 return cached
+            pinned = self._pinned.get(position)
+            if pinned is not None:
+                return pinned
             before = moments.get(position - 1)
             if before is not None:
                 previous = before.states
             else:
                 previous = self._stepper_at(position, should_stop).states()
             moment = Moment(position, self._stepper_at(position + 1, should_stop).states(), previous)
-            moments[position] = moment
-            while len(moments) > 16:
-                moments.popitem(last=False)
+            self._keep(moment)
+            return moment
+
+    def _keep(self, moment: Moment) -> None:
+        moments = self._moments
+        moments[moment.position] = moment
+        moments.move_to_end(moment.position)
+        while len(moments) > MOMENTS_KEPT:
+            moments.popitem(last=False)
+
+    def prepare(
+        self, position: int, around: Sequence[int] | np.ndarray = (), should_stop: Callable[[], bool] = lambda: False
+    ) -> Moment:
+        """`moment(position)`, and on the same re-execution the moments of the events ``around`` it (those
+        the list shows near the cursor: moving the cursor to one of them then needs no re-execution) and
+        the records of every event from the first of them to the last (what the list draws under them).
+
+        One pass from the checkpoint before the first of them: the few states asked for are taken on
+        the way (a member view each), so a screenful costs little more than the cursor's moment alone."""
+        if not 0 <= position < len(self):
+            raise SessionError(f"event {position} is outside 0..{len(self) - 1}")
+        total = len(self)
+        with self._state_lock:
+            moments = self._moments
+            wanted = sorted({position} | {int(p) for p in around if 0 <= int(p) < total and int(p) not in moments})
+            if position in moments:
+                wanted.remove(position)
+                if not wanted:
+                    return self.moment(position)
+            need = set(wanted) | {p + 1 for p in wanted}  # states after p - 1 and after p: counts fed
+            counts = sorted(need)
+            stepper = self._stepper_at(counts[0], should_stop)
+            states = {counts[0]: stepper.states()}
+            for count in counts[1:]:
+                stepper = self._stepper_at(count, should_stop)
+                states[count] = stepper.states()
+            for p in wanted:
+                if p != position:
+                    self._keep(Moment(p, states[p + 1], states[p]))
+            moment = moments.get(position) or Moment(position, states[position + 1], states[position])
+            self._keep(moment)  # the cursor's, kept last: the first to stay
             return moment
 
     def moment_cached(self, position: int) -> Moment | None:
         """`moment(position)` if it is at hand (no re-execution), else None."""
-        return self._moments.get(position)
+        return self._moments.get(position) or self._pinned.get(position)
+
+    def landmarks(self, limit: int = 2000) -> list[int]:
+        """Where s/S/d/D go (state changes, problems), as far as indexed: the first ``limit`` of them."""
+        return sorted(set(self.index.changes) | set(self.index.problem_positions))[:limit]
+
+    def pin(self, position: int, around: Sequence[int] = (), should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Work out `prepare(position, around)` and keep its moment and the records from the first event
+        ``around`` to the last for good: a landmark (a state change, a divergence) that s/S/d/D go to is
+        then at hand, however much re-executing to it costs (an election's log replay can take a tenth of
+        a second of the engine's time)."""
+        if position in self._pinned:
+            return
+        moment = self.prepare(position, around, should_stop)
+        span = [position, *around]
+        kept = {}
+        for k in range(max(min(span), 0), min(max(span), len(self) - 1) + 1):
+            records = self.records_cached(k)
+            if records:
+                kept[k] = records
+        with self._state_lock:
+            self._pinned_records.update(kept)
+            self._pinned[position] = moment
 
     def steps_to(self, position: int) -> int:
         """How many events `moment(position)` would re-execute (from the screen's stepper or a checkpoint)."""
-        if position in self._moments:
+        if position in self._moments or position in self._pinned:
             return 0
         count = position + 1
         checkpoint = self._checkpoint_at_or_before(count)
         start = checkpoint.position if checkpoint is not None else 0
         stepper = self._stepper
-        if stepper is not None and start <= stepper.position <= count:
-            start = stepper.position
+        if stepper is not None and start - RESTORE_AFTER <= stepper.position <= count:
+            start = stepper.position  # it steps on (past a checkpoint close ahead, see `_stepper_at`)
         return count - start + (0 if position - 1 in self._moments else 1)
 
     def states_at(self, position: int) -> dict[int, dict[str, Any]]:
@@ -1140,7 +1222,7 @@ class Session:
         block = self._replay_block(b)
         with self._records_lock:
             self._record_blocks[b] = (block, valid)
-            while len(self._record_blocks) > 8:
+            while len(self._record_blocks) > 64:
                 self._record_blocks.popitem(last=False)
         return block
 
@@ -1155,6 +1237,9 @@ class Session:
             if kept is not None and position < kept[1]:
                 self._record_blocks.move_to_end(b)
                 return kept[0][position - b * size]
+        pinned = self._pinned_records.get(position)
+        if pinned is not None:
+            return pinned
         stepped = self._stepped.get(position)
         if stepped is None or len(stepped) + self._problem_count(position) != self.record_count(position):
             return None
@@ -1432,7 +1517,7 @@ class Session:
         (a value no record speaks for) its deadlines if they alone change it, else the event itself."""
         from cli.tui import breakpoints
 
-        records = [r for r in self.records_at(k) if r.get("node") == member and r.get("cause")]
+        records = [r for r in self.records_at(k) if r.get("node") == member and cause_of(r)]
         wanted = FIELD_RECORDS.get(root)
         chosen = [r for r in records if wanted is None or r.get("kind") in wanted] if root in RECORDED_FIELDS else []
         if chosen:
@@ -1445,7 +1530,7 @@ class Session:
         deadlines = (states.get(member) or {}).get("deadlines") or {}
         timers = [r for r in stepper.replay.advance(ts) if r.get("node") == member]
         if breakpoints.value_at(stepper.states().get(member), path) != before:
-            caused = [r for r in timers if r.get("cause")]
+            caused = [r for r in timers if cause_of(r)]
             if caused:
                 return LastChange(k, member, path, before, after, caused[-1]["cause"], caused[-1])
             due = sorted((at, name) for name, at in deadlines.items() if at <= ts and name != "slowTick")

@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cli.tui.session import INLINE_STEPS, EventFilter, ListLayout, Session
+from cli.tui.session import INLINE_STEPS, EventFilter, ListLayout, Session, cause_of
 from formats.describe import describe_cause, describe_record
 
 WIDTH = 240
@@ -159,6 +159,17 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             immediate=True,
         )
 
+    def around(self, position: int) -> list[int]:
+        """The shown events within a screen's height of ``position`` either way: wherever the screen
+        scrolls to show it, these are on it, and the moves a screen away (``j``, ``k``, a page) land on
+        one of them (`Session.prepare` works their moments out together)."""
+        layout = self.layout_lines
+        if not len(layout.positions):
+            return []
+        i = layout.index_of(position)
+        reach = max(self.size.height, 10)
+        return layout.positions[max(i - reach, 0) : i + reach + 1].tolist()
+
     def visible_positions(self) -> list[int]:
         """The events on screen, top to bottom (what tests read)."""
         top = int(self.scroll_offset.y)
@@ -266,7 +277,7 @@ class EventList(ScrollView, can_focus=True, inherit_bindings=False):
             style=style("event-list--time"),
         )
         text.append(describe_record(record), style=style(RECORD_CLASSES.get(str(kind), "event-list--record")))
-        cause = describe_cause(record.get("cause"))
+        cause = describe_cause(cause_of(record))
         if cause:
             text.append("  " + cause, style=style("event-list--record"))
         return text

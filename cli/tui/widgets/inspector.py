@@ -24,7 +24,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from cli.tui.session import Moment, Session, format_duration
+from cli.tui.session import Moment, Session, cause_of, format_duration
 from formats.describe import describe_cause, describe_event, describe_record
 from formats.errors import DecodeError
 from formats.sbe import encode
@@ -145,6 +145,8 @@ class Grid:
         return out
 
 
+#: The divergences and invariant violations about the cursor's event listed in the inspector (the rest counted).
+PROBLEMS_SHOWN = 8
 #: Below this width (cells) the cluster table is drawn as two lines per member.
 NARROW_BELOW = 64
 
@@ -197,7 +199,13 @@ class Inspector(VerticalScroll):
         self._highlights[name] = []
         body = build()
         heading = Text(title, style=self.get_component_rich_style("inspector--heading"))
-        self.query_one(f"#inspector-{name}", Static).update(Group(heading, body))
+        section = self.query_one(f"#inspector-{name}", Static)
+        # A layout pass (every widget of the screen arranged again) costs more than drawing the section:
+        # it is asked for only when the section's height changes, which most steps do not do.
+        height = section.size.height
+        section.update(Group(heading, body), layout=False)
+        if not height or section.visual is None or section.visual.get_height(section.styles, section.size.width) != height:
+            section.refresh(layout=True)
         self._bodies[name] = (title, body)
         self._signatures[name] = (title, signature) if signature is not None else None
 
@@ -230,7 +238,7 @@ class Inspector(VerticalScroll):
             lines.append(text)
         for record in changes:
             text = Text(describe_record(record))
-            cause = describe_cause(record.get("cause"))
+            cause = describe_cause(cause_of(record))
             if cause:
                 text.append("  " + cause, style=muted)
             lines.append(text)
@@ -256,7 +264,7 @@ class Inspector(VerticalScroll):
             "why",
             f"member {member} at this event",
             lambda: self._why(changes, records is None, last_change),
-            (member, position, repr(changes), records is None, repr(last_change), self.session.source.wall_clock),
+            (member, repr(changes), records is None, repr(last_change), self.session.source.wall_clock),
         )
         cluster = [(m, _summary(states.get(m)), _summary(previous.get(m))) for m in self.session.members]
         narrow = self.narrow
@@ -543,8 +551,13 @@ class Inspector(VerticalScroll):
         except DecodeError as error:
             return Text(f"undecodable: {error}")
         lines: list[RenderableType] = [Text(describe_event(event))]
-        for problem in self.session.problems_at(position):  # what the replay found about this very event
+        problems = self.session.problems_at(position)  # what the replay found about this very event
+        for problem in problems[:PROBLEMS_SHOWN]:
             lines.append(Text(describe_record(problem.record), style=self.get_component_rich_style("inspector--problem")))
+        if len(problems) > PROBLEMS_SHOWN:  # a capture can pin thousands on one event: drawing them all takes seconds
+            lines.append(Text(f"… and {len(problems) - PROBLEMS_SHOWN} more about this event (d / D walks the"
+                              " events with one; r shows each event's records in the list)",
+                              style=self.get_component_rich_style("inspector--muted")))
         table = Grid(box=None, pad_edge=False, show_edge=False)
         table.add_column("field")
         table.add_column("value")

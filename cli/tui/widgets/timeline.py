@@ -69,7 +69,9 @@ class Timeline(Widget):
         "timeline--selected",
     }
 
-    cursor: reactive[int] = reactive(0)
+    #: Not a repaint on its own: a step moves the cursor within one cell almost always, and the lanes are
+    #: drawn again only when what they show changes (`follow_cursor`).
+    cursor: reactive[int] = reactive(0, repaint=False)
     member: reactive[int | None] = reactive(None)
     zoom: reactive[int] = reactive(0)  # each step halves the window around the cursor
     by_events: reactive[bool] = reactive(False)
@@ -79,6 +81,8 @@ class Timeline(Widget):
         self.session = session
         self._lane_cache: dict = {}  # glyphs per member, for one window and index state
         self._problem_cache: dict = {}
+        self._drawn: tuple | None = None  # what the last drawing depended on (`_drawn_key`)
+        self._lane_positions: dict[tuple[int, int], list[int]] = {}  # each lane's segment positions
 
     def get_content_height(self, container, viewport, width: int) -> int:
         return len(self.session.members) + 4
@@ -117,7 +121,37 @@ class Timeline(Widget):
 
     # -- drawing --------------------------------------------------------------------------------------------
 
+    def _drawn_key(self) -> tuple:
+        """Everything the drawing depends on that a move of the cursor can change."""
+        session = self.session
+        low, high = self.window()
+        cursor = min(self.cursor, max(len(session) - 1, 0))
+        column = self.column_of(cursor) if len(session) else None
+        lanes = session.index.lanes
+        current = tuple(
+            bisect.bisect_right(self._positions(lanes.get(member, [])), cursor) for member in session.members
+        )
+        return (self.size, low, high, column, current, self.member, self.zoom, self.by_events,
+                session.index.done, len(session.index.problem_positions), len(session.index.terms))
+
+    def follow_cursor(self, cursor: int) -> None:
+        """Move the cursor; draw again only if that changes what is drawn (its cell, a lane's label)."""
+        self.cursor = cursor
+        if self._drawn != self._drawn_key():
+            self.refresh()
+
+    def _positions(self, segments: list[LaneSegment]) -> list[int]:
+        """Where each of a lane's segments begins (kept while the lane does not grow)."""
+        key = (id(segments), len(segments))
+        cached = self._lane_positions.get(key)
+        if cached is None:
+            if len(self._lane_positions) > 64:
+                self._lane_positions.clear()
+            cached = self._lane_positions[key] = [s.position for s in segments]
+        return cached
+
     def render(self) -> Text:
+        self._drawn = self._drawn_key()
         session = self.session
         cells = self._cells()
         low, high = self.window()
@@ -164,7 +198,9 @@ class Timeline(Widget):
                 ]
         cursor_style = style("timeline--cursor")
         for member in session.members:
-            current = self._state_at(session.index.lanes.get(member, []), self.cursor)
+            segments = session.index.lanes.get(member, [])
+            at = bisect.bisect_right(self._positions(segments), self.cursor) - 1
+            current = segments[at] if at >= 0 else None
             label_style = style("timeline--selected") if member == self.member else style("timeline--label")
             summary = f"{member} " + (f"{current.role[:4]} t{current.leadership_term_id}" if current else "-")
             line = Text(summary[: LABEL_WIDTH - 1].ljust(LABEL_WIDTH), style=label_style)
@@ -211,11 +247,6 @@ class Timeline(Widget):
                     row[col] = "!"
             self._problem_cache = {"key": key, "row": "".join(row)}
         return self._problem_cache["row"]
-
-    @staticmethod
-    def _state_at(segments: list[LaneSegment], position: int) -> LaneSegment | None:
-        i = bisect.bisect_right([s.position for s in segments], position) - 1
-        return segments[i] if i >= 0 else None
 
     @staticmethod
     def _segment_in(segments: list[LaneSegment], keys: list[int], low: int, high: int) -> LaneSegment | None:
