@@ -788,12 +788,16 @@ class RecountApp(App[None]):
         worker = get_current_worker()
         session = self.session
         event_list = self.query_one(EventList)
+        try:
+            height = self.call_from_thread(lambda: event_list.size.height)  # widgets are asked on their thread
+        except RuntimeError:  # the app is closing
+            return
         for position in session.landmarks():
             while not worker.is_cancelled:
                 while (self.seek_pending or self.searching) and not worker.is_cancelled:
                     time.sleep(0.02)
                 try:
-                    session.pin(position, event_list.around(position),
+                    session.pin(position, event_list.around(position, height),
                                 should_stop=lambda: worker.is_cancelled or self.seek_pending)
                     break
                 except SeekCancelled:
