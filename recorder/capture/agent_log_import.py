@@ -13,7 +13,19 @@ REPLAY_NEW_LEADERSHIP_TERM            ``ReplayNewLeadershipTerm``
 REPLICATION_ENDED                     ``ReplicationEnded``
 any other CLUSTER event               ``AgentEvent`` with ``event`` = its name (e.g. the receipt
                                       lines CANVASS_POSITION, COMMIT_POSITION, ...)
+ARCHIVE RECORDING_SIGNAL (to the      ``RecordingSignal`` (``correlationId``, ``recordingId``,
+consensus module's control session)   ``position``, ``signal``): an input of the replay
 ====================================  ==========================================================
+
+The archive's RECORDING_SIGNAL lines are the one part of another context that is read: they are what the
+consensus module's `pollArchiveEvents` receives (a log replication follows them, and a STOP of the log
+recording starts an election), and the archive is not on the wire when its control runs over IPC.  A
+signal goes to the control session that asked for the recording, so only those of the consensus
+module's session are taken: the session that asked the archive for something on the log channel
+(``alias=log``) or for a replication; a service's snapshot recordings are its own.  A STOP that answers
+the module's own request to stop a recording (CMD_IN_STOP_RECORDING_SUBSCRIPTION / _BY_IDENTITY, as a
+leader's module does once TERMINATING) is left out: it is the echo of what the model does itself, and
+Aeron's module, no longer ACTIVE by then, does nothing with it.
 
 Fields keep the names Aeron prints.  Booleans are written as Aeron's BooleanType names ("TRUE",
 "FALSE"), as the decoded messages' columns hold them, so a column such as ``isStartup`` has one type
@@ -37,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.agent_log import AgentLogRecord, LogStarted, read_agent_log
+from formats.agent_log import AgentLogRecord, LogStarted, OtherLogLine, read_agent_log
 from formats.errors import DecodeError
 from formats.events import Event
 from recorder.capture.align import ClockAlignment, align_with_capture, from_log_started
@@ -120,6 +132,24 @@ DRIVER_WAITS = (
 
 
 _SESSION_ID = re.compile(r"session-id=(-?[0-9]+)")
+_CONTROL_SESSION = re.compile(r"controlSessionId=(-?[0-9]+)")
+_LOG_CHANNEL = re.compile(r"alias=log(-cm)?(\||$|\s)")
+_STOP_REQUEST = re.compile(r"(subscriptionId|recordingId)=(-?[0-9]+)")
+_SIGNAL_FIELDS = re.compile(r"(correlationId|recordingId|subscriptionId|position)=(-?[0-9]+)|signal=([A-Z_]+)")
+
+
+def _recording_signal(record: OtherLogLine) -> AgentLogRecord:
+    """An ARCHIVE RECORDING_SIGNAL line as a record with its fields (controlSessionId, correlationId,
+    recordingId, subscriptionId, position, signal)."""
+    fields: dict[str, int | str] = {}
+    for match in _SIGNAL_FIELDS.finditer(record.text):
+        if match.group(3) is not None:
+            fields["signal"] = match.group(3)
+        else:
+            fields[match.group(1)] = int(match.group(2))
+    return AgentLogRecord(ts_ns=record.ts_ns, context=record.context, event=record.event,
+                          capture_length=record.capture_length, length=record.length, fields=fields,
+                          dialect=record.dialect, line_number=record.line_number)
 
 
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
@@ -132,10 +162,14 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     members: Counter[int] = Counter()
     pending: dict[str, int] = {}  # Segment attribute -> when the driver was asked
     asked_for: set[tuple[str, str]] = set()  # (Segment attribute, session id) already waited for
+    module_sessions: set[str] = set()  # the consensus module's archive control sessions (this JVM)
+    stops_asked: set[tuple[str, int]] = set()  # ("subscriptionId"|"recordingId", id) the module asked to stop
     for record in log.records:
         if type(record) is LogStarted:
             pending.clear()
             asked_for.clear()
+            module_sessions.clear()
+            stops_asked.clear()
             current = Segment(record)
             segments.append(current)
             continue
@@ -143,6 +177,27 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             skipped[f"{record.context} lines"] += 1
             if record.context == "ARCHIVE" and record.event == "CMD_IN_REPLAY" and pending.get("replay") is not None:
                 pending["replaying"] = 1
+            if record.context == "ARCHIVE":
+                session = _CONTROL_SESSION.search(record.text)
+                if session is not None and record.event.startswith("CMD_IN_") and (
+                        record.event.startswith("CMD_IN_REPLICATE") or _LOG_CHANNEL.search(record.text)):
+                    module_sessions.add(session.group(1))
+                elif record.event.startswith("CMD_IN_STOP_RECORDING"):
+                    stops_asked.update((m.group(1), int(m.group(2))) for m in _STOP_REQUEST.finditer(record.text))
+                elif record.event == "RECORDING_SIGNAL" and session is not None and session.group(1) in module_sessions:
+                    signal = _recording_signal(record)
+                    if signal.fields.get("signal") in ("START", "EXTEND"):
+                        # a recording (re)starts: a stop asked of the recording id before is not about it
+                        stops_asked.discard(("recordingId", signal.fields.get("recordingId")))
+                    if signal.fields.get("signal") == "STOP" and (
+                            ("subscriptionId", signal.fields.get("subscriptionId")) in stops_asked
+                            or ("recordingId", signal.fields.get("recordingId")) in stops_asked):
+                        continue
+                    if current is None:
+                        current = Segment(None)
+                        segments.append(current)
+                    current.records.append(signal)
+                    continue
             if record.context == "DRIVER":
                 for asked, alias, answered, waits in DRIVER_WAITS:
                     if record.event == asked and alias.search(record.text):
@@ -244,7 +299,7 @@ def agent_log_events(parsed: ParsedAgentLog) -> list[Event]:
             if node is None:
                 continue
             fields = {name: _value(value) for name, value in record.fields.items()}
-            kind = OBSERVATION_TYPES.get(record.event)
+            kind = "RecordingSignal" if record.context == "ARCHIVE" else OBSERVATION_TYPES.get(record.event)
             if kind is None:
                 kind = "AgentEvent"
                 fields = {"event": record.event, **fields}

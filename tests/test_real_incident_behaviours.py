@@ -1,0 +1,101 @@
+"""Aeron behaviours that real incidents showed, each held against the capture that showed it.
+
+Each test names the behaviour, reads the real Aeron 1.47.3 capture that showed it (skipping with a
+clear reason where ``../shared`` is absent), converts and replays it as a user would, and checks the
+model against what the real member's agent log says it did.  The unit tests beside them pin the same
+behaviour without the reference material.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.replay import replay
+from recorder.capture.agent_log_import import agent_log_events, parse_agent_log
+from recorder.conformance import find_capture_folders
+from recorder.convert import build
+from tests.conftest import REFERENCE, _require
+
+CAPTURES = REFERENCE / "aeron-1.47.3-capture"
+MS = 1_000_000
+
+
+def _folder(name: str):
+    root = _require(CAPTURES / name)
+    return next(f for f in find_capture_folders(root.parent) if f.name == name)
+
+
+def _replayed(name: str, *, agent_logs: bool = True):
+    built = build(_folder(name).inputs(agent_logs=agent_logs))
+    return built.events, list(replay(built.events))
+
+
+def _logged_states(events, member: int) -> list[tuple[int, str, str]]:
+    return [(e.ts, e.fields["from"], e.fields["to"]) for e in events
+            if e.type == "ElectionStateChange" and e.node == member]
+
+
+def _model_states(records, member: int) -> list[tuple[int, str, str]]:
+    return [(r["ts"], r["from"], r["to"]) for r in records if r["kind"] == "state" and r["node"] == member]
+
+
+# --- a log replication follows the archive's recording signals ------------------------------------------
+
+#: The archive lines of a consensus module (control session 7) and of its service (session 9).
+ARCHIVE_LINES = """\
+[1.000000000] log started 2026-01-01 00:00:00.000+0000
+[1.100000000] CLUSTER: ELECTION_STATE_CHANGE [79/79]: memberId=1 INIT -> CANVASS leaderId=-1 candidateTermId=-1 \
+leadershipTermId=-1 logPosition=0 logLeadershipTermId=-1 appendPosition=0 catchupPosition=-1 reason=
+[1.200000000] ARCHIVE: CMD_IN_STOP_RECORDING_BY_IDENTITY [32/32]: controlSessionId=7 correlationId=48 recordingId=0
+[1.300000000] ARCHIVE: CMD_IN_REPLICATE2 [164/164]: controlSessionId=7 correlationId=87 srcRecordingId=0 \
+dstRecordingId=0 stopPosition=60480 channelTagId=-1 subscriptionTagId=-1 srcControlStreamId=10
+[1.400000000] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=7 correlationId=99 recordingId=0 \
+subscriptionId=94 position=56352 signal=EXTEND
+[1.500000000] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=7 correlationId=99 recordingId=0 \
+subscriptionId=-1 position=-1 signal=REPLICATE_END
+[1.600000000] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=7 correlationId=99 recordingId=0 \
+subscriptionId=94 position=60480 signal=STOP
+[1.700000000] ARCHIVE: CMD_IN_START_RECORDING2 [86/86]: controlSessionId=9 correlationId=141 streamId=106 \
+sourceLocation=LOCAL autoStop=TRUE channel=aeron:ipc?session-id=12|alias=snapshot
+[1.800000000] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=9 correlationId=141 recordingId=5 \
+subscriptionId=142 position=0 signal=START
+[1.900000000] ARCHIVE: CMD_IN_EXTEND_RECORDING2 [149/149]: controlSessionId=7 correlationId=114 recordingId=0 \
+streamId=100 sourceLocation=REMOTE autoStop=TRUE channel=aeron:udp?control-mode=manual|session-id=3|alias=log-cm
+[2.000000000] ARCHIVE: CMD_IN_STOP_RECORDING_SUBSCRIPTION [32/32]: controlSessionId=7 correlationId=159 subscriptionId=115
+[2.100000000] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=7 correlationId=114 recordingId=0 \
+subscriptionId=115 position=62880 signal=STOP
+"""
+
+
+def test_the_archive_signals_to_the_consensus_module_become_recording_signal_inputs():
+    events = [e for e in agent_log_events(parse_agent_log(ARCHIVE_LINES, source="n1.log"))
+              if e.type == "RecordingSignal"]
+    # The module's own session (it asked for a replication): its signals, in order.  The service's
+    # snapshot recording (session 9) is not the module's, and the STOP answering the module's own
+    # request to stop subscription 115 is the echo of what the model does itself.
+    assert [(e.node, e.fields["signal"], e.fields["recordingId"], e.fields["position"]) for e in events] == [
+        (1, "EXTEND", 0, 56352), (1, "REPLICATE_END", 0, -1), (1, "STOP", 0, 60480)]
+    assert events[0].fields["correlationId"] == 99 and events[0].dir == "local"
+
+
+def test_a_follower_log_replication_lasts_until_the_archive_signals_its_end():
+    """i_restart_all_one_member_behind: member 1 (behind) replicated the log from leader 0's archive
+    from 19:26:55.382 to 19:26:56.556, when its archive signalled REPLICATE_END and STOP; then it
+    needed a catch-up, the leader's log having moved on.  A replication that ends when it starts
+    skipped the catch-up."""
+    events, records = _replayed("i_restart_all_one_member_behind")
+    logged = _logged_states(events, 1)
+    modelled = _model_states(records, 1)
+    assert [s[1:] for s in modelled] == [s[1:] for s in logged]
+    end = next(ts for ts, was, _ in logged if was == "FOLLOWER_LOG_REPLICATION")
+    modelled_end = next(ts for ts, was, _ in modelled if was == "FOLLOWER_LOG_REPLICATION")
+    assert abs(modelled_end - end) < 20 * MS
+
+
+@pytest.mark.parametrize("name", ["a_clean_start", "i_restart_all_one_member_behind"])
+def test_a_leader_stopping_its_own_log_recording_at_shutdown_starts_no_election(name):
+    """a_clean_start: leader 1, TERMINATING after its shutdown snapshot, stops its log recording and
+    the archive answers STOP; Aeron's module is no longer ACTIVE and ignores it."""
+    _events, records = _replayed(name)
+    assert not [r for r in records if r["kind"] == "election" and "log recording stopped" in str(r)]
+
