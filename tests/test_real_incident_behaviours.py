@@ -99,3 +99,18 @@ def test_a_leader_stopping_its_own_log_recording_at_shutdown_starts_no_election(
     _events, records = _replayed(name)
     assert not [r for r in records if r["kind"] == "election" and "log recording stopped" in str(r)]
 
+
+def test_a_follower_publishes_no_replication_position_before_the_archive_gives_one():
+    """Aeron's RecordingReplication starts at NULL_POSITION: in i_restart_all_one_member_behind member 1
+    sent its first AppendPosition of the replication (56352, its own log's end) only when the archive's
+    EXTEND signal gave the position, 1.17 s after entering FOLLOWER_LOG_REPLICATION."""
+    events, records = _replayed("i_restart_all_one_member_behind")
+    entered = next(ts for ts, _, to in _model_states(records, 1) if to == "FOLLOWER_LOG_REPLICATION")
+    extend = next(e.ts for e in events if e.type == "RecordingSignal" and e.node == 1 and e.ts > entered)
+    first = next(r for r in records if r["kind"] == "send" and r["node"] == 1 and r["type"] == "AppendPosition"
+                 and r["ts"] >= entered)
+    recorded = next(e for e in events if e.node == 1 and e.dir == "out" and e.type == "AppendPosition"
+                    and e.ts >= entered)
+    assert first["ts"] >= extend
+    assert first["fields"]["logPosition"] == recorded.fields["logPosition"] == 56352
+    assert abs(first["ts"] - recorded.ts) < 20 * MS
