@@ -114,3 +114,73 @@ def test_a_follower_publishes_no_replication_position_before_the_archive_gives_o
     assert first["ts"] >= extend
     assert first["fields"]["logPosition"] == recorded.fields["logPosition"] == 56352
     assert abs(first["ts"] - recorded.ts) < 20 * MS
+
+
+# --- a follower joins the log once its archive records it and its services have it ----------------------
+
+#: A follower's DRIVER lines and SERVICE_ACKs around two joins: session 5 (the module's image, the
+#: archive's subscription and image, the recording's position counter, the services' ack) and session 6,
+#: whose image the archive never got.
+JOIN_LINES = """\
+[1.000000000] log started 2026-01-01 00:00:00.000+0000
+[1.100000000] CLUSTER: ELECTION_STATE_CHANGE [79/79]: memberId=3 INIT -> CANVASS leaderId=-1 candidateTermId=-1 \
+leadershipTermId=-1 logPosition=0 logLeadershipTermId=-1 appendPosition=0 catchupPosition=-1 reason=
+[1.200000000] DRIVER: CMD_IN_ADD_SUBSCRIPTION [129/129]: streamId=100 registrationCorrelationId=-1 clientId=17 \
+correlationId=72 channel=aeron:udp?control-mode=manual|session-id=5|alias=log-cm|group=true
+[1.300000000] DRIVER: CMD_OUT_AVAILABLE_IMAGE [99/99]: sessionId=5 streamId=100 subscriberPositionId=137 \
+subscriptionRegistrationId=72 correlationId=74 sourceIdentity=127.0.0.1:48081
+[1.350000000] DRIVER: CMD_IN_ADD_SUBSCRIPTION [129/129]: streamId=100 registrationCorrelationId=-1 clientId=1 \
+correlationId=76 channel=aeron:udp?control-mode=manual|session-id=5|alias=log-cm|group=true
+[1.360000000] DRIVER: CMD_OUT_AVAILABLE_IMAGE [99/99]: sessionId=5 streamId=100 subscriberPositionId=140 \
+subscriptionRegistrationId=76 correlationId=74 sourceIdentity=127.0.0.1:48081
+[1.380000000] DRIVER: CMD_IN_ADD_COUNTER [207/207]: typeId=100 keyBufferOffset=24 keyBufferLength=39 clientId=1
+[1.500000000] CLUSTER: SERVICE_ACK [56/56]: memberId=3 logPosition=0 timestamp=0 timeUnit=MILLISECONDS ackId=1 \
+relevantId=-1 serviceId=0
+[2.200000000] DRIVER: CMD_IN_ADD_SUBSCRIPTION [129/129]: streamId=100 registrationCorrelationId=-1 clientId=17 \
+correlationId=105 channel=aeron:udp?control-mode=manual|session-id=6|alias=log-cm|group=true
+[2.300000000] DRIVER: CMD_OUT_AVAILABLE_IMAGE [99/99]: sessionId=6 streamId=100 subscriberPositionId=102 \
+subscriptionRegistrationId=105 correlationId=107 sourceIdentity=127.0.0.1:55229
+[2.350000000] DRIVER: CMD_IN_ADD_SUBSCRIPTION [129/129]: streamId=100 registrationCorrelationId=-1 clientId=1 \
+correlationId=109 channel=aeron:udp?control-mode=manual|session-id=6|alias=log-cm|group=true
+"""
+
+
+def test_the_agent_log_tells_when_each_follower_join_was_recorded_and_acknowledged():
+    parsed = parse_agent_log(JOIN_LINES, source="n3.log")
+    (segment,) = parsed.segments
+    assert segment.follower_joins == [(5, 1_380_000_000, 1_500_000_000), (6, None, None)]
+
+
+def test_a_follower_waits_for_its_archive_and_services_to_join_the_log():
+    """h_five_members_leader_kill, term 0: member 3 had leader 2's log image at 19:23:33.425 but was
+    FOLLOWER_READY only at 19:23:33.633, once its archive recorded the log (+87 ms) and its service
+    acknowledged (+120 ms): `tryJoinLogAsFollower` waits for the recording, `awaitServicesReady` blocks."""
+    events, records = _replayed("h_five_members_leader_kill")
+    logged = next(ts for ts, was, to in _logged_states(events, 3) if to == "FOLLOWER_READY")
+    modelled = next(ts for ts, was, to in _model_states(records, 3) if to == "FOLLOWER_READY")
+    assert abs(modelled - logged) < 5 * MS
+
+
+def test_a_follower_whose_services_never_get_the_ended_log_image_waits_for_ever():
+    """h_five_members_leader_kill, term 1: leader 1 stepped down as members 3 and 4 joined its log, whose
+    image reached end of stream within ms.  Member 3's archive recorded it but its service subscribed
+    after it drained: the module waited in `awaitServicesReady`, silent, until it was killed at
+    19:25:29.  Member 4's archive subscribed too late: no recording, and FOLLOWER_LOG_AWAIT timed out
+    after 10 s (19:24:07.510) to follow member 0."""
+    events, records = _replayed("h_five_members_leader_kill")
+    killed = next(e.ts for e in events if e.type == "MemberCrash" and e.node == 3)
+    for member in (3, 4):
+        logged = [s for s in _logged_states(events, member) if s[0] < killed]
+        modelled = [s for s in _model_states(records, member) if s[0] < killed]
+        assert [s[1:] for s in modelled] == [s[1:] for s in logged], member
+        assert all(abs(m[0] - r[0]) < 200 * MS for m, r in zip(modelled, logged, strict=True)), member
+    last = max(ts for ts, _, _ in _model_states(records, 3) if ts < killed)
+    assert not [r for r in records if r["kind"] == "send" and r["node"] == 3 and last < r["ts"] < killed]
+
+
+def test_catch_up_frames_that_reach_the_image_before_the_join_are_read_after_it():
+    """j_short_timeouts_leader_kill: the restarted member 0's catch-up arrived at 19:27:56.632, before its
+    join completed (19:27:56.691); the image held the frames and the member caught up at once.  Dropped,
+    the catch-up stalled and timed out."""
+    events, records = _replayed("j_short_timeouts_leader_kill")
+    assert [s[1:] for s in _model_states(records, 0)] == [s[1:] for s in _logged_states(events, 0)]

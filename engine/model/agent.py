@@ -132,6 +132,9 @@ class ConsensusModuleAgent:
     __slots__ = (
         "log_image_waits_ns",
         "log_images_ns",
+        "follower_joins_ns",
+        "follower_join",
+        "frames_before_join",
         "log_publications_ready_ns",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
@@ -246,6 +249,15 @@ class ConsensusModuleAgent:
         self.log_replay_durations_ns: list[int] = []  # recorded election log replays (Node.MemberStart), in order
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
+        #: log session id -> (when its recording started, when the services acknowledged) of each recorded
+        #: follower join of it, in order (None: never)
+        self.follower_joins_ns: dict[int, list[tuple[int | None, int | None]]] = {}
+        #: The join under way: (log session id, when the archive's recording of it starts, when the
+        #: services acknowledge or None).
+        self.follower_join: tuple[int, int, int | None] | None = None
+        #: Log frames that reached the image while that join was under way: the image holds them, and the
+        #: module reads them once joined.
+        self.frames_before_join: list[tuple[Any, int | None, int | None]] = []
         self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
         self.snapshots_taken = 0
         self.snapshot_done_ns: int | None = None  # a follower's snapshot is written then (SNAPSHOT until then)
@@ -532,6 +544,7 @@ class ConsensusModuleAgent:
             if now_ns >= self.slow_tick_deadline_ns:
                 work = self.slow_tick_work(now_ns)
                 self.slow_tick_deadline_ns = now_ns + 1 if work else now_ns + SLOW_TICK_INTERVAL_NS
+            recording = bool(self.frames_before_join) and self.log_image is not None
             for waiting, _ in held:  # what arrived while it waited for the driver, polled in one go
                 handler = _MESSAGE_HANDLERS.get(type(waiting))
                 if handler is not None:
@@ -547,6 +560,8 @@ class ConsensusModuleAgent:
                 election.do_work(now_ns)
             else:
                 self.consensus_work(now_ns)
+            if recording:
+                self._record_frames_before_join()
         except ClusterTermination:
             self.terminate()
         except AeronError as ex:
@@ -1148,6 +1163,9 @@ class ConsensusModuleAgent:
         frame that overtook the replay); outside a catch-up a gap is content the capture did not
         show, and the frame is taken where it ends (so is a frame whose length is not known: a
         scenario's frame may stand for a stretch of the log)."""
+        if self.log_image is None and self.follower_join is not None and self.role is not Role.LEADER:
+            self.frames_before_join.append((message, log_position, length))
+            return
         if self.role is Role.LEADER or self.log_image is None or self.log_image.is_closed:
             return
         log = self.log
@@ -1167,6 +1185,15 @@ class ConsensusModuleAgent:
         while held and log.end in held:
             end, message = held.pop(log.end)
             log.append(end, message)
+        self.changes += 1
+
+    def _record_frames_before_join(self) -> None:
+        """What the image held when the module joined it, recorded by the archive while the module runs its
+        first cycle after the join: that cycle's AppendPosition is the join position (f_follower_kill_rejoin_catchup,
+        member 0: 8320 at 19:21:34.466, then 45984 at 19:21:34.474 once the catch-up it had was recorded)."""
+        frames, self.frames_before_join = self.frames_before_join, []
+        for message, log_position, length in frames:
+            self.on_log_frame(message, log_position, length)
         self.changes += 1
 
     def on_log_end_of_stream(self) -> None:
@@ -1297,6 +1324,8 @@ class ConsensusModuleAgent:
 
     def add_follower_subscription(self, log_session_id: int) -> str:
         self.log_subscription = f"aeron:udp?control-mode=manual|session-id={log_session_id}|alias=log-cm"
+        self.follower_join = None
+        self.frames_before_join = []
         wait = self.log_image_waits_ns.pop(0) if self.log_image_waits_ns else None
         if self.log_images_ns is not None:
             # When the capture shows this member's driver answering the leader's log session; never,
@@ -1343,8 +1372,31 @@ class ConsensusModuleAgent:
         return SimImage(log_session_id, log_position)
 
     def try_join_log_as_follower(self, image: SimImage, is_leader_startup: bool, now_ns: int) -> bool:
-        """Start (or extend) the log recording at the join position and attach the image; services ack at once."""
+        """Start (or extend) the log recording at the join position and attach the image, then wait for the
+        services to join.  With a recorded join (`follower_joins_ns`), false until the archive's recording
+        of the image has started (Aeron's `tryCreateAppendPosition`), then blocked until the services
+        acknowledge (`awaitServicesReady`), for ever if they never did; without, all at once."""
         self._start_log_recording()
+        join = self.follower_join
+        if join is None or join[0] != image.session_id:
+            recorded = self.follower_joins_ns.get(image.session_id)
+            if recorded:
+                recording_ns, services_ns = recorded.pop(0)
+                join = self.follower_join = (image.session_id, NEVER_NS if recording_ns is None else recording_ns,
+                                             services_ns)
+            else:
+                join = self.follower_join = None
+        if join is not None:
+            if self.output_ts < join[1]:
+                return False  # no recording position counter for the session yet
+            if join[2] is None:
+                # The services never had the image: `awaitServicesReady` does not return (h_five_members_leader_kill,
+                # member 3 from 19:23:59.4 until it was killed).
+                self.blocked_until_ns = NEVER_NS
+                return False
+            if join[2] > self.output_ts:
+                self.blocked_until_ns = max(self.blocked_until_ns or 0, join[2])
+                self.output_ts = self.blocked_until_ns
         self.log.set_end(image.join_position)
         self.log_adapter_position = image.join_position
         self.log_image = image

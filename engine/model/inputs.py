@@ -162,6 +162,12 @@ class MemberStart:
     #: follower's image of that session is there from then, and never when the session is not listed.
     #: None: no such evidence (an image is there as soon as it is looked for).
     log_images_ns: tuple[tuple[int, int], ...] | None = None
+    #: (log session id, recording ns, services ns) of each leader's log this life joined as a follower
+    #: (contract ``followerJoinsNs``, absolute times): `tryJoinLogAsFollower` fails until the archive's
+    #: recording of the image started (``recording ns``), then blocks the module until the services
+    #: acknowledged (``services ns``); None: that never happened (the recording never started; the
+    #: services never got the image, and the module waited for ever).  A session not listed: at once.
+    follower_joins_ns: tuple[tuple[int, int | None, int | None], ...] = ()
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)

@@ -686,6 +686,10 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
                      "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
                      "logReplayDurationsNs": segment.log_replay_durations}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
+            if segment.follower_joins:
+                offset = segment.alignment.offset_ns if segment.alignment is not None else 0
+                fields["followerJoinsNs"] = [[session] + [None if at is None else at + offset for at in times]
+                                             for session, *times in segment.follower_joins]
             if segment.shutdown_snapshot is not None:
                 fields["shutdownSnapshot"] = segment.shutdown_snapshot
             return fields

@@ -97,6 +97,12 @@ class Segment:
     #: it), from entering the state to the services' last SERVICE_ACK before leaving it: the archive
     #: replays the log into the services, which take it and acknowledge.
     log_replay_durations: list[int] = field(default_factory=list)
+    #: Each leader's log session this process joined as a follower (`tryJoinLogAsFollower`), as
+    #: ``(logSessionId, recording_ns, services_ns)``: when (on the log's clock) its archive's recording of
+    #: the image started (the recording position counter the module waits for), and when the services
+    #: acknowledged (`awaitServicesReady` blocks the module until then); None: never (the image was gone
+    #: before the archive, or the services, subscribed to it).  See `_FollowerJoins`.
+    follower_joins: list[tuple[int, int | None, int | None]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -129,6 +135,7 @@ DRIVER_WAITS = (
      "log_publication_waits"),
     ("CMD_IN_ADD_SUBSCRIPTION", re.compile(r"alias=log-cm(\||$)"), "CMD_OUT_AVAILABLE_IMAGE", "log_image_waits"),
 )
+_LOG_CM = DRIVER_WAITS[1][1]
 
 
 _SESSION_ID = re.compile(r"session-id=(-?[0-9]+)")
@@ -152,6 +159,82 @@ def _recording_signal(record: OtherLogLine) -> AgentLogRecord:
                           dialect=record.dialect, line_number=record.line_number)
 
 
+_SUBSCRIPTION_ID = re.compile(r"\bcorrelationId=(-?[0-9]+)")
+_IMAGE = re.compile(r"sessionId=(-?[0-9]+) .*subscriptionRegistrationId=(-?[0-9]+)")
+#: Aeron archive's RecordingPos counter type: the recording of an image has started.
+_RECORDING_POSITION_COUNTER = re.compile(r"typeId=100\b")
+
+
+class _FollowerJoins:
+    """How each follower join of one process went, from its DRIVER lines and SERVICE_ACKs.
+
+    Aeron's follower joins the leader's log in `tryJoinLogAsFollower` once its log subscription
+    (``alias=log-cm``) has the leader's image: it asks its archive to record the log (the archive adds
+    a subscription of its own to the same channel), returns false until the archive's recording
+    position counter for the session exists, then blocks in `awaitServicesReady` until the services,
+    each on a subscription of its own, have the image and acknowledge.  A subscription added after
+    the image reached end of stream and drained never gets it: in h_five_members_leader_kill member 1's
+    term-1 log ended while members 3 and 4 joined it; member 4's archive subscribed too late, so the
+    recording never started and FOLLOWER_LOG_AWAIT timed out; member 3's archive was in time but its
+    service was not, and its module waited in `awaitServicesReady` until it was killed.
+
+    The first ``alias=log-cm`` subscription to a session is the module's, later ones the archive's;
+    the first recording position counter added after the archive's image is the recording's."""
+
+    __slots__ = ("module_subscriptions", "archive_subscriptions", "image_at", "recording_at", "awaiting_counter",
+                 "awaiting_ack", "done")
+
+    def __init__(self) -> None:
+        self.module_subscriptions: dict[str, str] = {}  # registration id -> session id
+        self.archive_subscriptions: dict[str, str] = {}
+        self.image_at: dict[str, int] = {}  # session -> when the module's subscription had the image
+        self.recording_at: dict[str, int] = {}  # session -> when the archive's recording of it started
+        self.awaiting_counter: str | None = None
+        self.awaiting_ack: str | None = None
+        self.done: list[tuple[int, int | None, int | None]] = []
+
+    def on_driver(self, record: OtherLogLine) -> None:
+        if record.event == "CMD_IN_ADD_SUBSCRIPTION" and _LOG_CM.search(record.text):
+            session = _SESSION_ID.search(record.text)
+            registration = _SUBSCRIPTION_ID.search(record.text)
+            if session is None or registration is None:
+                return
+            if session.group(1) in self.module_subscriptions.values():
+                self.archive_subscriptions[registration.group(1)] = session.group(1)
+            else:
+                self.module_subscriptions[registration.group(1)] = session.group(1)
+        elif record.event == "CMD_OUT_AVAILABLE_IMAGE":
+            image = _IMAGE.search(record.text)
+            if image is None:
+                return
+            session, registration = image.groups()
+            if self.module_subscriptions.get(registration) == session:
+                self.image_at.setdefault(session, record.ts_ns)
+            elif self.archive_subscriptions.get(registration) == session and session in self.image_at:
+                self.awaiting_counter = session
+        elif record.event == "CMD_IN_ADD_COUNTER" and self.awaiting_counter is not None \
+                and _RECORDING_POSITION_COUNTER.search(record.text):
+            session, self.awaiting_counter = self.awaiting_counter, None
+            if session not in self.recording_at:
+                self.recording_at[session] = record.ts_ns
+                self.awaiting_ack = session
+
+    def on_service_ack(self, ts_ns: int) -> None:
+        session, self.awaiting_ack = self.awaiting_ack, None
+        if session is not None:
+            self.done.append((int(session), self.recording_at[session], ts_ns))
+
+    def flush(self, segment: Segment | None) -> None:
+        """The process ended: each join, those still waiting (for ever) too, into ``segment``."""
+        joined = {entry[0] for entry in self.done}
+        for session in self.image_at:
+            if int(session) not in joined:
+                self.done.append((int(session), self.recording_at.get(session), None))
+        if segment is not None:
+            segment.follower_joins.extend(self.done)
+        self.__init__()
+
+
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     """Split a log into clock segments of CLUSTER records; count what is not ours."""
     log = read_agent_log(text, source=source)
@@ -164,8 +247,10 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     asked_for: set[tuple[str, str]] = set()  # (Segment attribute, session id) already waited for
     module_sessions: set[str] = set()  # the consensus module's archive control sessions (this JVM)
     stops_asked: set[tuple[str, int]] = set()  # ("subscriptionId"|"recordingId", id) the module asked to stop
+    joins = _FollowerJoins()
     for record in log.records:
         if type(record) is LogStarted:
+            joins.flush(current)
             pending.clear()
             asked_for.clear()
             module_sessions.clear()
@@ -199,6 +284,7 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
                     current.records.append(signal)
                     continue
             if record.context == "DRIVER":
+                joins.on_driver(record)
                 for asked, alias, answered, waits in DRIVER_WAITS:
                     if record.event == asked and alias.search(record.text):
                         session = _SESSION_ID.search(record.text)
@@ -221,9 +307,12 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             _note_snapshot(current, record, pending)
         elif record.event in ("ELECTION_STATE_CHANGE", "SERVICE_ACK"):
             _note_leader_join(current, record, pending)
+            if record.event == "SERVICE_ACK":
+                joins.on_service_ack(record.ts_ns)
         member = record.fields.get("memberId")
         if isinstance(member, int) and member >= 0:
             members[member] += 1
+    joins.flush(current)
     node = min(members, key=lambda m: (-members[m], m)) if members else None
     for segment in segments:
         segment.alignment = from_log_started(segment.started)
