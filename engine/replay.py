@@ -69,7 +69,8 @@ Randomness: each member's nomination delay comes from a `JavaRandom` seeded with
 ``nomination="auto"`` (the default) a member whose MemberStart has no seed, when no seed is given
 and the recording has what the member sent on the consensus channel, uses the delay the recording
 implies instead (`RecordedNomination`): the ``nextDouble()`` that puts its nomination on the
-millisecond of its next recorded RequestVote, or the longest delay when it sent none within reach
+millisecond of its next recorded RequestVote (of its agent log's NOMINATE -> CANDIDATE_BALLOT where the
+recording has it: the RequestVotes can reach the wire later), or the longest delay when it sent none within reach
 (it did not nominate before a vote or a leader ended its NOMINATE).  ``"seeded"`` and ``"recorded"``
 force one source for every member.  Every draw is a ``random`` record saying which source gave it;
 the summary lists each member's seed and source.
@@ -1040,12 +1041,13 @@ def _side(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def scan(events: Iterable[Event], tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> RecordingFacts:
     """The `RecordingFacts` of a recording, from its events in replay order (only ``ts``, ``node``,
-    ``dir``, ``channel``, ``type``, a RequestVote's ``candidateTermId`` and the ``extra`` of lifecycle
-    events are read)."""
+    ``dir``, ``channel``, ``type``, a RequestVote's ``candidateTermId``, an ElectionStateChange's
+    ``from``/``to``/``candidateTermId`` and the ``extra`` of lifecycle events are read)."""
     gaps: list[EvidenceGap] = []
     channels: dict[int, set[str]] = {}
     observed: dict[int, set[str]] = {}
     nominations: dict[int, dict[int, int]] = {}
+    ballots: dict[int, dict[int, int]] = {}  # the agent log's NOMINATE -> CANDIDATE_BALLOT, by candidate term
     starts: dict[int, int] = {}
     for event in events:
         direction = event.dir
@@ -1060,10 +1062,18 @@ def scan(events: Iterable[Event], tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> R
         elif direction == "local":
             if event.type in OBSERVATIONS:
                 observed.setdefault(event.node, set()).add(OBSERVATIONS[event.type])
+                if (event.type == "ElectionStateChange" and event.fields.get("from") == "NOMINATE"
+                        and event.fields.get("to") == "CANDIDATE_BALLOT"):
+                    ballots.setdefault(event.node, {}).setdefault(event.fields.get("candidateTermId"), event.ts)
             elif event.type == "MemberStart":
                 starts.setdefault(event.node, event.ts)
             if event.extra and event.type in ("MemberStart", "MemberCrash", "MemberStop"):
                 gaps += gaps_of(event, tolerance_ns)
+    # Where the member's agent log shows the nomination itself, it is when the draw fell due: its first
+    # RequestVote can reach the wire later (h_five_members_leader_kill, member 0: CANDIDATE_BALLOT at
+    # 19:23:56.479, the RequestVotes at 19:23:56.501 on a loaded host).
+    for node, by_term in ballots.items():
+        nominations.setdefault(node, {}).update(by_term)
     return RecordingFacts(
         compared_channels={n: frozenset(c) for n, c in channels.items()},
         observed_kinds={n: frozenset(k) for n, k in observed.items()},

@@ -184,3 +184,20 @@ def test_catch_up_frames_that_reach_the_image_before_the_join_are_read_after_it(
     the catch-up stalled and timed out."""
     events, records = _replayed("j_short_timeouts_leader_kill")
     assert [s[1:] for s in _model_states(records, 0)] == [s[1:] for s in _logged_states(events, 0)]
+
+
+# --- a member's nomination falls due when its agent log says it did -------------------------------------
+
+
+def test_a_recorded_nomination_is_when_the_agent_log_shows_the_ballot_not_when_the_request_reached_the_wire():
+    """h_five_members_leader_kill: member 0 went NOMINATE -> CANDIDATE_BALLOT (candidate term 2) at
+    19:23:56.479; its RequestVotes reached the wire at 19:23:56.501 on the loaded host.  Nominating on
+    the wire's time put the model's whole leadership 9 ms late: its LEADER_READY ended after the
+    capture's NewLeadershipTermEvent, and it appended a second one."""
+    events, records = _replayed("h_five_members_leader_kill")
+    logged = next(ts for ts, was, to in _logged_states(events, 0) if to == "CANDIDATE_BALLOT" and ts > 1795461836e9)
+    modelled = next(ts for ts, was, to in _model_states(records, 0) if to == "CANDIDATE_BALLOT" and ts > 1795461836e9)
+    assert abs(modelled - logged) < MS
+    appended = [r["fields"]["logPosition"] for r in records if r["kind"] == "logAppend" and r["node"] == 0
+                and r["type"] == "NewLeadershipTermEvent" and r["fields"]["leadershipTermId"] == 2]
+    assert appended == [4320]
