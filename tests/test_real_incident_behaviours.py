@@ -201,3 +201,35 @@ def test_a_recorded_nomination_is_when_the_agent_log_shows_the_ballot_not_when_t
     appended = [r["fields"]["logPosition"] for r in records if r["kind"] == "logAppend" and r["node"] == 0
                 and r["type"] == "NewLeadershipTermEvent" and r["fields"]["leadershipTermId"] == 2]
     assert appended == [4320]
+
+
+# --- the operator's ClusterTool abort reaches the leader -------------------------------------------------
+
+ABORT_LINES = """\
+[1.000000000] log started 2026-01-01 00:00:00.000+0000
+[1.100000000] CLUSTER: ROLE_CHANGE [29/29]: memberId=0 FOLLOWER -> CANDIDATE
+[1.200000000] CLUSTER: ROLE_CHANGE [27/27]: memberId=0 CANDIDATE -> LEADER
+[1.300000000] CLUSTER: STATE_CHANGE [22/22]: memberId=0 INIT -> ACTIVE
+[4.000000000] CLUSTER: STATE_CHANGE [29/29]: memberId=0 ACTIVE -> TERMINATING
+[5.000000000] log started 2026-01-01 00:00:10.000+0000
+[5.100000000] CLUSTER: ROLE_CHANGE [29/29]: memberId=0 LEADER -> FOLLOWER
+[5.200000000] CLUSTER: STATE_CHANGE [29/29]: memberId=0 ACTIVE -> TERMINATING
+"""
+
+
+def test_a_leader_going_from_active_to_terminating_took_the_operators_abort():
+    parsed = parse_agent_log(ABORT_LINES, source="n0.log")
+    # A follower reaching its termination position goes ACTIVE -> TERMINATING too: not an abort.
+    assert [segment.aborts for segment in parsed.segments] == [[4_000_000_000], []]
+
+
+def test_a_leader_told_to_abort_sends_every_member_the_termination_position_at_its_logs_end():
+    """i_restart_all_one_member_behind: `ClusterTool abort` on leader 0 at 19:26:37.5; its next slow tick
+    sent members 1 and 2 TerminationPosition(term 4, 60480) and went TERMINATING, without a snapshot."""
+    events, records = _replayed("i_restart_all_one_member_behind")
+    recorded = [(e.peer, e.fields["leadershipTermId"], e.fields["logPosition"], e.ts) for e in events
+                if e.node == 0 and e.dir == "out" and e.type == "TerminationPosition" and e.ts < 1795461998e9]
+    modelled = [(r["peer"], r["fields"]["leadershipTermId"], r["fields"]["logPosition"], r["ts"]) for r in records
+                if r["kind"] == "send" and r["node"] == 0 and r["type"] == "TerminationPosition" and r["ts"] < 1795461998e9]
+    assert [m[:3] for m in modelled] == [r[:3] for r in recorded] == [(1, 4, 60480), (2, 4, 60480)]
+    assert all(abs(m[3] - r[3]) < 20 * MS for m, r in zip(modelled, recorded, strict=True))

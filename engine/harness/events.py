@@ -203,6 +203,9 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
             isinstance(join, list | tuple) and len(join) == 3 and _is_int(join[0])
             and all(v is None or _is_int(v) for v in join[1:]) for join in joins)):
         raise fail(f"'followerJoinsNs' must be a list of [logSessionId, ns or null, ns or null], got {joins!r}")
+    aborts = fields.get("abortsNs") or []
+    if not isinstance(aborts, list) or not all(_is_int(at) for at in aborts):
+        raise fail(f"'abortsNs' must be a list of times (ns), got {aborts!r}")
     connected = fields.get("connectedPeers")
     if connected is not None and not (isinstance(connected, list) and all(_is_int(m) for m in connected)):
         raise fail(f"'connectedPeers' must be a list of member ids, got {connected!r}")
@@ -229,4 +232,5 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         log_publications_ready_ns=tuple(ready),
         log_images_ns=tuple((pair[0], pair[1]) for pair in images) if images is not None else None,
         follower_joins_ns=tuple((join[0], join[1], join[2]) for join in joins),
+        aborts_ns=tuple(aborts),
     )

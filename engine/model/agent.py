@@ -134,6 +134,7 @@ class ConsensusModuleAgent:
         "log_images_ns",
         "follower_joins_ns",
         "follower_join",
+        "aborts_ns",
         "frames_before_join",
         "log_publications_ready_ns",
         "leader_join_waits_ns",
@@ -255,6 +256,7 @@ class ConsensusModuleAgent:
         #: The join under way: (log session id, when the archive's recording of it starts, when the
         #: services acknowledge or None).
         self.follower_join: tuple[int, int, int | None] | None = None
+        self.aborts_ns: list[int] = []  # when the operator's ABORT toggle came (Node.MemberStart), in order
         #: Log frames that reached the image while that join was under way: the image holds them, and the
         #: module reads them once joined.
         self.frames_before_join: list[tuple[Any, int | None, int | None]] = []
@@ -610,6 +612,12 @@ class ConsensusModuleAgent:
         if self.election is not None:
             return 0
         if self.role is Role.LEADER:
+            if self.state is ModuleState.ACTIVE and self.aborts_ns and now_ns >= self.aborts_ns[0]:
+                # `checkClusterControlToggle`, ABORT: no snapshot; the followers terminate at the log's end.
+                self.aborts_ns.pop(0)
+                self._send_termination_positions(self.log.end)
+                self.set_state(ModuleState.TERMINATING)
+                return 1
             if self.state is ModuleState.ACTIVE and not cm.has_active_quorum(
                 self.members, now_ns, self.config.leader_heartbeat_timeout_ns
             ):
@@ -1543,6 +1551,10 @@ class ConsensusModuleAgent:
                     check = self.slow_tick_at_or_after(expiry)
                     if check > after_ns and (best is None or check < best):
                         best = check
+                if self.aborts_ns:
+                    check = self.slow_tick_at_or_after(self.aborts_ns[0])
+                    if check > after_ns and (best is None or check < best):
+                        best = check
         elif self.state is ModuleState.ACTIVE or self.state is ModuleState.SUSPENDED:
             if self.leader_member is not None:
                 heartbeat = self.time_of_last_append_position_send_ns + config.leader_heartbeat_interval_ns
@@ -1593,6 +1605,8 @@ class ConsensusModuleAgent:
                 expiry = self._active_quorum_expiry_ns()
                 if expiry is not None:
                     deadlines.append(("inactiveFollowerQuorum", self.slow_tick_at_or_after(expiry)))
+                if self.aborts_ns:
+                    deadlines.append(("clusterControlToggle", self.slow_tick_at_or_after(self.aborts_ns[0])))
             else:
                 deadlines.append(
                     ("appendPositionHeartbeat", self.time_of_last_append_position_send_ns + self.config.leader_heartbeat_interval_ns)

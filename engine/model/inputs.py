@@ -168,6 +168,10 @@ class MemberStart:
     #: acknowledged (``services ns``); None: that never happened (the recording never started; the
     #: services never got the image, and the module waited for ever).  A session not listed: at once.
     follower_joins_ns: tuple[tuple[int, int | None, int | None], ...] = ()
+    #: When the operator's ClusterControl ABORT toggle (ClusterTool abort) reached this life, as leader
+    #: (contract ``abortsNs``, absolute times): its next slow tick sends every member TerminationPosition
+    #: at the log's end and goes TERMINATING, without a snapshot.
+    aborts_ns: tuple[int, ...] = ()
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)

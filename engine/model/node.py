@@ -317,6 +317,7 @@ class Node:
         self.agent.log_replay_durations_ns = list(start.log_replay_durations_ns)
         self.agent.log_publications_ready_ns = list(start.log_publications_ready_ns)
         self.agent.log_images_ns = dict(start.log_images_ns) if start.log_images_ns is not None else None
+        self.agent.aborts_ns = list(start.aborts_ns)
         for session, recording_ns, services_ns in start.follower_joins_ns:
             self.agent.follower_joins_ns.setdefault(session, []).append((recording_ns, services_ns))
         self.agent.shutdown_snapshot = start.shutdown_snapshot

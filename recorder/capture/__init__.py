@@ -686,6 +686,9 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
                      "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
                      "logReplayDurationsNs": segment.log_replay_durations}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
+            if segment.aborts:
+                offset = segment.alignment.offset_ns if segment.alignment is not None else 0
+                fields["abortsNs"] = [at + offset for at in segment.aborts]
             if segment.follower_joins:
                 offset = segment.alignment.offset_ns if segment.alignment is not None else 0
                 fields["followerJoinsNs"] = [[session] + [None if at is None else at + offset for at in times]

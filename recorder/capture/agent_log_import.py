@@ -103,6 +103,9 @@ class Segment:
     #: acknowledged (`awaitServicesReady` blocks the module until then); None: never (the image was gone
     #: before the archive, or the services, subscribed to it).  See `_FollowerJoins`.
     follower_joins: list[tuple[int, int | None, int | None]] = field(default_factory=list)
+    #: When this process, as leader, went ACTIVE -> TERMINATING without a snapshot: the operator's
+    #: ClusterControl ABORT toggle (ClusterTool abort), which Aeron's leader acts on in a slow tick.
+    aborts: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -248,9 +251,11 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     module_sessions: set[str] = set()  # the consensus module's archive control sessions (this JVM)
     stops_asked: set[tuple[str, int]] = set()  # ("subscriptionId"|"recordingId", id) the module asked to stop
     joins = _FollowerJoins()
+    role = None  # the process's role, as its last ROLE_CHANGE left it
     for record in log.records:
         if type(record) is LogStarted:
             joins.flush(current)
+            role = None
             pending.clear()
             asked_for.clear()
             module_sessions.clear()
@@ -305,6 +310,10 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
         current.records.append(record)
         if record.event == "STATE_CHANGE":
             _note_snapshot(current, record, pending)
+            if role == "LEADER" and record.fields.get("from") == "ACTIVE" and record.fields.get("to") == "TERMINATING":
+                current.aborts.append(record.ts_ns)
+        elif record.event == "ROLE_CHANGE":
+            role = record.fields.get("to")
         elif record.event in ("ELECTION_STATE_CHANGE", "SERVICE_ACK"):
             _note_leader_join(current, record, pending)
             if record.event == "SERVICE_ACK":
