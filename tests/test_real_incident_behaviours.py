@@ -233,3 +233,15 @@ def test_a_leader_told_to_abort_sends_every_member_the_termination_position_at_i
                 if r["kind"] == "send" and r["node"] == 0 and r["type"] == "TerminationPosition" and r["ts"] < 1795461998e9]
     assert [m[:3] for m in modelled] == [r[:3] for r in recorded] == [(1, 4, 60480), (2, 4, 60480)]
     assert all(abs(m[3] - r[3]) < 20 * MS for m, r in zip(modelled, recorded, strict=True))
+
+
+def test_what_reached_a_process_that_died_waiting_is_not_handed_to_the_next_one():
+    """h_five_members_leader_kill: member 3 was killed (19:25:29) while its module waited for its
+    services; the NewLeadershipTerms and CommitPositions of term 2 that reached it meanwhile died with
+    it.  Handed to its next process when that one's join waited, they made its catch-up read past the
+    commit position the leader gave it, and it never finished; the real one did (19:25:41.925)."""
+    events, records = _replayed("h_five_members_leader_kill")
+    restarted = [e.ts for e in events if e.type == "MemberStart" and e.node == 3][-1]
+    logged = [s[1:] for s in _logged_states(events, 3) if s[0] >= restarted]
+    modelled = [s[1:] for s in _model_states(records, 3) if s[0] >= restarted]
+    assert modelled[:len(logged)] == logged

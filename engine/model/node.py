@@ -287,6 +287,9 @@ class Node:
         archive_evidence: bool = False,
     ) -> None:
         self.start = start
+        # What arrived while the previous process waited died with it: a new process starts with none
+        # (h_five_members_leader_kill: member 3, killed while waiting for its services, restarted 11 s later).
+        self._held = []
         connected = start.connected_peers
         if connected is None and self.publication_evidence:
             connected = ()  # kept across restarts, as the log evidence is: a new process, nothing connected
