@@ -245,3 +245,19 @@ def test_what_reached_a_process_that_died_waiting_is_not_handed_to_the_next_one(
     logged = [s[1:] for s in _logged_states(events, 3) if s[0] >= restarted]
     modelled = [s[1:] for s in _model_states(records, 3) if s[0] >= restarted]
     assert modelled[:len(logged)] == logged
+
+
+# --- a follower learns of its leader's graceful close from its archive's recording stopping -------------
+
+
+def test_a_followers_archive_stopping_at_the_logs_end_of_stream_starts_its_election_not_the_end_of_stream():
+    """h_five_members_leader_kill, SIGTERM to all: leader 0's log ended (end of stream) at 19:25:48.666.
+    Aeron's follower image stays open until its driver drops it; member 4, the last one running, went
+    into an election when its archive's recording stopped there (autoStop): "log recording stopped:
+    eos=true" (19:25:48.69).  Members 1 and 2, closing, had stopped their recordings themselves and
+    made no election."""
+    events, records = _replayed("h_five_members_leader_kill")
+    shutdown = 1795461948e9
+    late = [(r["node"], r["reason"]) for r in records if r["kind"] == "election" and r["ts"] > shutdown]
+    assert (4, "log recording stopped: eos=true") in late
+    assert not [node for node, _ in late if node in (1, 2)]

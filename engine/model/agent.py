@@ -1206,11 +1206,18 @@ class ConsensusModuleAgent:
 
     def on_log_end_of_stream(self) -> None:
         if self.log_image is not None:
-            self.log_image.is_closed = True
             self.changes += 1
             if self.flags.graceful_leader_close_detection:
                 self.log_image.is_end_of_stream = True
+                if self.archive_evidence:
+                    # The image stays open until its driver drops it, seconds later; what the module
+                    # acts on is its archive's recording stopping at the end of stream (autoStop): the
+                    # STOP signal the evidence holds (h_five_members_leader_kill, member 4: "log
+                    # recording stopped: eos=true"; members 1-3, closing, had stopped it themselves).
+                    return
+                self.log_image.is_closed = True
             else:
+                self.log_image.is_closed = True
                 self._log_recording_ended()
 
     def _log_recording_ended(self) -> None:
