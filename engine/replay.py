@@ -255,12 +255,13 @@ def _key_fields(type_name: str, fields: Mapping[str, Any]) -> tuple[str, ...]:
 def comparison_key(type_name: str, fields: Mapping[str, Any]) -> tuple[tuple[Any, ...], int | None]:
     """(the values compared exactly, in schema order; the position compared by range, or None)."""
     get = fields.get
-    values = [get(name) for name in _key_fields(type_name, fields)]
-    for i, value in enumerate(values):
+    values = tuple(map(get, _key_fields(type_name, fields)))
+    for value in values:
         if isinstance(value, _SPECIAL):
-            values[i] = _freeze(_normal(value))
+            values = tuple(_freeze(_normal(v)) if isinstance(v, _SPECIAL) else v for v in values)
+            break
     position_field = PERIODIC.get(type_name)
-    return tuple(values), (get(position_field) if position_field is not None else None)
+    return values, (get(position_field) if position_field is not None else None)
 
 
 class _Run:

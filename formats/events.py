@@ -154,14 +154,16 @@ _EventTwin = _mutable_twin(Event)
 
 
 def new_event(ts: int, node: int, dir: str, peer: int | None, channel: str, type: str,
-              fields: Mapping[str, Any], payload: bytes | None, extra: Mapping[str, Any] | None) -> Event:
+              fields: Mapping[str, Any], payload: bytes | None, extra: Mapping[str, Any] | None,
+              cls: type[Event] = Event) -> Event:
     """``Event(ts=..., ..., extra=...)`` with every field given in order, for importers' hot loops.
 
     A quarter of the keyword constructor's cost: no keyword parsing, and the class is given once
-    (built as the mutable twin, then made an `Event`; see `_mutable_twin`).
+    (built as the mutable twin, then made an `Event`; see `_mutable_twin`).  ``cls``: `Event` or a
+    subclass of it that adds no slots (`formats.replay_file.ColumnarEvent`).
     """
     event = _EventTwin(ts, node, dir, peer, channel, type, fields, payload, extra)
-    event.__class__ = Event
+    event.__class__ = cls
     return event
 
 

@@ -832,18 +832,9 @@ def _batch_events(batch: pa.RecordBatch, numbers: Sequence[int], field_columns: 
     extra = column("extra").to_pylist() if "extra" in names else [None] * count
     if any(extra):
         extra = [extra_of(text, row, name) if text else None for text, row in zip(extra, numbers, strict=True)]
-    events = []
-    append = events.append
-    as_columnar = ColumnarEvent
-    set_class = object.__setattr__  # Event's own __setattr__ is the frozen one
-    for event, is_columnar in zip(
-        map(new_event, column("ts").to_pylist(), column("node").to_pylist(), _strings(column("dir")),
-            column("peer").to_pylist(), _strings(column("channel")), kind, built, payload, extra),
-        columnar,
-    ):
-        if is_columnar:
-            set_class(event, "__class__", as_columnar)
-        append(event)
+    classes = [ColumnarEvent if is_columnar else Event for is_columnar in columnar]
+    events = list(map(new_event, column("ts").to_pylist(), column("node").to_pylist(), _strings(column("dir")),
+                      column("peer").to_pylist(), _strings(column("channel")), kind, built, payload, extra, classes))
     return events, column("seq").to_pylist()
 
 

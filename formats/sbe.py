@@ -482,23 +482,46 @@ def _coerce_field(f: FieldSpec, value: Any, where: str, source: str | None) -> A
         if f.primitive in ("float", "double") and isinstance(value, float):
             return value
         raise DecodeError(f"{where}: expected an integer ({f.type_name}), got {value!r}", source=source)
-    code, size, _ = PRIMITIVES[f.primitive]
-    lo, hi = (0, (1 << (8 * size)) - 1) if f.primitive.startswith("uint") or f.primitive == "char" else (
-        -(1 << (8 * size - 1)),
-        (1 << (8 * size - 1)) - 1,
-    )
+    lo, hi = _RANGES[f.primitive]
     if not lo <= value <= hi:
         raise DecodeError(f"{where}: {value} does not fit {f.primitive}", source=source)
     return value
+
+
+def _range_of(primitive: str) -> tuple[int, int]:
+    _, size, _ = PRIMITIVES[primitive]
+    if primitive.startswith("uint") or primitive == "char":
+        return 0, (1 << (8 * size)) - 1
+    return -(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1
+
+
+#: The values each primitive holds, as `_coerce_field` checks an integer against them.
+_RANGES = {primitive: _range_of(primitive) for primitive in PRIMITIVES}
 
 
 def _block_from_fields(spec: BlockSpec, fields: Mapping[str, Any], where: str, source: str | None) -> Any:
     if not isinstance(fields, Mapping):
         raise DecodeError(f"{where}: expected an object of fields, got {type(fields).__name__}", source=source)
     kwargs: dict[str, Any] = {}
+    ranges = _RANGES
     for f in spec.fields:
-        if f.name in fields:
-            kwargs[f.attr] = _coerce_field(f, fields[f.name], f"{where}.{f.name}", source)
+        name = f.name
+        if name in fields:
+            value = fields[name]
+            # What `_coerce_field` returns at once for the common cases, without making its message.
+            kind = f.enum
+            if kind is None:
+                if type(value) is int:
+                    lo, hi = ranges[f.primitive]
+                    if lo <= value <= hi:
+                        kwargs[f.attr] = value
+                        continue
+            elif type(value) is str:
+                member = kind._member_map_.get(value)
+                if member is not None:
+                    kwargs[f.attr] = member
+                    continue
+            kwargs[f.attr] = _coerce_field(f, value, f"{where}.{name}", source)
         elif f.presence == "optional" or f.since_version > 0:
             value = f.null
             kwargs[f.attr] = f.enum._value2member_map_.get(value, value) if f.enum is not None else value

@@ -291,6 +291,22 @@ def test_vote_accepts_booleans_and_aeron_names():
         from_fields(codecs.Vote, {**base, "vote": "MAYBE"})
 
 
+def test_integers_are_held_to_their_primitives_range_at_both_ends():
+    """`from_fields` takes an integer at its type's limits and refuses one past them (the fast path for
+    plain integers checks the same ranges as the full check)."""
+    base = {"candidateTermId": 1, "logLeadershipTermId": 0, "logPosition": 0, "candidateMemberId": 1,
+            "followerMemberId": 2, "vote": "TRUE"}
+    int32, int64 = (1 << 31) - 1, (1 << 63) - 1
+    assert from_fields(codecs.Vote, {**base, "followerMemberId": int32, "logPosition": -int64 - 1}).follower_member_id == int32
+    with pytest.raises(DecodeError, match=r"Vote.followerMemberId: 2147483648 does not fit int32"):
+        from_fields(codecs.Vote, {**base, "followerMemberId": int32 + 1})
+    with pytest.raises(DecodeError, match=r"Vote.logPosition: .* does not fit int64"):
+        from_fields(codecs.Vote, {**base, "logPosition": int64 + 1})
+    with pytest.raises(DecodeError, match=r"Vote.candidateTermId: expected an integer \(int64\), got True"):
+        from_fields(codecs.Vote, {**base, "candidateTermId": True})
+    assert from_fields(codecs.Vote, {**base, "vote": 1}).vote is codecs.BooleanType.TRUE
+
+
 def test_attribute_names_are_snake_case_of_aeron_names():
     assert snake_case("logLeadershipTermId") == "log_leadership_term_id"
     assert snake_case("timeOfLastAppendNs") == "time_of_last_append_ns"

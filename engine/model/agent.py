@@ -1577,17 +1577,18 @@ class ConsensusModuleAgent:
 
     def _active_quorum_expiry_ns(self) -> int | None:
         """When `has_active_quorum` turns false if no AppendPosition arrives (None: never)."""
-        threshold = cm.quorum_threshold(len(self.members))
+        members = self.members
+        threshold = cm.quorum_threshold(len(members))
         timeout = self.config.leader_heartbeat_timeout_ns
-        leaders = sum(1 for m in self.members if m.is_leader)
-        if leaders >= threshold:
+        expiries = [m.time_of_last_append_position_ns + timeout for m in members if not m.is_leader]
+        needed = threshold - (len(members) - len(expiries))  # the leader counts itself
+        if needed <= 0:
             return None
-        expiries = sorted(
-            (m.time_of_last_append_position_ns + timeout for m in self.members if not m.is_leader), reverse=True
-        )
-        needed = threshold - leaders
         if len(expiries) < needed:
             return self.now_ns
+        if needed == 1:  # three members: the latest of the followers' expiries
+            return max(expiries) + 1
+        expiries.sort(reverse=True)
         return expiries[needed - 1] + 1
 
     # -- inspection -------------------------------------------------------------------------------------------

@@ -169,6 +169,11 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+# A job cancelled by Ctrl-C: a killed task's completion listener can race the block manager's own
+# clean-up and log "Error in TaskCompletionListener ... Block broadcast_N does not exist". Harmless,
+# and recount reports every task's outcome itself: not shown.
+logger.taskcontext.name = org.apache.spark.TaskContextImpl
+logger.taskcontext.level = off
 """
 
 
