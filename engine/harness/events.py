@@ -186,7 +186,8 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
 
     waits = {}
     for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
-                "logReplayDurationsNs"):
+                "logReplayDurationsNs", "followerRecordingWaitsNs", "followerJoinWaitsNs",
+                "followerRecorderWaitsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
             raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
@@ -219,6 +220,9 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         snapshot_durations_ns=waits["snapshotDurationsNs"],
         leader_join_waits_ns=waits["leaderJoinWaitsNs"],
         log_replay_durations_ns=waits["logReplayDurationsNs"],
+        follower_recording_waits_ns=waits["followerRecordingWaitsNs"],
+        follower_join_waits_ns=waits["followerJoinWaitsNs"],
+        follower_recorder_waits_ns=waits["followerRecorderWaitsNs"],
         shutdown_snapshot=shutdown,
         connected_peers=tuple(connected) if connected is not None else None,
         log_publications_ready_ns=tuple(ready),

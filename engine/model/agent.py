@@ -135,6 +135,12 @@ class ConsensusModuleAgent:
         "log_publications_ready_ns",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
+        "follower_recording_waits_ns",
+        "follower_join_waits_ns",
+        "follower_recording_ns",
+        "follower_recorder_waits_ns",
+        "follower_recorder_ns",
+        "unrecorded_log_frames",
         "snapshot_durations_ns",
         "shutdown_snapshot",
         "snapshots_taken",
@@ -244,6 +250,12 @@ class ConsensusModuleAgent:
         self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
         self.leader_join_waits_ns: list[int] = []  # recorded LEADER_INIT joins (Node.MemberStart), in order
         self.log_replay_durations_ns: list[int] = []  # recorded election log replays (Node.MemberStart), in order
+        self.follower_recording_waits_ns: list[int] = []  # recorded follower log recording starts, in order
+        self.follower_join_waits_ns: list[int] = []  # recorded follower services' joins (Node.MemberStart), in order
+        self.follower_recording_ns: int | None = None  # a follower's log recording asked for is there from then
+        self.follower_recorder_waits_ns: list[int] = []  # recorded follower log recorder starts, in order
+        self.follower_recorder_ns: int | None = None  # the archive records the follower's log image from then
+        self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
@@ -527,6 +539,7 @@ class ConsensusModuleAgent:
         """
         now_ns = self.now_ns
         try:
+            self.maybe_start_recorder()  # the archive's recorder is a thread of its own: no cycle of this one
             if now_ns > self.slow_tick_deadline_ns:
                 self._realign_slow_tick(now_ns)
             if now_ns >= self.slow_tick_deadline_ns:
@@ -673,6 +686,9 @@ class ConsensusModuleAgent:
         """§2.1: tear down the log and go back to the last recorded position."""
         self.set_role(Role.FOLLOWER)
         self.log_image = None
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
@@ -1150,6 +1166,12 @@ class ConsensusModuleAgent:
         scenario's frame may stand for a stretch of the log)."""
         if self.role is Role.LEADER or self.log_image is None or self.log_image.is_closed:
             return
+        if self.follower_recorder_ns is not None:
+            self.unrecorded_log_frames.append((message, log_position, length))
+            return
+        self._record_log_frame(message, log_position, length)
+
+    def _record_log_frame(self, message: Any, log_position: int | None, length: int | None) -> None:
         log = self.log
         if log_position is None:
             end = log.end + framed_length(length if length is not None else len(encode(message)))
@@ -1311,6 +1333,9 @@ class ConsensusModuleAgent:
     def close_log_subscription(self) -> None:
         self.log_subscription = None
         self.log_image = None
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
@@ -1342,12 +1367,50 @@ class ConsensusModuleAgent:
             return self.log_image
         return SimImage(log_session_id, log_position)
 
+    def maybe_start_recorder(self) -> int:
+        """The archive's recorder starts on the follower's log image at its recorded time
+        (`MemberStart.follower_recorder_waits_ns`): what the image holds is recorded from then (until
+        then the recording's position is the join position, and AppendPosition says so:
+        f_follower_kill_rejoin_catchup's rejoining member reports 8320 first, the catch-up already in its
+        image)."""
+        if self.follower_recorder_ns is None or self.output_ts < self.follower_recorder_ns:
+            return 0
+        self.follower_recorder_ns = None
+        frames, self.unrecorded_log_frames = self.unrecorded_log_frames, []
+        for message, log_position, length in frames:
+            self._record_log_frame(message, log_position, length)
+        self.changes += 1
+        return 1
+
     def try_join_log_as_follower(self, image: SimImage, is_leader_startup: bool, now_ns: int) -> bool:
-        """Start (or extend) the log recording at the join position and attach the image; services ack at once."""
-        self._start_log_recording()
-        self.log.set_end(image.join_position)
+        """Start (or extend) the log recording at the join position and attach the image.
+
+        Aeron's fails until the archive's recording counter for the image is there (`tryCreateAppendPosition`),
+        the image meanwhile taking what the leader sends, which the archive records from the join position;
+        then `awaitServicesReady` blocks the module until the services have joined the log, and what
+        arrives meanwhile waits.  With the recorded times (`MemberStart.follower_recording_waits_ns` and
+        `follower_join_waits_ns`) the model does the same: j_short_timeouts_leader_kill's rejoining member
+        reports the whole catch-up in its first AppendPosition, and handles the CommitPosition that came
+        while its services joined only after, in FOLLOWER_CATCHUP.  Without, the join is at once."""
+        if self.follower_recording_ns is None:
+            self._start_log_recording()
+            self.log.set_end(image.join_position)
+            self.log_image = image
+            wait = self.follower_recording_waits_ns.pop(0) if self.follower_recording_waits_ns else 0
+            self.follower_recording_ns = self.output_ts + wait
+            if self.follower_recorder_waits_ns:
+                self.follower_recorder_ns = self.output_ts + self.follower_recorder_waits_ns.pop(0)
+                self.unrecorded_log_frames = []
+            self.changes += 1
+        if self.output_ts < self.follower_recording_ns:
+            return False
+        self.follower_recording_ns = None
+        if self.follower_join_waits_ns:
+            wait = self.follower_join_waits_ns.pop(0)
+            if wait > 0:
+                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
+                self.output_ts = self.blocked_until_ns
         self.log_adapter_position = image.join_position
-        self.log_image = image
         self.last_append_position = image.join_position
         self.time_of_last_append_position_update_ns = now_ns
         self.changes += 1
@@ -1476,6 +1539,13 @@ class ConsensusModuleAgent:
         """The earliest time after ``after_ns`` at which a duty cycle could act without a new input."""
         if self.state is ModuleState.CLOSED:
             return None
+        deadline = self._work_deadline_ns(after_ns)
+        recorder = self.follower_recorder_ns
+        if recorder is not None and recorder > after_ns and (deadline is None or recorder < deadline):
+            return recorder
+        return deadline
+
+    def _work_deadline_ns(self, after_ns: int) -> int | None:
         if self.election is not None:
             return self.election.next_deadline_ns(after_ns)
         config = self.config
@@ -1533,6 +1603,10 @@ class ConsensusModuleAgent:
                 deadlines.append(("nomination", election.nomination_deadline_ns))
             if election.state is ElectionState.CANVASS:
                 deadlines.append(("canvass", election.canvass_deadline_ns()))
+            if self.follower_recording_ns is not None:
+                deadlines.append(("followerRecording", self.follower_recording_ns))
+        if self.follower_recorder_ns is not None:
+            deadlines.append(("followerRecorder", self.follower_recorder_ns))
         else:
             if self.role is Role.LEADER:
                 deadlines.append(

@@ -145,6 +145,17 @@ class MemberStart:
     #: How long each log replay of an election (LEADER_REPLAY, FOLLOWER_REPLAY) this start does took, the
     #: archive replaying the log into the services until they acknowledged it.  Empty: done at once.
     log_replay_durations_ns: tuple[int, ...] = ()
+    #: For each follower join of the leader's log this start does: how long from asking the archive to
+    #: record the log (when the election finds the leader's image) until the recording's counter was
+    #: there (the election stays in FOLLOWER_CATCHUP_AWAIT or FOLLOWER_LOG_AWAIT, the image keeping what
+    #: the leader sends), and then how long the services took to join the log (`awaitServicesReady`
+    #: blocks the consensus module that long).  Empty: at once.
+    follower_recording_waits_ns: tuple[int, ...] = ()
+    follower_join_waits_ns: tuple[int, ...] = ()
+    #: For each such join, how long from asking for the recording until the archive's recorder started on
+    #: the image (its RECORDING_SIGNAL): what the image holds is recorded, and its position reported,
+    #: from then.  Empty: at once.
+    follower_recorder_waits_ns: tuple[int, ...] = ()
     #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
     #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
     shutdown_snapshot: int | None = None

@@ -684,7 +684,10 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
                 return fields
             waits = {"logPublicationWaitsNs": segment.log_publication_waits, "logImageWaitsNs": segment.log_image_waits,
                      "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
-                     "logReplayDurationsNs": segment.log_replay_durations}
+                     "logReplayDurationsNs": segment.log_replay_durations,
+                     "followerRecordingWaitsNs": segment.follower_recording_waits,
+                     "followerJoinWaitsNs": segment.follower_join_waits,
+                     "followerRecorderWaitsNs": segment.follower_recorder_waits}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
             if segment.shutdown_snapshot is not None:
                 fields["shutdownSnapshot"] = segment.shutdown_snapshot

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.agent_log import AgentLogRecord, LogStarted, read_agent_log
+from formats.agent_log import AgentLogRecord, LogStarted, OtherLogLine, read_agent_log
 from formats.errors import DecodeError
 from formats.events import Event
 from recorder.capture.align import ClockAlignment, align_with_capture, from_log_started
@@ -85,6 +85,18 @@ class Segment:
     #: it), from entering the state to the services' last SERVICE_ACK before leaving it: the archive
     #: replays the log into the services, which take it and acknowledge.
     log_replay_durations: list[int] = field(default_factory=list)
+    #: Each time a follower joined the leader's log, from its request to record it (ARCHIVE
+    #: CMD_IN_START_RECORDING* or CMD_IN_EXTEND_RECORDING* of an ``alias=log-cm`` channel) to the
+    #: archive's recording counter (the DRIVER line CMD_IN_ADD_COUNTER ``typeId=100``, RecordingPos), ns:
+    #: `tryJoinLogAsFollower` fails until that counter is there, the image meanwhile holding what the
+    #: leader sends.
+    follower_recording_waits: list[int] = field(default_factory=list)
+    #: Each such join, from that counter to the services' SERVICE_ACK (ns): `awaitServicesReady` blocks
+    #: the consensus module all that while.
+    follower_join_waits: list[int] = field(default_factory=list)
+    #: Each such join, from the request to the archive's RECORDING_SIGNAL (START or EXTEND) of it (ns): its
+    #: recorder started on the image then, and the recording's position moves from then on.
+    follower_recorder_waits: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -120,6 +132,13 @@ DRIVER_WAITS = (
 
 
 _SESSION_ID = re.compile(r"session-id=(-?[0-9]+)")
+#: A follower's request to record the leader's log (its subscription channel is the ``log-cm`` one).
+_FOLLOWER_RECORDING = re.compile(r"^CMD_IN_(START|EXTEND)_RECORDING")
+_FOLLOWER_LOG_CHANNEL = re.compile(r"alias=log-cm(\||$)")
+#: The archive's RecordingPos counter (Aeron's type id 100), which `tryCreateAppendPosition` looks for.
+_RECORDING_POS_COUNTER = re.compile(r"\btypeId=100\b")
+_STARTED = re.compile(r"\bsignal=(START|EXTEND)\b")
+_CORRELATION_ID = re.compile(r"\bcorrelationId=(-?[0-9]+)")
 
 
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
@@ -143,6 +162,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             skipped[f"{record.context} lines"] += 1
             if record.context == "ARCHIVE" and record.event == "CMD_IN_REPLAY" and pending.get("replay") is not None:
                 pending["replaying"] = 1
+            if record.context in ("ARCHIVE", "DRIVER"):
+                current = _note_follower_recording(current, segments, record, pending)
             if record.context == "DRIVER":
                 for asked, alias, answered, waits in DRIVER_WAITS:
                     if record.event == asked and alias.search(record.text):
@@ -166,6 +187,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             _note_snapshot(current, record, pending)
         elif record.event in ("ELECTION_STATE_CHANGE", "SERVICE_ACK"):
             _note_leader_join(current, record, pending)
+            if record.event == "SERVICE_ACK" and pending.get("followerJoined") is not None:
+                current.follower_join_waits.append(record.ts_ns - pending.pop("followerJoined"))
         member = record.fields.get("memberId")
         if isinstance(member, int) and member >= 0:
             members[member] += 1
@@ -175,6 +198,43 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped,
                           dialect=log.dialect.name, implied_versions=log.dialect.versions,
                           aeron_version=log.aeron_version)
+
+
+def _note_follower_recording(current: Segment | None, segments: list[Segment], record: OtherLogLine,
+                             pending: dict[str, int]) -> Segment | None:
+    """An archive or driver line: a follower asking its archive to record the leader's log (its join
+    begins), or the archive's recording counter for it appearing (the join can be made); returns the
+    current segment (made if there was none)."""
+    if record.context == "ARCHIVE":
+        if _FOLLOWER_RECORDING.match(record.event) and _FOLLOWER_LOG_CHANNEL.search(record.text):
+            # A join asked for again before the last one's counter, or its services' ack, had not ended then.
+            asked = pending.pop("followerRecording", None)
+            if asked is not None and current is not None:
+                current.follower_recording_waits.append(record.ts_ns - asked)
+            joined = pending.pop("followerJoined", None)
+            if joined is not None and current is not None:
+                current.follower_join_waits.append(record.ts_ns - joined)
+            started = pending.pop("followerRecorder", None)
+            if started is not None and current is not None:
+                current.follower_recorder_waits.append(record.ts_ns - started)
+            pending["followerRecording"] = pending["followerRecorder"] = record.ts_ns
+            correlation = _CORRELATION_ID.search(record.text)
+            pending["followerRecorderCorrelationId"] = int(correlation.group(1)) if correlation else -1
+        elif record.event == "RECORDING_SIGNAL" and pending.get("followerRecorder") is not None:
+            correlation = _CORRELATION_ID.search(record.text)
+            if (_STARTED.search(record.text) and current is not None and correlation is not None
+                    and int(correlation.group(1)) == pending.get("followerRecorderCorrelationId")):
+                current.follower_recorder_waits.append(record.ts_ns - pending.pop("followerRecorder"))
+        return current
+    if record.event == "CMD_IN_ADD_COUNTER" and _RECORDING_POS_COUNTER.search(record.text):
+        asked = pending.pop("followerRecording", None)
+        if asked is not None:
+            if current is None:
+                current = Segment(None)
+                segments.append(current)
+            current.follower_recording_waits.append(record.ts_ns - asked)
+            pending["followerJoined"] = record.ts_ns
+    return current
 
 
 def _note_snapshot(segment: Segment, record: AgentLogRecord, pending: dict[str, int]) -> None:

@@ -1,0 +1,102 @@
+"""A follower joining the leader's log takes the time the archive and the services take, as in Aeron.
+
+`ConsensusModuleAgent.tryJoinLogAsFollower` asks the archive to record the leader's log image and
+fails until the archive's recording counter is there (`tryCreateAppendPosition`); then
+`awaitServicesReady` blocks the module until the services have joined the log; and what the recording
+holds, which the member reports in its AppendPositions, moves only once the archive's recorder has
+started on the image (its RECORDING_SIGNAL).  The agent log shows all three (`Segment`'s follower
+waits), and the replay follows them: two real rejoins by catch-up, one where the recorder started
+before the join and one where it started after, show the difference on the wire.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from recorder.capture.agent_log_import import parse_agent_log
+from recorder.conformance import find_capture_folders
+from tests.conftest import REFERENCE, _require
+
+MS = 1_000_000
+CAPTURES = REFERENCE / "aeron-1.47.3-capture"
+
+#: Member 0 of j_short_timeouts_leader_kill rejoining by catch-up after its restart (the lines that matter).
+REJOIN = """\
+[1850.219036635] log started 2026-11-23 19:27:53.163+0000
+[1853.690864219] ARCHIVE: CMD_IN_EXTEND_RECORDING2 [147/147]: controlSessionId=1347292607 correlationId=80 \
+recordingId=0 streamId=100 sourceLocation=REMOTE autoStop=TRUE channel=aeron:udp?tags=74,75|control-mode=manual|\
+session-id=1195139053|alias=log-cm|group=true|rejoin=false
+[1853.700946023] DRIVER: CMD_IN_ADD_COUNTER [211/211]: typeId=100 keyBufferOffset=24 keyBufferLength=39 \
+labelBufferOffset=68 labelBufferLength=139 clientId=1 correlationId=82
+[1853.738253014] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=1347292607 correlationId=80 recordingId=0 \
+subscriptionId=81 position=3264 signal=EXTEND
+[1853.746298065] CLUSTER: SERVICE_ACK [56/56]: memberId=0 logPosition=3264 timestamp=1795462061047 \
+timeUnit=MILLISECONDS ackId=2 relevantId=-1 serviceId=0
+[1853.746428529] CLUSTER: ELECTION_STATE_CHANGE [106/106]: memberId=0 FOLLOWER_CATCHUP_AWAIT -> FOLLOWER_CATCHUP \
+leaderId=1 candidateTermId=2 leadershipTermId=2 logPosition=3264 logLeadershipTermId=1 appendPosition=3264 \
+catchupPosition=6528 reason=
+"""
+
+
+def test_a_follower_join_is_timed_from_its_recording_request_to_the_counter_the_ack_and_the_recorder():
+    segment = parse_agent_log(REJOIN, source="node0").segments[0]
+    assert segment.follower_recording_waits == [10_081_804]  # request -> RecordingPos counter (typeId=100)
+    assert segment.follower_join_waits == [45_352_042]  # counter -> the services' SERVICE_ACK
+    assert segment.follower_recorder_waits == [47_388_795]  # request -> RECORDING_SIGNAL EXTEND
+
+
+def test_a_leader_recording_its_own_log_is_no_follower_join():
+    leader = REJOIN.replace("sourceLocation=REMOTE", "sourceLocation=LOCAL").replace("alias=log-cm", "alias=log")
+    segment = parse_agent_log(leader, source="node0").segments[0]
+    assert (segment.follower_recording_waits, segment.follower_join_waits, segment.follower_recorder_waits) == (
+        [], [], [])
+
+
+def _replayed(name: str) -> tuple[list, list]:
+    from engine.replay import replay
+    from recorder.convert import build
+
+    _require(CAPTURES)
+    folder = next((f for f in find_capture_folders(CAPTURES) if f.name == name), None)
+    if folder is None:
+        pytest.skip(f"capture {name} not in {CAPTURES}")
+    built = build(folder.inputs(agent_logs=True))
+    return built.events, list(replay(built.events))
+
+
+def _first_catchup_append_position(items: list, node: int, after_ns: int) -> tuple[int, int]:
+    """(ts, logPosition) of the member's first AppendPosition with the catch-up flag after ``after_ns``."""
+    for item in items:
+        event = item if not isinstance(item, dict) else None
+        if event is not None:
+            ts, fields, ok = event.ts, event.fields, event.dir == "out" and event.type == "AppendPosition"
+            who = event.node
+        else:
+            ts, fields, ok = item.get("ts", 0), item.get("fields") or {}, (
+                item.get("kind") == "send" and item.get("type") == "AppendPosition")
+            who = item.get("node")
+        if ok and who == node and ts > after_ns and fields.get("flags") == 1:
+            return ts, fields["logPosition"]
+    raise AssertionError(f"member {node} sent no catch-up AppendPosition after {after_ns}")
+
+
+def test_a_rejoining_member_whose_recorder_started_before_its_join_reports_the_whole_catch_up_first():
+    # j_short_timeouts_leader_kill: member 0 restarts, the leader's catch-up replay (3264 -> 6528) is in its
+    # image 60 ms before the services have joined; the archive recorded it all by then: 6528 first.
+    events, records = _replayed("j_short_timeouts_leader_kill")
+    restart = next(e.ts for e in events if e.node == 0 and e.type == "MemberStart" and e.ts > events[0].ts + 10**10)
+    captured_ts, captured = _first_catchup_append_position(events, 0, restart)
+    modelled_ts, modelled = _first_catchup_append_position(records, 0, restart)
+    assert (captured, modelled) == (6528, 6528)
+    assert abs(modelled_ts - captured_ts) < 20 * MS
+    assert [r for r in records if r.get("kind") == "divergence" and r.get("node") == 0] == []
+
+
+def test_a_rejoining_member_whose_recorder_started_after_its_join_reports_the_join_position_first():
+    # f_follower_kill_rejoin_catchup: the whole catch-up (8320 -> 45984) is in member 0's image 64 ms before
+    # it joins, but the archive's recorder starts 2 ms after the join: 8320 first, 45984 in the next cycle.
+    events, records = _replayed("f_follower_kill_rejoin_catchup")
+    restart = max(e.ts for e in events if e.node == 0 and e.type == "MemberStart")
+    assert _first_catchup_append_position(events, 0, restart)[1] == 8320
+    assert _first_catchup_append_position(records, 0, restart)[1] == 8320
+    assert not [r for r in records if r.get("kind") == "divergence" and r.get("node") == 0]
