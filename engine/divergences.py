@@ -116,6 +116,11 @@ class EvidenceGaps:
             for gap in opened:
                 self._gaps.setdefault(member, []).append((ts, None, gap))
 
+    def open(self, gap: EvidenceGap) -> None:
+        """A gap the replay finds as it goes, from ``gap.start_ns`` until the member's election next closes."""
+        self._open.setdefault(gap.member, []).append(gap)
+        self._gaps.setdefault(gap.member, []).append((gap.start_ns, None, gap))
+
     def closed(self, member: int, ts: int) -> None:
         """The member's election reached CLOSED at ``ts``: a starting state no longer decides anything."""
         opened = self._open.pop(member, None)

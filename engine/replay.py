@@ -141,6 +141,8 @@ def _model(name: str):
 #: Model versions `replay` knows, and the behaviour flags each one means.
 MODELS: Mapping[str, ModelFlags] = _KnownModels()
 
+#: The election states in which a follower joins the leader's log (`tryJoinLogAsFollower`).
+_FOLLOWER_JOINS = ("FOLLOWER_CATCHUP_AWAIT", "FOLLOWER_LOG_AWAIT")
 DEFAULT_TOLERANCE_NS = 500 * MS
 #: How far apart in time a modelled state or role change and the one the member's agent log shows may
 #: be.  Both are stamped by the member's own clock, so it is tighter than a send's; but a real member
@@ -502,6 +504,7 @@ class NodeReplay:
         self.divergence_checks = 0  # failed checks, before they were paired and collapsed
         self.causes: list[dict[str, Any]] = []  # each divergence record's member, cause, count, settledBy
         self.gaps = EvidenceGaps(facts.gaps)
+        self.unknown_joins: set[int] = set()  # members whose follower log joins are not timed by evidence
         self.found: list[tuple[int, int, _Found]] = []  # failed checks by when they can be classified
         self.found_by_run: dict[int, _Found] = {}
         self.runs = Runs()
@@ -641,6 +644,12 @@ class NodeReplay:
             self._forget_senders(node_id)
         if self.compare:
             self.gaps.started(node_id, event.ts)
+            # The wire shows when the leader's log image came, not when the archive's recording of it and the
+            # services joined (the agent log does: `MemberStart.follower_recording_waits_ns`); without that,
+            # the model joins at once, and what follows until the election closes is uncertain.
+            self.unknown_joins.discard(node_id)
+            if start.log_images_ns is not None and not start.follower_recording_waits_ns:
+                self.unknown_joins.add(node_id)
         self.seeds[node_id] = seed
         self.sources[node_id] = source
         self.invariants.member_started(node_id, event.fields, restart=restart)
@@ -673,6 +682,13 @@ class NodeReplay:
                     self._actual_observation(node_id, record)
                 if kind == "state" and record.get("to") == "CLOSED":
                     self.gaps.closed(node_id, record["ts"])
+                elif kind == "state" and node_id in self.unknown_joins and record.get("to") in _FOLLOWER_JOINS:
+                    self.gaps.open(EvidenceGap(
+                        node_id, record["ts"], None,
+                        f"member {node_id}'s join of the leader's log is timed as at once (the capture shows its"
+                        " image, not when its archive's recording and its services joined)",
+                        f"member {node_id}'s agent log (its archive's recording of the log and its services' SERVICE_ACK)",
+                        until_closed=True))
         out.extend(records)
         out.extend(self.invariants.observe(node_id, records, self.driver.members[node_id].node.view))
 
