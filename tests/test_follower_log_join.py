@@ -100,3 +100,37 @@ def test_a_rejoining_member_whose_recorder_started_after_its_join_reports_the_jo
     assert _first_catchup_append_position(events, 0, restart)[1] == 8320
     assert _first_catchup_append_position(records, 0, restart)[1] == 8320
     assert not [r for r in records if r.get("kind") == "divergence" and r.get("node") == 0]
+
+
+def test_a_catching_up_member_reports_the_term_its_log_has_reached_not_the_elections():
+    # g_leader_sigterm_reelection_rejoin: member 0 restarts into member 2's term 3 and catches up from 49344;
+    # Aeron's catchupPoll sends the module's leadershipTermId (term 2, its log's last NewLeadershipTermEvent)
+    # in its AppendPositions, as the capture shows, until the log reaches term 3's event.
+    events, records = _replayed("g_leader_sigterm_reelection_rejoin")
+    restart = max(e.ts for e in events if e.node == 0 and e.type == "MemberStart")
+    captured = next(e for e in events if e.node == 0 and e.dir == "out" and e.type == "AppendPosition"
+                    and e.ts > restart and e.fields.get("flags") == 1)
+    modelled = next(r for r in records if r.get("kind") == "send" and r.get("node") == 0
+                    and r.get("type") == "AppendPosition" and r["ts"] > restart and r["fields"].get("flags") == 1)
+    assert captured.fields["leadershipTermId"] == modelled["fields"]["leadershipTermId"] == 2
+    assert captured.fields["logPosition"] == modelled["fields"]["logPosition"] == 52608
+
+
+def test_without_agent_logs_a_rejoin_timed_as_at_once_is_missing_evidence_not_the_model():
+    # j_short_timeouts_leader_kill from the pcap and the members' dirs only: the capture shows member 0's
+    # catch-up image, not when its archive and services joined; the model joins at once, and the
+    # difference in its catch-up AppendPositions is put down to that, naming the agent log as what settles it.
+    from engine.replay import replay
+    from recorder.convert import build
+
+    _require(CAPTURES)
+    folder = next((f for f in find_capture_folders(CAPTURES) if f.name == "j_short_timeouts_leader_kill"), None)
+    if folder is None:
+        pytest.skip(f"capture j_short_timeouts_leader_kill not in {CAPTURES}")
+    records = list(replay(build(folder.inputs(agent_logs=False)).events))
+    member0 = [r for r in records if r.get("kind") == "divergence" and r.get("node") == 0]
+    assert member0, "the replay no longer differs here: the join's timing is known without agent logs?"
+    assert {r["cause"] for r in member0} == {"evidence"}
+    assert all("agent log" in r["settledBy"] and "SERVICE_ACK" in r["settledBy"] for r in member0)
+    with_logs = list(replay(build(folder.inputs(agent_logs=True)).events))
+    assert not [r for r in with_logs if r.get("kind") == "divergence" and r.get("cause") == "evidence"]

@@ -1431,7 +1431,10 @@ class ConsensusModuleAgent:
             if self.log_adapter_position > self.commit_position:
                 self.commit_position = self.log_adapter_position
         election = self.election
-        work += self._send_append_position(now_ns, election.leadership_term_id, self.log.end, APPEND_POSITION_FLAG_CATCHUP)
+        # Aeron's catchupPoll sends the module's own leadershipTermId, the term of the last
+        # NewLeadershipTermEvent its log showed, not the election's (g_leader_sigterm_reelection_rejoin:
+        # member 0 catching up into term 3 reports term 2 until the log reaches term 3's event).
+        work += self._send_append_position(now_ns, self.leadership_term_id, self.log.end, APPEND_POSITION_FLAG_CATCHUP)
         if now_ns > self.time_of_last_append_position_update_ns + self.config.leader_heartbeat_timeout_ns and self.state is ModuleState.ACTIVE:
             raise ClusterEvent(
                 f"no catchup progress commitPosition={self.commit_position} limitPosition={limit_position}"
