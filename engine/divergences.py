@@ -116,7 +116,7 @@ class EvidenceGaps:
             for gap in opened:
                 self._gaps.setdefault(member, []).append((ts, None, gap))
 
-    def open(self, gap: EvidenceGap) -> None:
+    def add_open(self, gap: EvidenceGap) -> None:
         """A gap the replay finds as it goes, from ``gap.start_ns`` until the member's election next closes."""
         self._open.setdefault(gap.member, []).append(gap)
         self._gaps.setdefault(gap.member, []).append((gap.start_ns, None, gap))

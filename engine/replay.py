@@ -683,7 +683,7 @@ class NodeReplay:
                 if kind == "state" and record.get("to") == "CLOSED":
                     self.gaps.closed(node_id, record["ts"])
                 elif kind == "state" and node_id in self.unknown_joins and record.get("to") in _FOLLOWER_JOINS:
-                    self.gaps.open(EvidenceGap(
+                    self.gaps.add_open(EvidenceGap(
                         node_id, record["ts"], None,
                         f"member {node_id}'s join of the leader's log is timed as at once (the capture shows its"
                         " image, not when its archive's recording and its services joined)",

@@ -1608,8 +1608,6 @@ class ConsensusModuleAgent:
                 deadlines.append(("canvass", election.canvass_deadline_ns()))
             if self.follower_recording_ns is not None:
                 deadlines.append(("followerRecording", self.follower_recording_ns))
-        if self.follower_recorder_ns is not None:
-            deadlines.append(("followerRecorder", self.follower_recorder_ns))
         else:
             if self.role is Role.LEADER:
                 deadlines.append(
@@ -1628,6 +1626,8 @@ class ConsensusModuleAgent:
                         self.slow_tick_at_or_after(self.time_of_last_log_update_ns + self.config.leader_heartbeat_timeout_ns),
                     )
                 )
+        if self.follower_recorder_ns is not None:
+            deadlines.append(("followerRecorder", self.follower_recorder_ns))
         deadlines.append(("slowTick", self.slow_tick_deadline_ns))
         return deadlines
 
