@@ -45,6 +45,15 @@ def test_a_follower_join_is_timed_from_its_recording_request_to_the_counter_the_
     assert segment.follower_recorder_waits == [47_388_795]  # request -> RECORDING_SIGNAL EXTEND
 
 
+def test_without_driver_lines_a_follower_join_is_timed_to_the_services_ack():
+    # As the real 1.41.7 capture logs: no DRIVER context, so the recording counter is never seen.
+    without_driver = "".join(line + "\n" for line in REJOIN.splitlines() if "DRIVER:" not in line)
+    segment = parse_agent_log(without_driver, source="node0").segments[0]
+    assert segment.follower_recording_waits == [55_433_846]  # request -> SERVICE_ACK
+    assert segment.follower_join_waits == [0]
+    assert segment.follower_recorder_waits == [47_388_795]
+
+
 def test_a_leader_recording_its_own_log_is_no_follower_join():
     leader = REJOIN.replace("sourceLocation=REMOTE", "sourceLocation=LOCAL").replace("alias=log-cm", "alias=log")
     segment = parse_agent_log(leader, source="node0").segments[0]

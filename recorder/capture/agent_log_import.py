@@ -189,6 +189,10 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             _note_leader_join(current, record, pending)
             if record.event == "SERVICE_ACK" and pending.get("followerJoined") is not None:
                 current.follower_join_waits.append(record.ts_ns - pending.pop("followerJoined"))
+            elif record.event == "SERVICE_ACK" and pending.get("followerRecording") is not None:
+                # No driver lines logged (the counter unseen): the join is timed to the services' ack.
+                current.follower_recording_waits.append(record.ts_ns - pending.pop("followerRecording"))
+                current.follower_join_waits.append(0)
         member = record.fields.get("memberId")
         if isinstance(member, int) and member >= 0:
             members[member] += 1
@@ -211,6 +215,7 @@ def _note_follower_recording(current: Segment | None, segments: list[Segment], r
             asked = pending.pop("followerRecording", None)
             if asked is not None and current is not None:
                 current.follower_recording_waits.append(record.ts_ns - asked)
+                current.follower_join_waits.append(0)
             joined = pending.pop("followerJoined", None)
             if joined is not None and current is not None:
                 current.follower_join_waits.append(record.ts_ns - joined)
