@@ -186,7 +186,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
 
     waits = {}
     for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
-                "logReplayDurationsNs", "followerRecordingWaitsNs", "followerJoinWaitsNs",
+                "logReplayDurationsNs", "logReplayStartWaitsNs", "followerRecordingWaitsNs", "followerJoinWaitsNs",
                 "followerRecorderWaitsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
@@ -220,6 +220,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         snapshot_durations_ns=waits["snapshotDurationsNs"],
         leader_join_waits_ns=waits["leaderJoinWaitsNs"],
         log_replay_durations_ns=waits["logReplayDurationsNs"],
+        log_replay_start_waits_ns=waits["logReplayStartWaitsNs"],
         follower_recording_waits_ns=waits["followerRecordingWaitsNs"],
         follower_join_waits_ns=waits["followerJoinWaitsNs"],
         follower_recorder_waits_ns=waits["followerRecorderWaitsNs"],

@@ -135,6 +135,7 @@ class ConsensusModuleAgent:
         "log_publications_ready_ns",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
+        "log_replay_start_waits_ns",
         "follower_recording_waits_ns",
         "follower_join_waits_ns",
         "follower_recording_ns",
@@ -250,6 +251,7 @@ class ConsensusModuleAgent:
         self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
         self.leader_join_waits_ns: list[int] = []  # recorded LEADER_INIT joins (Node.MemberStart), in order
         self.log_replay_durations_ns: list[int] = []  # recorded election log replays (Node.MemberStart), in order
+        self.log_replay_start_waits_ns: list[int] = []  # recorded archive answers to their replay requests
         self.follower_recording_waits_ns: list[int] = []  # recorded follower log recording starts, in order
         self.follower_join_waits_ns: list[int] = []  # recorded follower services' joins (Node.MemberStart), in order
         self.follower_recording_ns: int | None = None  # a follower's log recording asked for is there from then
@@ -1457,6 +1459,16 @@ class ConsensusModuleAgent:
         replay = SimLogReplay(self, start_position, stop_position)
         if self.log_replay_durations_ns:  # the recorded time the archive and the services took
             replay.done_at_ns = self.output_ts + self.log_replay_durations_ns.pop(0)
+        if self.log_replay_start_waits_ns:
+            # Aeron's LogReplay starts with `AeronArchive.startReplay`, a synchronous call: with the
+            # recorded time the archive took to answer, nothing else runs until then, and what the election
+            # sends next goes out then, its timestamp still the cycle's (g_leader_sigterm_reelection_rejoin:
+            # the archive's driver took 1.85 s to add the replay publication; member 0's NewLeadershipTerm
+            # from LEADER_REPLAY reached the wire that much later, stamped with the state's entry time).
+            wait = self.log_replay_start_waits_ns.pop(0)
+            if wait > 0:
+                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
+                self.output_ts = self.blocked_until_ns
         return replay
 
     def replay_local_log(self, start_position: int, stop_position: int) -> None:

@@ -145,6 +145,9 @@ class MemberStart:
     #: How long each log replay of an election (LEADER_REPLAY, FOLLOWER_REPLAY) this start does took, the
     #: archive replaying the log into the services until they acknowledged it.  Empty: done at once.
     log_replay_durations_ns: tuple[int, ...] = ()
+    #: For each of those replays, how long the archive took to answer the request to start it
+    #: (`AeronArchive.startReplay` is synchronous): the consensus module does nothing else that long.
+    log_replay_start_waits_ns: tuple[int, ...] = ()
     #: For each follower join of the leader's log this start does: how long from asking the archive to
     #: record the log (when the election finds the leader's image) until the recording's counter was
     #: there (the election stays in FOLLOWER_CATCHUP_AWAIT or FOLLOWER_LOG_AWAIT, the image keeping what

@@ -685,6 +685,7 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
             waits = {"logPublicationWaitsNs": segment.log_publication_waits, "logImageWaitsNs": segment.log_image_waits,
                      "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
                      "logReplayDurationsNs": segment.log_replay_durations,
+                     "logReplayStartWaitsNs": segment.log_replay_start_waits,
                      "followerRecordingWaitsNs": segment.follower_recording_waits,
                      "followerJoinWaitsNs": segment.follower_join_waits,
                      "followerRecorderWaitsNs": segment.follower_recorder_waits}

@@ -85,6 +85,10 @@ class Segment:
     #: it), from entering the state to the services' last SERVICE_ACK before leaving it: the archive
     #: replays the log into the services, which take it and acknowledge.
     log_replay_durations: list[int] = field(default_factory=list)
+    #: For each of those replays, how long the archive took to answer the replay request (ARCHIVE
+    #: CMD_IN_REPLAY to the CMD_OUT_RESPONSE of its correlationId, ns): `AeronArchive.startReplay` is
+    #: synchronous, so the consensus module does nothing else all that while.
+    log_replay_start_waits: list[int] = field(default_factory=list)
     #: Each time a follower joined the leader's log, from its request to record it (ARCHIVE
     #: CMD_IN_START_RECORDING* or CMD_IN_EXTEND_RECORDING* of an ``alias=log-cm`` channel) to the
     #: archive's recording counter (the DRIVER line CMD_IN_ADD_COUNTER ``typeId=100``, RecordingPos), ns:
@@ -162,6 +166,15 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             skipped[f"{record.context} lines"] += 1
             if record.context == "ARCHIVE" and record.event == "CMD_IN_REPLAY" and pending.get("replay") is not None:
                 pending["replaying"] = 1
+                correlation = _CORRELATION_ID.search(record.text)
+                if correlation is not None:
+                    pending["replayAsked"] = record.ts_ns
+                    pending["replayCorrelationId"] = int(correlation.group(1))
+            elif (record.context == "ARCHIVE" and record.event == "CMD_OUT_RESPONSE"
+                  and pending.get("replayAsked") is not None):
+                correlation = _CORRELATION_ID.search(record.text)
+                if correlation is not None and int(correlation.group(1)) == pending.get("replayCorrelationId"):
+                    pending["replayStarted"] = record.ts_ns - pending.pop("replayAsked")
             if record.context in ("ARCHIVE", "DRIVER"):
                 current = _note_follower_recording(current, segments, record, pending)
             if record.context == "DRIVER":
@@ -264,13 +277,16 @@ def _note_leader_join(segment: Segment, record: AgentLogRecord, pending: dict[st
         return
     if fields.get("to") in ("LEADER_REPLAY", "FOLLOWER_REPLAY"):
         pending["replay"] = record.ts_ns
-        pending.pop("replayAcked", None)
-        pending.pop("replaying", None)
+        for key in ("replayAcked", "replaying", "replayAsked", "replayStarted"):
+            pending.pop(key, None)
     elif fields.get("from") in ("LEADER_REPLAY", "FOLLOWER_REPLAY") and pending.get("replay") is not None:
         entered = pending.pop("replay")
         acked = pending.pop("replayAcked", None)
+        started = pending.pop("replayStarted", 0)
+        pending.pop("replayAsked", None)
         if pending.pop("replaying", None):
             segment.log_replay_durations.append(acked - entered if acked is not None else 0)
+            segment.log_replay_start_waits.append(started)
     if fields.get("to") == "LEADER_INIT":
         pending["leaderInit"] = record.ts_ns
         pending.pop("leaderJoined", None)
