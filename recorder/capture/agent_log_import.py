@@ -65,9 +65,11 @@ class Segment:
     started: LogStarted | None
     records: list[AgentLogRecord] = field(default_factory=list)
     alignment: ClockAlignment | None = None
-    #: How long the driver took to answer each log publication added (ns), in order: from the DRIVER
-    #: line CMD_IN_ADD_EXCLUSIVE_PUBLICATION of a channel with ``alias=log`` to the next
-    #: CMD_OUT_EXCLUSIVE_PUBLICATION_READY.  The consensus module waits that long (Node.MemberStart).
+    #: How long each log publication the module added kept it waiting (ns), in order: from the DRIVER
+    #: line CMD_IN_ADD_EXCLUSIVE_PUBLICATION of a channel with ``alias=log`` past the driver's
+    #: CMD_OUT_EXCLUSIVE_PUBLICATION_READY to the module's next CLUSTER line (it maps the log buffers after
+    #: the answer, logging nothing: 387 ms in f_follower_kill_rejoin_catchup's member 2, a few ms in
+    #: the other captures).  The consensus module waits that long (Node.MemberStart).
     log_publication_waits: list[int] = field(default_factory=list)
     #: Each log subscription (``alias=log-cm``) to the next CMD_OUT_AVAILABLE_IMAGE (ns): FOLLOWER_LOG_AWAIT.
     log_image_waits: list[int] = field(default_factory=list)
@@ -190,11 +192,19 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
                         if current is None:
                             current = Segment(None)
                             segments.append(current)
-                        getattr(current, waits).append(record.ts_ns - pending.pop(waits))
+                        if waits == "log_publication_waits":
+                            # The module maps the publication's log buffers after the driver's answer, still
+                            # blocked: the wait ends at the next line it logs.
+                            pending["logPublicationReady"] = pending.pop(waits)
+                        else:
+                            getattr(current, waits).append(record.ts_ns - pending.pop(waits))
             continue
         if current is None:
             current = Segment(None)
             segments.append(current)
+        asked = pending.pop("logPublicationReady", None)
+        if asked is not None:
+            current.log_publication_waits.append(record.ts_ns - asked)
         current.records.append(record)
         if record.event == "STATE_CHANGE":
             _note_snapshot(current, record, pending)
