@@ -57,6 +57,10 @@ class EvidenceGap:
     why: str
     settled_by: str
     until_closed: bool = False
+    #: The gap explains only what is not the same behaviour at another time: a divergence with a timing
+    #: counterpart stays a timing difference (a wait the inputs do not show moves things, it does not
+    #: make them different).
+    timing_first: bool = False
 
 
 def gaps_of(event: Any, tolerance_ns: int) -> list[EvidenceGap]:
