@@ -118,9 +118,9 @@ def test_a_follower_publishes_no_replication_position_before_the_archive_gives_o
 
 # --- a follower joins the log once its archive records it and its services have it ----------------------
 
-#: A follower's DRIVER lines and SERVICE_ACKs around two joins: session 5 (the module's image, the
-#: archive's subscription and image, the recording's position counter, the services' ack) and session 6,
-#: whose image the archive never got.
+#: A follower's DRIVER and ARCHIVE lines and SERVICE_ACKs around two joins: session 5 (the module's image,
+#: the request to record it, the archive's subscription and image, the recording's position counter, the
+#: recorder's START signal, the services' ack) and session 6, whose image the archive never got.
 JOIN_LINES = """\
 [1.000000000] log started 2026-01-01 00:00:00.000+0000
 [1.100000000] CLUSTER: ELECTION_STATE_CHANGE [79/79]: memberId=3 INIT -> CANVASS leaderId=-1 candidateTermId=-1 \
@@ -129,26 +129,32 @@ leadershipTermId=-1 logPosition=0 logLeadershipTermId=-1 appendPosition=0 catchu
 correlationId=72 channel=aeron:udp?control-mode=manual|session-id=5|alias=log-cm|group=true
 [1.300000000] DRIVER: CMD_OUT_AVAILABLE_IMAGE [99/99]: sessionId=5 streamId=100 subscriberPositionId=137 \
 subscriptionRegistrationId=72 correlationId=74 sourceIdentity=127.0.0.1:48081
+[1.340000000] ARCHIVE: CMD_IN_START_RECORDING2 [139/139]: controlSessionId=9 correlationId=75 streamId=100 \
+sourceLocation=REMOTE autoStop=TRUE channel=aeron:udp?control-mode=manual|session-id=5|alias=log-cm|group=true
 [1.350000000] DRIVER: CMD_IN_ADD_SUBSCRIPTION [129/129]: streamId=100 registrationCorrelationId=-1 clientId=1 \
 correlationId=76 channel=aeron:udp?control-mode=manual|session-id=5|alias=log-cm|group=true
 [1.360000000] DRIVER: CMD_OUT_AVAILABLE_IMAGE [99/99]: sessionId=5 streamId=100 subscriberPositionId=140 \
 subscriptionRegistrationId=76 correlationId=74 sourceIdentity=127.0.0.1:48081
 [1.380000000] DRIVER: CMD_IN_ADD_COUNTER [207/207]: typeId=100 keyBufferOffset=24 keyBufferLength=39 clientId=1
+[1.400000000] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=9 correlationId=75 recordingId=0 \
+subscriptionId=76 position=0 signal=START
 [1.500000000] CLUSTER: SERVICE_ACK [56/56]: memberId=3 logPosition=0 timestamp=0 timeUnit=MILLISECONDS ackId=1 \
 relevantId=-1 serviceId=0
 [2.200000000] DRIVER: CMD_IN_ADD_SUBSCRIPTION [129/129]: streamId=100 registrationCorrelationId=-1 clientId=17 \
 correlationId=105 channel=aeron:udp?control-mode=manual|session-id=6|alias=log-cm|group=true
 [2.300000000] DRIVER: CMD_OUT_AVAILABLE_IMAGE [99/99]: sessionId=6 streamId=100 subscriberPositionId=102 \
 subscriptionRegistrationId=105 correlationId=107 sourceIdentity=127.0.0.1:55229
+[2.340000000] ARCHIVE: CMD_IN_EXTEND_RECORDING2 [148/148]: controlSessionId=9 correlationId=108 recordingId=0 \
+streamId=100 sourceLocation=REMOTE autoStop=TRUE channel=aeron:udp?control-mode=manual|session-id=6|alias=log-cm|group=true
 [2.350000000] DRIVER: CMD_IN_ADD_SUBSCRIPTION [129/129]: streamId=100 registrationCorrelationId=-1 clientId=1 \
 correlationId=109 channel=aeron:udp?control-mode=manual|session-id=6|alias=log-cm|group=true
 """
 
 
-def test_the_agent_log_tells_when_each_follower_join_was_recorded_and_acknowledged():
+def test_the_agent_log_tells_when_each_follower_join_was_recorded_acknowledged_and_its_recorder_started():
     parsed = parse_agent_log(JOIN_LINES, source="n3.log")
     (segment,) = parsed.segments
-    assert segment.follower_joins == [(5, 1_380_000_000, 1_500_000_000), (6, None, None)]
+    assert segment.follower_joins == [(5, 1_380_000_000, 1_500_000_000, 1_400_000_000), (6, None, None, None)]
 
 
 def test_a_follower_waits_for_its_archive_and_services_to_join_the_log():

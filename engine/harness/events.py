@@ -186,7 +186,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
 
     waits = {}
     for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
-                "logReplayDurationsNs"):
+                "logReplayDurationsNs", "logReplayStartWaitsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
             raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
@@ -200,9 +200,10 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         raise fail(f"'logImagesNs' must be a list of [logSessionId, ns] pairs, got {images!r}")
     joins = fields.get("followerJoinsNs") or []
     if not (isinstance(joins, list) and all(
-            isinstance(join, list | tuple) and len(join) == 3 and _is_int(join[0])
+            isinstance(join, list | tuple) and len(join) == 4 and _is_int(join[0])
             and all(v is None or _is_int(v) for v in join[1:]) for join in joins)):
-        raise fail(f"'followerJoinsNs' must be a list of [logSessionId, ns or null, ns or null], got {joins!r}")
+        raise fail("'followerJoinsNs' must be a list of [logSessionId, recordingNs, servicesNs, recorderNs]"
+                   f" (each ns or null), got {joins!r}")
     aborts = fields.get("abortsNs") or []
     if not isinstance(aborts, list) or not all(_is_int(at) for at in aborts):
         raise fail(f"'abortsNs' must be a list of times (ns), got {aborts!r}")
@@ -227,10 +228,11 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         snapshot_durations_ns=waits["snapshotDurationsNs"],
         leader_join_waits_ns=waits["leaderJoinWaitsNs"],
         log_replay_durations_ns=waits["logReplayDurationsNs"],
+        log_replay_start_waits_ns=waits["logReplayStartWaitsNs"],
         shutdown_snapshot=shutdown,
         connected_peers=tuple(connected) if connected is not None else None,
         log_publications_ready_ns=tuple(ready),
         log_images_ns=tuple((pair[0], pair[1]) for pair in images) if images is not None else None,
-        follower_joins_ns=tuple((join[0], join[1], join[2]) for join in joins),
+        follower_joins_ns=tuple((join[0], join[1], join[2], join[3]) for join in joins),
         aborts_ns=tuple(aborts),
     )

@@ -133,12 +133,15 @@ class ConsensusModuleAgent:
         "log_image_waits_ns",
         "log_images_ns",
         "follower_joins_ns",
-        "follower_join",
         "aborts_ns",
-        "frames_before_join",
         "log_publications_ready_ns",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
+        "log_replay_start_waits_ns",
+        "follower_recording_ns",
+        "follower_services_ns",
+        "follower_recorder_ns",
+        "unrecorded_log_frames",
         "snapshot_durations_ns",
         "shutdown_snapshot",
         "snapshots_taken",
@@ -248,18 +251,21 @@ class ConsensusModuleAgent:
         self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
         self.leader_join_waits_ns: list[int] = []  # recorded LEADER_INIT joins (Node.MemberStart), in order
         self.log_replay_durations_ns: list[int] = []  # recorded election log replays (Node.MemberStart), in order
+        self.log_replay_start_waits_ns: list[int] = []  # recorded archive answers to their replay requests
+        #: The follower join under way (`try_join_log_as_follower`): the archive's recording counter for the
+        #: image is there from ``follower_recording_ns`` (None: no join under way), the services acknowledge
+        #: at ``follower_services_ns`` (None: never), and the archive's recorder records the image from
+        #: ``follower_recorder_ns`` (None: it already does); NEVER_NS: never.
+        self.follower_recording_ns: int | None = None
+        self.follower_services_ns: int | None = None
+        self.follower_recorder_ns: int | None = None
+        self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
-        #: log session id -> (when its recording started, when the services acknowledged) of each recorded
-        #: follower join of it, in order (None: never)
-        self.follower_joins_ns: dict[int, list[tuple[int | None, int | None]]] = {}
-        #: The join under way: (log session id, when the archive's recording of it starts, when the
-        #: services acknowledge or None).
-        self.follower_join: tuple[int, int, int | None] | None = None
+        #: log session id -> (recording counter, services' ack, recorder start) of each recorded follower
+        #: join of it, in order, absolute times (Node.MemberStart.follower_joins_ns; None: never)
+        self.follower_joins_ns: dict[int, list[tuple[int | None, int | None, int | None]]] = {}
         self.aborts_ns: list[int] = []  # when the operator's ABORT toggle came (Node.MemberStart), in order
-        #: Log frames that reached the image while that join was under way: the image holds them, and the
-        #: module reads them once joined.
-        self.frames_before_join: list[tuple[Any, int | None, int | None]] = []
         self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
         self.snapshots_taken = 0
         self.snapshot_done_ns: int | None = None  # a follower's snapshot is written then (SNAPSHOT until then)
@@ -541,12 +547,12 @@ class ConsensusModuleAgent:
         """
         now_ns = self.now_ns
         try:
+            self.maybe_start_recorder()  # the archive's recorder is a thread of its own: no cycle of this one
             if now_ns > self.slow_tick_deadline_ns:
                 self._realign_slow_tick(now_ns)
             if now_ns >= self.slow_tick_deadline_ns:
                 work = self.slow_tick_work(now_ns)
                 self.slow_tick_deadline_ns = now_ns + 1 if work else now_ns + SLOW_TICK_INTERVAL_NS
-            recording = bool(self.frames_before_join) and self.log_image is not None
             for waiting, _ in held:  # what arrived while it waited for the driver, polled in one go
                 handler = _MESSAGE_HANDLERS.get(type(waiting))
                 if handler is not None:
@@ -562,8 +568,6 @@ class ConsensusModuleAgent:
                 election.do_work(now_ns)
             else:
                 self.consensus_work(now_ns)
-            if recording:
-                self._record_frames_before_join()
         except ClusterTermination:
             self.terminate()
         except AeronError as ex:
@@ -696,6 +700,9 @@ class ConsensusModuleAgent:
         """§2.1: tear down the log and go back to the last recorded position."""
         self.set_role(Role.FOLLOWER)
         self.log_image = None
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
@@ -1171,11 +1178,14 @@ class ConsensusModuleAgent:
         frame that overtook the replay); outside a catch-up a gap is content the capture did not
         show, and the frame is taken where it ends (so is a frame whose length is not known: a
         scenario's frame may stand for a stretch of the log)."""
-        if self.log_image is None and self.follower_join is not None and self.role is not Role.LEADER:
-            self.frames_before_join.append((message, log_position, length))
-            return
         if self.role is Role.LEADER or self.log_image is None or self.log_image.is_closed:
             return
+        if self.follower_recorder_ns is not None:
+            self.unrecorded_log_frames.append((message, log_position, length))
+            return
+        self._record_log_frame(message, log_position, length)
+
+    def _record_log_frame(self, message: Any, log_position: int | None, length: int | None) -> None:
         log = self.log
         if log_position is None:
             end = log.end + framed_length(length if length is not None else len(encode(message)))
@@ -1193,15 +1203,6 @@ class ConsensusModuleAgent:
         while held and log.end in held:
             end, message = held.pop(log.end)
             log.append(end, message)
-        self.changes += 1
-
-    def _record_frames_before_join(self) -> None:
-        """What the image held when the module joined it, recorded by the archive while the module runs its
-        first cycle after the join: that cycle's AppendPosition is the join position (f_follower_kill_rejoin_catchup,
-        member 0: 8320 at 19:21:34.466, then 45984 at 19:21:34.474 once the catch-up it had was recorded)."""
-        frames, self.frames_before_join = self.frames_before_join, []
-        for message, log_position, length in frames:
-            self.on_log_frame(message, log_position, length)
         self.changes += 1
 
     def on_log_end_of_stream(self) -> None:
@@ -1339,8 +1340,9 @@ class ConsensusModuleAgent:
 
     def add_follower_subscription(self, log_session_id: int) -> str:
         self.log_subscription = f"aeron:udp?control-mode=manual|session-id={log_session_id}|alias=log-cm"
-        self.follower_join = None
-        self.frames_before_join = []
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         wait = self.log_image_waits_ns.pop(0) if self.log_image_waits_ns else None
         if self.log_images_ns is not None:
             # When the capture shows this member's driver answering the leader's log session; never,
@@ -1355,6 +1357,9 @@ class ConsensusModuleAgent:
     def close_log_subscription(self) -> None:
         self.log_subscription = None
         self.log_image = None
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
@@ -1386,35 +1391,61 @@ class ConsensusModuleAgent:
             return self.log_image
         return SimImage(log_session_id, log_position)
 
+    def maybe_start_recorder(self) -> int:
+        """The archive's recorder starts on the follower's log image at its recorded time
+        (`MemberStart.follower_joins_ns`): what the image holds is recorded from then (until
+        then the recording's position is the join position, and AppendPosition says so:
+        f_follower_kill_rejoin_catchup's rejoining member reports 8320 first, the catch-up already in its
+        image)."""
+        if self.follower_recorder_ns is None or self.output_ts < self.follower_recorder_ns:
+            return 0
+        self.follower_recorder_ns = None
+        frames, self.unrecorded_log_frames = self.unrecorded_log_frames, []
+        for message, log_position, length in frames:
+            self._record_log_frame(message, log_position, length)
+        self.changes += 1
+        return 1
+
     def try_join_log_as_follower(self, image: SimImage, is_leader_startup: bool, now_ns: int) -> bool:
-        """Start (or extend) the log recording at the join position and attach the image, then wait for the
-        services to join.  With a recorded join (`follower_joins_ns`), false until the archive's recording
-        of the image has started (Aeron's `tryCreateAppendPosition`), then blocked until the services
-        acknowledge (`awaitServicesReady`), for ever if they never did; without, all at once."""
-        self._start_log_recording()
-        join = self.follower_join
-        if join is None or join[0] != image.session_id:
+        """Start (or extend) the log recording at the join position and attach the image.
+
+        Aeron's fails until the archive's recording counter for the image is there (`tryCreateAppendPosition`),
+        the image meanwhile taking what the leader sends; then `awaitServicesReady` blocks the module until
+        the services have joined the log, and what arrives meanwhile waits; and the archive's recorder,
+        a thread of its own, records the image from the join position once it starts (`maybe_start_recorder`).
+        With a recorded join of the image's session (`follower_joins_ns`) the model does the same at the
+        recorded times: j_short_timeouts_leader_kill's rejoining member reports the whole catch-up in its
+        first AppendPosition, its recorder having started before the services joined;
+        f_follower_kill_rejoin_catchup's reports the join position first, its recorder starting after.  A
+        recorded 'never' waits for ever (h_five_members_leader_kill: member 4's archive never recorded member
+        1's term-1 log, FOLLOWER_LOG_AWAIT timed out; member 3's services never had it, and its module waited
+        in `awaitServicesReady` until it was killed).  Without a recorded join, all at once."""
+        if self.follower_recording_ns is None:
+            self._start_log_recording()
+            self.log.set_end(image.join_position)
+            self.log_image = image
             recorded = self.follower_joins_ns.get(image.session_id)
             if recorded:
-                recording_ns, services_ns = recorded.pop(0)
-                join = self.follower_join = (image.session_id, NEVER_NS if recording_ns is None else recording_ns,
-                                             services_ns)
+                recording_ns, services_ns, recorder_ns = recorded.pop(0)
+                self.follower_recording_ns = NEVER_NS if recording_ns is None else recording_ns
+                self.follower_services_ns = services_ns
+                self.follower_recorder_ns = NEVER_NS if recorder_ns is None else recorder_ns
             else:
-                join = self.follower_join = None
-        if join is not None:
-            if self.output_ts < join[1]:
-                return False  # no recording position counter for the session yet
-            if join[2] is None:
-                # The services never had the image: `awaitServicesReady` does not return (h_five_members_leader_kill,
-                # member 3 from 19:23:59.4 until it was killed).
-                self.blocked_until_ns = NEVER_NS
-                return False
-            if join[2] > self.output_ts:
-                self.blocked_until_ns = max(self.blocked_until_ns or 0, join[2])
-                self.output_ts = self.blocked_until_ns
-        self.log.set_end(image.join_position)
+                self.follower_recording_ns = self.follower_services_ns = self.output_ts
+                self.follower_recorder_ns = None
+            self.unrecorded_log_frames = []
+            self.changes += 1
+        if self.output_ts < self.follower_recording_ns:
+            return False  # no recording position counter for the session yet
+        services_ns = self.follower_services_ns
+        if services_ns is None:  # `awaitServicesReady` never returns
+            self.blocked_until_ns = NEVER_NS
+            return False
+        self.follower_recording_ns = None
+        if services_ns > self.output_ts:
+            self.blocked_until_ns = max(self.blocked_until_ns or 0, services_ns)
+            self.output_ts = self.blocked_until_ns
         self.log_adapter_position = image.join_position
-        self.log_image = image
         self.last_append_position = image.join_position
         self.time_of_last_append_position_update_ns = now_ns
         self.changes += 1
@@ -1435,7 +1466,10 @@ class ConsensusModuleAgent:
             if self.log_adapter_position > self.commit_position:
                 self.commit_position = self.log_adapter_position
         election = self.election
-        work += self._send_append_position(now_ns, election.leadership_term_id, self.log.end, APPEND_POSITION_FLAG_CATCHUP)
+        # Aeron's catchupPoll sends the module's own leadershipTermId, the term of the last
+        # NewLeadershipTermEvent its log showed, not the election's (g_leader_sigterm_reelection_rejoin:
+        # member 0 catching up into term 3 reports term 2 until the log reaches term 3's event).
+        work += self._send_append_position(now_ns, self.leadership_term_id, self.log.end, APPEND_POSITION_FLAG_CATCHUP)
         if now_ns > self.time_of_last_append_position_update_ns + self.config.leader_heartbeat_timeout_ns and self.state is ModuleState.ACTIVE:
             raise ClusterEvent(
                 f"no catchup progress commitPosition={self.commit_position} limitPosition={limit_position}"
@@ -1458,6 +1492,16 @@ class ConsensusModuleAgent:
         replay = SimLogReplay(self, start_position, stop_position)
         if self.log_replay_durations_ns:  # the recorded time the archive and the services took
             replay.done_at_ns = self.output_ts + self.log_replay_durations_ns.pop(0)
+        if self.log_replay_start_waits_ns:
+            # Aeron's LogReplay starts with `AeronArchive.startReplay`, a synchronous call: with the
+            # recorded time the archive took to answer, nothing else runs until then, and what the election
+            # sends next goes out then, its timestamp still the cycle's (g_leader_sigterm_reelection_rejoin:
+            # the archive's driver took 1.85 s to add the replay publication; member 0's NewLeadershipTerm
+            # from LEADER_REPLAY reached the wire that much later, stamped with the state's entry time).
+            wait = self.log_replay_start_waits_ns.pop(0)
+            if wait > 0:
+                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
+                self.output_ts = self.blocked_until_ns
         return replay
 
     def replay_local_log(self, start_position: int, stop_position: int) -> None:
@@ -1543,6 +1587,13 @@ class ConsensusModuleAgent:
         """The earliest time after ``after_ns`` at which a duty cycle could act without a new input."""
         if self.state is ModuleState.CLOSED:
             return None
+        deadline = self._work_deadline_ns(after_ns)
+        recorder = self.follower_recorder_ns
+        if recorder is not None and after_ns < recorder < NEVER_NS and (deadline is None or recorder < deadline):
+            return recorder
+        return deadline
+
+    def _work_deadline_ns(self, after_ns: int) -> int | None:
         if self.election is not None:
             return self.election.next_deadline_ns(after_ns)
         config = self.config
@@ -1605,6 +1656,8 @@ class ConsensusModuleAgent:
                 deadlines.append(("nomination", election.nomination_deadline_ns))
             if election.state is ElectionState.CANVASS:
                 deadlines.append(("canvass", election.canvass_deadline_ns()))
+            if self.follower_recording_ns is not None and self.follower_recording_ns < NEVER_NS:
+                deadlines.append(("followerRecording", self.follower_recording_ns))
         else:
             if self.role is Role.LEADER:
                 deadlines.append(
@@ -1625,6 +1678,8 @@ class ConsensusModuleAgent:
                         self.slow_tick_at_or_after(self.time_of_last_log_update_ns + self.config.leader_heartbeat_timeout_ns),
                     )
                 )
+        if self.follower_recorder_ns is not None and self.follower_recorder_ns < NEVER_NS:
+            deadlines.append(("followerRecorder", self.follower_recorder_ns))
         deadlines.append(("slowTick", self.slow_tick_deadline_ns))
         return deadlines
 

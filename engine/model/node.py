@@ -49,7 +49,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
-from engine.model.agent import NEVER_NS, ConsensusModuleAgent, ModuleState
+from engine.model.agent import ConsensusModuleAgent, ModuleState
 from engine.model.config import Config
 from engine.model.flags import ModelFlags
 from engine.model.inputs import (
@@ -222,9 +222,6 @@ class Node:
         image = self.agent.log_image_available_ns
         if image is not None and image > self._tick_ns and self.agent.log_subscription is not None:
             deadline = image if deadline is None else min(deadline, image)
-        join = self.agent.follower_join
-        if join is not None and self._tick_ns < join[1] < NEVER_NS:  # the archive's recording starts then
-            deadline = join[1] if deadline is None else min(deadline, join[1])
         if deadline is None:
             return None
         tick = -(-deadline // MS) * MS
@@ -318,11 +315,12 @@ class Node:
         self.agent.snapshot_durations_ns = list(start.snapshot_durations_ns)
         self.agent.leader_join_waits_ns = list(start.leader_join_waits_ns)
         self.agent.log_replay_durations_ns = list(start.log_replay_durations_ns)
+        self.agent.log_replay_start_waits_ns = list(start.log_replay_start_waits_ns)
         self.agent.log_publications_ready_ns = list(start.log_publications_ready_ns)
         self.agent.log_images_ns = dict(start.log_images_ns) if start.log_images_ns is not None else None
         self.agent.aborts_ns = list(start.aborts_ns)
-        for session, recording_ns, services_ns in start.follower_joins_ns:
-            self.agent.follower_joins_ns.setdefault(session, []).append((recording_ns, services_ns))
+        for session, recording_ns, services_ns, recorder_ns in start.follower_joins_ns:
+            self.agent.follower_joins_ns.setdefault(session, []).append((recording_ns, services_ns, recorder_ns))
         self.agent.shutdown_snapshot = start.shutdown_snapshot
         self.is_running = True
         self._wakeup = _UNKNOWN
