@@ -186,7 +186,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
 
     waits = {}
     for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
-                "logReplayDurationsNs", "logReplayStartWaitsNs", "followerRecordingWaitsNs", "followerJoinWaitsNs",
+                "logReplayDurationsNs", "logReplayStartWaitsNs", "catchupReplayWaitsNs", "followerRecordingWaitsNs", "followerJoinWaitsNs",
                 "followerRecorderWaitsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
@@ -221,6 +221,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         leader_join_waits_ns=waits["leaderJoinWaitsNs"],
         log_replay_durations_ns=waits["logReplayDurationsNs"],
         log_replay_start_waits_ns=waits["logReplayStartWaitsNs"],
+        catchup_replay_waits_ns=waits["catchupReplayWaitsNs"],
         follower_recording_waits_ns=waits["followerRecordingWaitsNs"],
         follower_join_waits_ns=waits["followerJoinWaitsNs"],
         follower_recorder_waits_ns=waits["followerRecorderWaitsNs"],

@@ -139,6 +139,8 @@ class ConsensusModuleAgent:
         "follower_recording_waits_ns",
         "follower_join_waits_ns",
         "follower_recording_ns",
+        "catchup_replay_waits_ns",
+        "pending_catchup_replays",
         "follower_recorder_waits_ns",
         "follower_recorder_ns",
         "unrecorded_log_frames",
@@ -255,6 +257,8 @@ class ConsensusModuleAgent:
         self.follower_recording_waits_ns: list[int] = []  # recorded follower log recording starts, in order
         self.follower_join_waits_ns: list[int] = []  # recorded follower services' joins (Node.MemberStart), in order
         self.follower_recording_ns: int | None = None  # a follower's log recording asked for is there from then
+        self.catchup_replay_waits_ns: list[int] = []  # recorded catch-up replay starts (Node.MemberStart), in order
+        self.pending_catchup_replays: list[tuple[int, int, int]] = []  # (from when, follower, from position)
         self.follower_recorder_waits_ns: list[int] = []  # recorded follower log recorder starts, in order
         self.follower_recorder_ns: int | None = None  # the archive records the follower's log image from then
         self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
@@ -542,6 +546,7 @@ class ConsensusModuleAgent:
         now_ns = self.now_ns
         try:
             self.maybe_start_recorder()  # the archive's recorder is a thread of its own: no cycle of this one
+            self.maybe_send_catchup_replays()  # so is its replayer
             if now_ns > self.slow_tick_deadline_ns:
                 self._realign_slow_tick(now_ns)
             if now_ns >= self.slow_tick_deadline_ns:
@@ -876,7 +881,27 @@ class ConsensusModuleAgent:
         follower.catchup_replay_session_id = self.log_publication_session_id
         follower.catchup_replay_correlation_id = self._next_correlation_id()
         self.changes += 1
+        if self.catchup_replay_waits_ns:
+            # The archive's replay session sends once its publication to the follower's catch-up endpoint
+            # is connected (f_follower_kill_rejoin_catchup: 489 ms after the request, the follower's driver
+            # answering late): with the recorded time, the frames go out then.
+            self.pending_catchup_replays.append((self.output_ts + self.catchup_replay_waits_ns.pop(0), follower.id,
+                                                 m.log_position))
+            return
         self._send_log_frames(follower.id, m.log_position)
+
+    def maybe_send_catchup_replays(self) -> int:
+        """Catch-up replays whose recorded start has come: the archive sends the log from where asked."""
+        pending = self.pending_catchup_replays
+        if not pending or all(due > self.output_ts for due, _, _ in pending):
+            return 0
+        self.pending_catchup_replays = [p for p in pending if p[0] > self.output_ts]
+        for due, follower_id, position in pending:
+            follower = self.member_by_id.get(follower_id)
+            if due <= self.output_ts and follower is not None and follower.catchup_replay_session_id != NULL_VALUE:
+                self._send_log_frames(follower_id, position)
+        self.changes += 1
+        return 1
 
     def on_stop_catchup(self, m: Any) -> None:
         """§3.12, follower side: the leader says the catch-up replay is done; drop its destination."""
@@ -1555,9 +1580,11 @@ class ConsensusModuleAgent:
         if self.state is ModuleState.CLOSED:
             return None
         deadline = self._work_deadline_ns(after_ns)
-        recorder = self.follower_recorder_ns
-        if recorder is not None and recorder > after_ns and (deadline is None or recorder < deadline):
-            return recorder
+        archive = [self.follower_recorder_ns] if self.follower_recorder_ns is not None else []
+        archive += [due for due, _, _ in self.pending_catchup_replays]
+        for due in archive:
+            if due > after_ns and (deadline is None or due < deadline):
+                deadline = due
         return deadline
 
     def _work_deadline_ns(self, after_ns: int) -> int | None:
@@ -1640,6 +1667,8 @@ class ConsensusModuleAgent:
                 )
         if self.follower_recorder_ns is not None:
             deadlines.append(("followerRecorder", self.follower_recorder_ns))
+        for due, _, _ in self.pending_catchup_replays:
+            deadlines.append(("catchupReplay", due))
         deadlines.append(("slowTick", self.slow_tick_deadline_ns))
         return deadlines
 

@@ -148,6 +148,10 @@ class MemberStart:
     #: For each of those replays, how long the archive took to answer the request to start it
     #: (`AeronArchive.startReplay` is synchronous): the consensus module does nothing else that long.
     log_replay_start_waits_ns: tuple[int, ...] = ()
+    #: For each catch-up replay this start serves as leader, how long from the request (a follower's
+    #: CatchupPosition) until the archive's replay session started sending (its publication connected):
+    #: the catch-up frames go out then.  Empty: at once.
+    catchup_replay_waits_ns: tuple[int, ...] = ()
     #: For each follower join of the leader's log this start does: how long from asking the archive to
     #: record the log (when the election finds the leader's image) until the recording's counter was
     #: there (the election stays in FOLLOWER_CATCHUP_AWAIT or FOLLOWER_LOG_AWAIT, the image keeping what

@@ -313,6 +313,7 @@ class Node:
         self.agent.leader_join_waits_ns = list(start.leader_join_waits_ns)
         self.agent.log_replay_durations_ns = list(start.log_replay_durations_ns)
         self.agent.log_replay_start_waits_ns = list(start.log_replay_start_waits_ns)
+        self.agent.catchup_replay_waits_ns = list(start.catchup_replay_waits_ns)
         self.agent.follower_recording_waits_ns = list(start.follower_recording_waits_ns)
         self.agent.follower_join_waits_ns = list(start.follower_join_waits_ns)
         self.agent.follower_recorder_waits_ns = list(start.follower_recorder_waits_ns)

@@ -686,6 +686,7 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
                      "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
                      "logReplayDurationsNs": segment.log_replay_durations,
                      "logReplayStartWaitsNs": segment.log_replay_start_waits,
+                     "catchupReplayWaitsNs": segment.catchup_replay_waits,
                      "followerRecordingWaitsNs": segment.follower_recording_waits,
                      "followerJoinWaitsNs": segment.follower_join_waits,
                      "followerRecorderWaitsNs": segment.follower_recorder_waits}

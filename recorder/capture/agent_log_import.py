@@ -91,6 +91,10 @@ class Segment:
     #: CMD_IN_REPLAY to the CMD_OUT_RESPONSE of its correlationId, ns): `AeronArchive.startReplay` is
     #: synchronous, so the consensus module does nothing else all that while.
     log_replay_start_waits: list[int] = field(default_factory=list)
+    #: Each catch-up replay the member served as leader (its CLUSTER line CATCHUP_POSITION, then an ARCHIVE
+    #: CMD_IN_REPLAY to a follower's endpoint), from that line to the replay session's REPLAY_SESSION_STATE_CHANGE
+    #: ``INIT -> REPLAY`` (ns): the archive sends nothing before its publication is connected.
+    catchup_replay_waits: list[int] = field(default_factory=list)
     #: Each time a follower joined the leader's log, from its request to record it (ARCHIVE
     #: CMD_IN_START_RECORDING* or CMD_IN_EXTEND_RECORDING* of an ``alias=log-cm`` channel) to the
     #: archive's recording counter (the DRIVER line CMD_IN_ADD_COUNTER ``typeId=100``, RecordingPos), ns:
@@ -145,6 +149,8 @@ _FOLLOWER_LOG_CHANNEL = re.compile(r"alias=log-cm(\||$)")
 _RECORDING_POS_COUNTER = re.compile(r"\btypeId=100\b")
 _STARTED = re.compile(r"\bsignal=(START|EXTEND)\b")
 _CORRELATION_ID = re.compile(r"\bcorrelationId=(-?[0-9]+)")
+#: A replay to a follower's catch-up endpoint (the election's local replays are to ``aeron:ipc``).
+_CATCHUP_REPLAY = re.compile(r"replayChannel=aeron:udp\b")
 
 
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
@@ -179,6 +185,13 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
                     pending["replayStarted"] = record.ts_ns - pending.pop("replayAsked")
             if record.context in ("ARCHIVE", "DRIVER"):
                 current = _note_follower_recording(current, segments, record, pending)
+            if record.context == "ARCHIVE" and pending.get("catchupAsked") is not None:
+                if record.event == "CMD_IN_REPLAY" and _CATCHUP_REPLAY.search(record.text):
+                    pending["catchupReplay"] = pending.pop("catchupAsked")
+            if (record.context == "ARCHIVE" and record.event == "REPLAY_SESSION_STATE_CHANGE"
+                    and "INIT -> REPLAY" in record.text and pending.get("catchupReplay") is not None
+                    and current is not None):
+                current.catchup_replay_waits.append(record.ts_ns - pending.pop("catchupReplay"))
             if record.context == "DRIVER":
                 for asked, alias, answered, waits in DRIVER_WAITS:
                     if record.event == asked and alias.search(record.text):
@@ -206,6 +219,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
         if asked is not None:
             current.log_publication_waits.append(record.ts_ns - asked)
         current.records.append(record)
+        if record.event == "CATCHUP_POSITION":
+            pending["catchupAsked"] = record.ts_ns
         if record.event == "STATE_CHANGE":
             _note_snapshot(current, record, pending)
         elif record.event in ("ELECTION_STATE_CHANGE", "SERVICE_ACK"):
