@@ -545,8 +545,11 @@ class ConsensusModuleAgent:
         """
         now_ns = self.now_ns
         try:
-            self.maybe_start_recorder()  # the archive's recorder is a thread of its own: no cycle of this one
-            self.maybe_send_catchup_replays()  # so is its replayer
+            # The archive's recorder and replayer are threads of their own, not cycles of this one.
+            if self.follower_recorder_ns is not None:
+                self.maybe_start_recorder()
+            if self.pending_catchup_replays:
+                self.maybe_send_catchup_replays()
             if now_ns > self.slow_tick_deadline_ns:
                 self._realign_slow_tick(now_ns)
             if now_ns >= self.slow_tick_deadline_ns:
@@ -1580,6 +1583,8 @@ class ConsensusModuleAgent:
         if self.state is ModuleState.CLOSED:
             return None
         deadline = self._work_deadline_ns(after_ns)
+        if self.follower_recorder_ns is None and not self.pending_catchup_replays:
+            return deadline
         archive = [self.follower_recorder_ns] if self.follower_recorder_ns is not None else []
         archive += [due for due, _, _ in self.pending_catchup_replays]
         for due in archive:
