@@ -186,7 +186,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
 
     waits = {}
     for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
-                "logReplayDurationsNs", "logReplayStartWaitsNs"):
+                "logReplayDurationsNs", "logReplayStartWaitsNs", "catchupReplayWaitsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
             raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
@@ -229,6 +229,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         leader_join_waits_ns=waits["leaderJoinWaitsNs"],
         log_replay_durations_ns=waits["logReplayDurationsNs"],
         log_replay_start_waits_ns=waits["logReplayStartWaitsNs"],
+        catchup_replay_waits_ns=waits["catchupReplayWaitsNs"],
         shutdown_snapshot=shutdown,
         connected_peers=tuple(connected) if connected is not None else None,
         log_publications_ready_ns=tuple(ready),

@@ -140,6 +140,8 @@ class ConsensusModuleAgent:
         "log_replay_start_waits_ns",
         "follower_recording_ns",
         "follower_services_ns",
+        "catchup_replay_waits_ns",
+        "pending_catchup_replays",
         "follower_recorder_ns",
         "unrecorded_log_frames",
         "snapshot_durations_ns",
@@ -259,6 +261,8 @@ class ConsensusModuleAgent:
         self.follower_recording_ns: int | None = None
         self.follower_services_ns: int | None = None
         self.follower_recorder_ns: int | None = None
+        self.catchup_replay_waits_ns: list[int] = []  # recorded catch-up replay starts (Node.MemberStart), in order
+        self.pending_catchup_replays: list[tuple[int, int, int]] = []  # (from when, follower, from position)
         self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
@@ -547,7 +551,11 @@ class ConsensusModuleAgent:
         """
         now_ns = self.now_ns
         try:
-            self.maybe_start_recorder()  # the archive's recorder is a thread of its own: no cycle of this one
+            # The archive's recorder and replayer are threads of their own, not cycles of this one.
+            if self.follower_recorder_ns is not None:
+                self.maybe_start_recorder()
+            if self.pending_catchup_replays:
+                self.maybe_send_catchup_replays()
             if now_ns > self.slow_tick_deadline_ns:
                 self._realign_slow_tick(now_ns)
             if now_ns >= self.slow_tick_deadline_ns:
@@ -888,7 +896,27 @@ class ConsensusModuleAgent:
         follower.catchup_replay_session_id = self.log_publication_session_id
         follower.catchup_replay_correlation_id = self._next_correlation_id()
         self.changes += 1
+        if self.catchup_replay_waits_ns:
+            # The archive's replay session sends once its publication to the follower's catch-up endpoint
+            # is connected (f_follower_kill_rejoin_catchup: 489 ms after the request, the follower's driver
+            # answering late): with the recorded time, the frames go out then.
+            self.pending_catchup_replays.append((self.output_ts + self.catchup_replay_waits_ns.pop(0), follower.id,
+                                                 m.log_position))
+            return
         self._send_log_frames(follower.id, m.log_position)
+
+    def maybe_send_catchup_replays(self) -> int:
+        """Catch-up replays whose recorded start has come: the archive sends the log from where asked."""
+        pending = self.pending_catchup_replays
+        if not pending or all(due > self.output_ts for due, _, _ in pending):
+            return 0
+        self.pending_catchup_replays = [p for p in pending if p[0] > self.output_ts]
+        for due, follower_id, position in pending:
+            follower = self.member_by_id.get(follower_id)
+            if due <= self.output_ts and follower is not None and follower.catchup_replay_session_id != NULL_VALUE:
+                self._send_log_frames(follower_id, position)
+        self.changes += 1
+        return 1
 
     def on_stop_catchup(self, m: Any) -> None:
         """§3.12, follower side: the leader says the catch-up replay is done; drop its destination."""
@@ -1588,9 +1616,13 @@ class ConsensusModuleAgent:
         if self.state is ModuleState.CLOSED:
             return None
         deadline = self._work_deadline_ns(after_ns)
-        recorder = self.follower_recorder_ns
-        if recorder is not None and after_ns < recorder < NEVER_NS and (deadline is None or recorder < deadline):
-            return recorder
+        if self.follower_recorder_ns is None and not self.pending_catchup_replays:
+            return deadline
+        archive = [self.follower_recorder_ns] if self.follower_recorder_ns is not None else []
+        archive += [due for due, _, _ in self.pending_catchup_replays]
+        for due in archive:
+            if after_ns < due < NEVER_NS and (deadline is None or due < deadline):
+                deadline = due
         return deadline
 
     def _work_deadline_ns(self, after_ns: int) -> int | None:
@@ -1680,6 +1712,8 @@ class ConsensusModuleAgent:
                 )
         if self.follower_recorder_ns is not None and self.follower_recorder_ns < NEVER_NS:
             deadlines.append(("followerRecorder", self.follower_recorder_ns))
+        for due, _, _ in self.pending_catchup_replays:
+            deadlines.append(("catchupReplay", due))
         deadlines.append(("slowTick", self.slow_tick_deadline_ns))
         return deadlines
 

@@ -148,6 +148,10 @@ class MemberStart:
     #: For each of those replays, how long the archive took to answer the request to start it
     #: (`AeronArchive.startReplay` is synchronous): the consensus module does nothing else that long.
     log_replay_start_waits_ns: tuple[int, ...] = ()
+    #: For each catch-up replay this start serves as leader, how long from the request (a follower's
+    #: CatchupPosition) until the archive's replay session started sending (its publication connected):
+    #: the catch-up frames go out then.  Empty: at once.
+    catchup_replay_waits_ns: tuple[int, ...] = ()
     #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
     #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
     shutdown_snapshot: int | None = None

@@ -103,6 +103,10 @@ class Segment:
     #: CMD_IN_REPLAY to the CMD_OUT_RESPONSE of its correlationId, ns): `AeronArchive.startReplay` is
     #: synchronous, so the consensus module does nothing else all that while.
     log_replay_start_waits: list[int] = field(default_factory=list)
+    #: Each catch-up replay the member served as leader (its CLUSTER line CATCHUP_POSITION, then an ARCHIVE
+    #: CMD_IN_REPLAY to a follower's endpoint), from that line to the replay session's REPLAY_SESSION_STATE_CHANGE
+    #: ``INIT -> REPLAY`` (ns): the archive sends nothing before its publication is connected.
+    catchup_replay_waits: list[int] = field(default_factory=list)
     #: Each leader's log session this process joined as a follower (`tryJoinLogAsFollower`), as
     #: ``(logSessionId, recording_ns, services_ns, recorder_ns)``: when (on the log's clock) its archive's
     #: recording counter for the image was there (the module waits for it), when the services
@@ -278,6 +282,8 @@ class _FollowerJoins:
                  self.recorder_at.get(session) if session in asked else recording)
                 for session, recording, services in self.done)
         self.__init__()
+#: A replay to a follower's catch-up endpoint (the election's local replays are to ``aeron:ipc``).
+_CATCHUP_REPLAY = re.compile(r"replayChannel=aeron:udp\b")
 
 
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
@@ -318,6 +324,13 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
                 correlation = _CORRELATION_ID.search(record.text)
                 if correlation is not None and int(correlation.group(1)) == pending.get("replayCorrelationId"):
                     pending["replayStarted"] = record.ts_ns - pending.pop("replayAsked")
+            if record.context == "ARCHIVE" and pending.get("catchupAsked") is not None:
+                if record.event == "CMD_IN_REPLAY" and _CATCHUP_REPLAY.search(record.text):
+                    pending["catchupReplay"] = pending.pop("catchupAsked")
+            if (record.context == "ARCHIVE" and record.event == "REPLAY_SESSION_STATE_CHANGE"
+                    and "INIT -> REPLAY" in record.text and pending.get("catchupReplay") is not None
+                    and current is not None):
+                current.catchup_replay_waits.append(record.ts_ns - pending.pop("catchupReplay"))
             if record.context == "ARCHIVE":
                 joins.on_archive(record)
                 session = _CONTROL_SESSION.search(record.text)
@@ -368,6 +381,8 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
         if asked is not None:
             current.log_publication_waits.append(record.ts_ns - asked)
         current.records.append(record)
+        if record.event == "CATCHUP_POSITION":
+            pending["catchupAsked"] = record.ts_ns
         if record.event == "STATE_CHANGE":
             _note_snapshot(current, record, pending)
             if role == "LEADER" and record.fields.get("from") == "ACTIVE" and record.fields.get("to") == "TERMINATING":
