@@ -57,6 +57,10 @@ class EvidenceGap:
     why: str
     settled_by: str
     until_closed: bool = False
+    #: The gap explains only what is not the same behaviour at another time: a divergence with a timing
+    #: counterpart stays a timing difference (a wait the inputs do not show moves things, it does not
+    #: make them different).
+    timing_first: bool = False
 
 
 def gaps_of(event: Any, tolerance_ns: int) -> list[EvidenceGap]:
@@ -115,6 +119,11 @@ class EvidenceGaps:
             self._open[member] = opened
             for gap in opened:
                 self._gaps.setdefault(member, []).append((ts, None, gap))
+
+    def add_open(self, gap: EvidenceGap) -> None:
+        """A gap the replay finds as it goes, from ``gap.start_ns`` until the member's election next closes."""
+        self._open.setdefault(gap.member, []).append(gap)
+        self._gaps.setdefault(gap.member, []).append((gap.start_ns, None, gap))
 
     def closed(self, member: int, ts: int) -> None:
         """The member's election reached CLOSED at ``ts``: a starting state no longer decides anything."""

@@ -69,7 +69,8 @@ Randomness: each member's nomination delay comes from a `JavaRandom` seeded with
 ``nomination="auto"`` (the default) a member whose MemberStart has no seed, when no seed is given
 and the recording has what the member sent on the consensus channel, uses the delay the recording
 implies instead (`RecordedNomination`): the ``nextDouble()`` that puts its nomination on the
-millisecond of its next recorded RequestVote, or the longest delay when it sent none within reach
+millisecond of its next recorded RequestVote (of its agent log's NOMINATE -> CANDIDATE_BALLOT where the
+recording has it: the RequestVotes can reach the wire later), or the longest delay when it sent none within reach
 (it did not nominate before a vote or a leader ended its NOMINATE).  ``"seeded"`` and ``"recorded"``
 force one source for every member.  Every draw is a ``random`` record saying which source gave it;
 the summary lists each member's seed and source.
@@ -141,6 +142,21 @@ def _model(name: str):
 #: Model versions `replay` knows, and the behaviour flags each one means.
 MODELS: Mapping[str, ModelFlags] = _KnownModels()
 
+_JOIN = ("member {node}'s join of the leader's log is timed as at once (the capture shows its image, not when its"
+         " archive's recording and its services joined)",
+         "member {node}'s agent log (its archive's recording of the log and its services' SERVICE_ACK)")
+_REPLAY = ("member {node}'s log replay is timed as at once (the capture does not show its archive's answer nor its"
+           " services' acknowledgement)",
+           "member {node}'s agent log (its archive's CMD_OUT_RESPONSE to the replay and its services' SERVICE_ACK)")
+_LEAD = ("member {node}'s new leadership is timed by the wire only (its log publication when the capture first shows"
+         " it; its log replay, recording and services' join at once)",
+         "member {node}'s agent log (its driver's READY for the log publication, its archive's answers and its"
+         " services' SERVICE_ACK)")
+#: Election steps whose duration only the agent log shows (the driver, the archive and the services keeping
+#: the module waiting), by the state a member without one enters: an evidence gap opens there, until the
+#: election closes (why, settledBy).
+_UNTIMED_STEPS = {"FOLLOWER_REPLAY": _REPLAY, "FOLLOWER_CATCHUP_AWAIT": _JOIN, "FOLLOWER_LOG_AWAIT": _JOIN,
+                  "LEADER_LOG_REPLICATION": _LEAD}
 DEFAULT_TOLERANCE_NS = 500 * MS
 #: How far apart in time a modelled state or role change and the one the member's agent log shows may
 #: be.  Both are stamped by the member's own clock, so it is tighter than a send's; but a real member
@@ -503,6 +519,7 @@ class NodeReplay:
         self.divergence_checks = 0  # failed checks, before they were paired and collapsed
         self.causes: list[dict[str, Any]] = []  # each divergence record's member, cause, count, settledBy
         self.gaps = EvidenceGaps(facts.gaps)
+        self.untimed: set[int] = set()  # captured members without an agent log (`_UNTIMED_STEPS`)
         self.found: list[tuple[int, int, _Found]] = []  # failed checks by when they can be classified
         self.found_by_run: dict[int, _Found] = {}
         self.runs = Runs()
@@ -642,6 +659,13 @@ class NodeReplay:
             self._forget_senders(node_id)
         if self.compare:
             self.gaps.started(node_id, event.ts)
+            # A captured member without its agent log: the wire shows its images and publications, not how
+            # long its driver, archive and services kept it waiting (only the agent log does: the waits on
+            # `MemberStart`); the model takes those as at once, and what follows, until the election closes,
+            # is uncertain (`_UNTIMED_STEPS`).
+            self.untimed.discard(node_id)
+            if start.log_images_ns is not None and "state" not in self.observed_kinds.get(node_id, ()):
+                self.untimed.add(node_id)
         self.seeds[node_id] = seed
         self.sources[node_id] = source
         self.invariants.member_started(node_id, event.fields, restart=restart)
@@ -674,6 +698,11 @@ class NodeReplay:
                     self._actual_observation(node_id, record)
                 if kind == "state" and record.get("to") == "CLOSED":
                     self.gaps.closed(node_id, record["ts"])
+                elif kind == "state" and node_id in self.untimed and record.get("to") in _UNTIMED_STEPS:
+                    why, settled_by = _UNTIMED_STEPS[record["to"]]
+                    self.gaps.add_open(EvidenceGap(node_id, record["ts"], None, why.format(node=node_id),
+                                                   settled_by.format(node=node_id), until_closed=True,
+                                                   timing_first=True))
         out.extend(records)
         out.extend(self.invariants.observe(node_id, records, self.driver.members[node_id].node.view))
 
@@ -891,7 +920,7 @@ class NodeReplay:
         check, record = one.check, one.record
         run = check.run
         gap = self.gaps.at(check.node, run.start)
-        if gap is not None:
+        if gap is not None and not gap.timing_first:
             record.update(cause="evidence", why=gap.why, settledBy=gap.settled_by)
             return
         other_side = self.expected if check.side == "actual" else self.actual
@@ -913,6 +942,9 @@ class NodeReplay:
             partner = self.found_by_run.get(id(match))
             if partner is not None:
                 partner.absorbed = True  # the same difference, seen from the other side
+            return
+        if gap is not None:
+            record.update(cause="evidence", why=gap.why, settledBy=gap.settled_by)
             return
         window = f"{TIMING_WINDOW_NS // 1_000_000_000} s"
         record.update(
@@ -1041,12 +1073,13 @@ def _side(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def scan(events: Iterable[Event], tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> RecordingFacts:
     """The `RecordingFacts` of a recording, from its events in replay order (only ``ts``, ``node``,
-    ``dir``, ``channel``, ``type``, a RequestVote's ``candidateTermId`` and the ``extra`` of lifecycle
-    events are read)."""
+    ``dir``, ``channel``, ``type``, a RequestVote's ``candidateTermId``, an ElectionStateChange's
+    ``from``/``to``/``candidateTermId`` and the ``extra`` of lifecycle events are read)."""
     gaps: list[EvidenceGap] = []
     channels: dict[int, set[str]] = {}
     observed: dict[int, set[str]] = {}
     nominations: dict[int, dict[int, int]] = {}
+    ballots: dict[int, dict[int, int]] = {}  # the agent log's NOMINATE -> CANDIDATE_BALLOT, by candidate term
     starts: dict[int, int] = {}
     for event in events:
         direction = event.dir
@@ -1061,10 +1094,18 @@ def scan(events: Iterable[Event], tolerance_ns: int = DEFAULT_TOLERANCE_NS) -> R
         elif direction == "local":
             if event.type in OBSERVATIONS:
                 observed.setdefault(event.node, set()).add(OBSERVATIONS[event.type])
+                if (event.type == "ElectionStateChange" and event.fields.get("from") == "NOMINATE"
+                        and event.fields.get("to") == "CANDIDATE_BALLOT"):
+                    ballots.setdefault(event.node, {}).setdefault(event.fields.get("candidateTermId"), event.ts)
             elif event.type == "MemberStart":
                 starts.setdefault(event.node, event.ts)
             if event.extra and event.type in ("MemberStart", "MemberCrash", "MemberStop"):
                 gaps += gaps_of(event, tolerance_ns)
+    # Where the member's agent log shows the nomination itself, it is when the draw fell due: its first
+    # RequestVote can reach the wire later (h_five_members_leader_kill, member 0: CANDIDATE_BALLOT at
+    # 19:23:56.479, the RequestVotes at 19:23:56.501 on a loaded host).
+    for node, by_term in ballots.items():
+        nominations.setdefault(node, {}).update(by_term)
     return RecordingFacts(
         compared_channels={n: frozenset(c) for n, c in channels.items()},
         observed_kinds={n: frozenset(k) for n, k in observed.items()},

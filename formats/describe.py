@@ -307,6 +307,7 @@ _DEADLINES = {
     "commitPositionHeartbeat": "its CommitPosition heartbeat",
     "appendPositionHeartbeat": "its AppendPosition heartbeat",
     "slowTick": "its slow tick",
+    "clusterControlToggle": "the operator's ClusterControl toggle",
     "driverWait": "the end of its wait for the media driver",
     "logImage": "its log image becoming available",
     "dutyCycle": "a duty cycle",

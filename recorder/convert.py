@@ -168,6 +168,9 @@ class _Seen(NamedTuple):
 #: Rows `ReplayFileInput` keeps whole: the members' lifecycle (any dir), and RequestVote sends (scan's
 #: nomination times need their candidateTermId).  A handful per member and election.
 _LIFECYCLE_TYPES = ("MemberStart", "MemberStop", "MemberCrash")
+#: Local events `engine.replay.scan` reads whole: the lifecycle, and the agent log's state changes (a
+#: recorded nomination's time).
+_WHOLE_LOCAL_TYPES = (*_LIFECYCLE_TYPES, "ElectionStateChange")
 _SHAPE_KEYS = ["node", "dir", "channel", "type", "peer"]
 
 
@@ -231,7 +234,7 @@ class ReplayFileInput:
         last = pc.max(batch.column("ts")).as_py()
         self.last_ts = last if self.last_ts is None else max(self.last_ts, last)
         kinds = batch.column("type")
-        kept = pc.or_(pc.is_in(kinds, value_set=pa.array(_LIFECYCLE_TYPES)),
+        kept = pc.or_(pc.is_in(kinds, value_set=pa.array(_WHOLE_LOCAL_TYPES)),
                       pc.and_(pc.equal(kinds, "RequestVote"), pc.equal(batch.column("dir"), "out")))
         rows = np.flatnonzero(kept.to_numpy(zero_copy_only=False)).tolist()
         if rows:
@@ -267,16 +270,16 @@ class ReplayFileInput:
     def facts(self, until: int | None = None, tolerance_ns: int | None = None) -> Any:
         """`engine.replay.scan` of the events up to ``until``: it asks which channels and observation
         kinds each member's rows have, when each first started, when it first sent RequestVote for each
-        term, and what evidence gaps the lifecycle events' ``extra`` reports (at ``tolerance_ns``);
-        stand-ins at each shape's first time, and the RequestVote sends and lifecycle events kept whole,
-        give it the same answers as every row would."""
+        term or logged NOMINATE -> CANDIDATE_BALLOT, and what evidence gaps the lifecycle events'
+        ``extra`` reports (at ``tolerance_ns``); stand-ins at each shape's first time, and the RequestVote
+        sends, state changes and lifecycle events kept whole, give it the same answers as every row would."""
         from engine.replay import DEFAULT_TOLERANCE_NS, scan
 
-        whole = ("RequestVote", *_LIFECYCLE_TYPES)
+        whole = ("RequestVote", *_WHOLE_LOCAL_TYPES)
         seen = [(ts, -1, _Seen(ts, *key, {})) for key, ts in self._shapes.items()
                 if key[3] not in whole and (until is None or ts <= until)]
         seen += [(event.ts, row, event) for row, event in self._kept
-                 if (event.type in _LIFECYCLE_TYPES or (event.type == "RequestVote" and event.dir == "out"))
+                 if (event.type in _WHOLE_LOCAL_TYPES or (event.type == "RequestVote" and event.dir == "out"))
                  and (until is None or event.ts <= until)]
         seen.sort(key=lambda item: (item[0], item[1]))
         return scan((item[2] for item in seen), DEFAULT_TOLERANCE_NS if tolerance_ns is None else tolerance_ns)

@@ -35,6 +35,8 @@ def local(node: int, ts: int, kind: str, **fields) -> Event:
         ({"clusterMembers": members(3), "config": {"aeron.cluster.bogus": 1}}, "aeron.cluster.bogus"),
         ({"clusterMembers": members(3), "appendPosition": -5}, "appendPosition"),
         ({"clusterMembers": members(3), "seed": 1.5}, "seed"),
+        ({"clusterMembers": members(3), "followerJoinsNs": [[5, 10, 20]]}, "followerJoinsNs"),
+        ({"clusterMembers": members(3), "followerJoinsNs": [[5, 10, "x", None]]}, "followerJoinsNs"),
     ],
 )
 def test_a_malformed_member_start_is_a_decode_error_naming_the_field(fields, expected):
@@ -62,6 +64,12 @@ def test_member_start_takes_the_inspect_node_state_shape_and_config_durations():
     ))
     assert start.node_state == (4, 10, 9)
     assert start.config.election_timeout_ns == 500 * MS and start.seed == 12
+
+
+def test_member_start_takes_each_follower_join_by_session_with_null_for_never():
+    start = member_start_of(start_event(clusterMembers=members(3),
+                                        followerJoinsNs=[[5, 10, 30, 20], [6, 40, None, None]]))
+    assert start.follower_joins_ns == ((5, 10, 30, 20), (6, 40, None, None))
 
 
 def test_every_output_renders_as_its_contract_record():

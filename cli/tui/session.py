@@ -669,7 +669,8 @@ def _facts(source: ReplaySource) -> RecordingFacts:
     per distinct (member, channel) of the ``out`` events, per distinct (member, type) of the
     observations, and one per recorded RequestVote (in replay order), and the lifecycle events
     themselves (MemberStart, MemberCrash, MemberStop: when each member first started, the evidence gaps
-    they carry) give it the same answers as every event would, decoding only those few.
+    they carry) and the agent log's ElectionStateChanges (when a member logged its nomination) give it
+    the same answers as every event would, decoding only those few.
     """
     with source._lock:
         cached = getattr(source, "_prescanned", None)
@@ -709,9 +710,10 @@ def _facts(source: ReplaySource) -> RecordingFacts:
                     ),
                 )
             )
-    # Lifecycle events are few: each is read whole, in replay order (its first MemberStart and the
-    # evidence gaps its ``extra`` holds).
-    lives = [i for i, t in enumerate(source.type_names) if t in ("MemberStart", "MemberCrash", "MemberStop")]
+    # Lifecycle events and the agent log's state changes are few: each is read whole, in replay order
+    # (its first MemberStart, the evidence gaps its ``extra`` holds, a logged nomination's time).
+    lives = [i for i, t in enumerate(source.type_names)
+             if t in ("MemberStart", "MemberCrash", "MemberStop", "ElectionStateChange")]
     lifecycle = np.flatnonzero((source.dir == local_code) & np.isin(source.type, lives))
     events = [seen for _, _, seen in rows] + [source.event(k) for k in lifecycle.tolist()]
     result = scan(events)

@@ -186,7 +186,7 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
 
     waits = {}
     for key in ("logPublicationWaitsNs", "logImageWaitsNs", "snapshotDurationsNs", "leaderJoinWaitsNs",
-                "logReplayDurationsNs"):
+                "logReplayDurationsNs", "logReplayStartWaitsNs", "catchupReplayWaitsNs"):
         values = fields.get(key) or []
         if not isinstance(values, list) or not all(_is_int(w) and w >= 0 for w in values):
             raise fail(f"'{key}' must be a list of non-negative integers, got {values!r}")
@@ -198,6 +198,15 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
     if images is not None and not (isinstance(images, list) and all(
             isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in images)):
         raise fail(f"'logImagesNs' must be a list of [logSessionId, ns] pairs, got {images!r}")
+    joins = fields.get("followerJoinsNs") or []
+    if not (isinstance(joins, list) and all(
+            isinstance(join, list | tuple) and len(join) == 4 and _is_int(join[0])
+            and all(v is None or _is_int(v) for v in join[1:]) for join in joins)):
+        raise fail("'followerJoinsNs' must be a list of [logSessionId, recordingNs, servicesNs, recorderNs]"
+                   f" (each ns or null), got {joins!r}")
+    aborts = fields.get("abortsNs") or []
+    if not isinstance(aborts, list) or not all(_is_int(at) for at in aborts):
+        raise fail(f"'abortsNs' must be a list of times (ns), got {aborts!r}")
     connected = fields.get("connectedPeers")
     if connected is not None and not (isinstance(connected, list) and all(_is_int(m) for m in connected)):
         raise fail(f"'connectedPeers' must be a list of member ids, got {connected!r}")
@@ -219,8 +228,12 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         snapshot_durations_ns=waits["snapshotDurationsNs"],
         leader_join_waits_ns=waits["leaderJoinWaitsNs"],
         log_replay_durations_ns=waits["logReplayDurationsNs"],
+        log_replay_start_waits_ns=waits["logReplayStartWaitsNs"],
+        catchup_replay_waits_ns=waits["catchupReplayWaitsNs"],
         shutdown_snapshot=shutdown,
         connected_peers=tuple(connected) if connected is not None else None,
         log_publications_ready_ns=tuple(ready),
         log_images_ns=tuple((pair[0], pair[1]) for pair in images) if images is not None else None,
+        follower_joins_ns=tuple((join[0], join[1], join[2], join[3]) for join in joins),
+        aborts_ns=tuple(aborts),
     )

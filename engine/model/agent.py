@@ -132,9 +132,18 @@ class ConsensusModuleAgent:
     __slots__ = (
         "log_image_waits_ns",
         "log_images_ns",
+        "follower_joins_ns",
+        "aborts_ns",
         "log_publications_ready_ns",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
+        "log_replay_start_waits_ns",
+        "follower_recording_ns",
+        "follower_services_ns",
+        "catchup_replay_waits_ns",
+        "pending_catchup_replays",
+        "follower_recorder_ns",
+        "unrecorded_log_frames",
         "snapshot_durations_ns",
         "shutdown_snapshot",
         "snapshots_taken",
@@ -244,8 +253,23 @@ class ConsensusModuleAgent:
         self.snapshot_durations_ns: list[int] = []  # recorded snapshot durations (Node.MemberStart), in order
         self.leader_join_waits_ns: list[int] = []  # recorded LEADER_INIT joins (Node.MemberStart), in order
         self.log_replay_durations_ns: list[int] = []  # recorded election log replays (Node.MemberStart), in order
+        self.log_replay_start_waits_ns: list[int] = []  # recorded archive answers to their replay requests
+        #: The follower join under way (`try_join_log_as_follower`): the archive's recording counter for the
+        #: image is there from ``follower_recording_ns`` (None: no join under way), the services acknowledge
+        #: at ``follower_services_ns`` (None: never), and the archive's recorder records the image from
+        #: ``follower_recorder_ns`` (None: it already does); NEVER_NS: never.
+        self.follower_recording_ns: int | None = None
+        self.follower_services_ns: int | None = None
+        self.follower_recorder_ns: int | None = None
+        self.catchup_replay_waits_ns: list[int] = []  # recorded catch-up replay starts (Node.MemberStart), in order
+        self.pending_catchup_replays: list[tuple[int, int, int]] = []  # (from when, follower, from position)
+        self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
+        #: log session id -> (recording counter, services' ack, recorder start) of each recorded follower
+        #: join of it, in order, absolute times (Node.MemberStart.follower_joins_ns; None: never)
+        self.follower_joins_ns: dict[int, list[tuple[int | None, int | None, int | None]]] = {}
+        self.aborts_ns: list[int] = []  # when the operator's ABORT toggle came (Node.MemberStart), in order
         self.shutdown_snapshot: int | None = None  # which snapshot a ClusterTool shutdown asked for
         self.snapshots_taken = 0
         self.snapshot_done_ns: int | None = None  # a follower's snapshot is written then (SNAPSHOT until then)
@@ -527,6 +551,11 @@ class ConsensusModuleAgent:
         """
         now_ns = self.now_ns
         try:
+            # The archive's recorder and replayer are threads of their own, not cycles of this one.
+            if self.follower_recorder_ns is not None:
+                self.maybe_start_recorder()
+            if self.pending_catchup_replays:
+                self.maybe_send_catchup_replays()
             if now_ns > self.slow_tick_deadline_ns:
                 self._realign_slow_tick(now_ns)
             if now_ns >= self.slow_tick_deadline_ns:
@@ -595,6 +624,12 @@ class ConsensusModuleAgent:
         if self.election is not None:
             return 0
         if self.role is Role.LEADER:
+            if self.state is ModuleState.ACTIVE and self.aborts_ns and now_ns >= self.aborts_ns[0]:
+                # `checkClusterControlToggle`, ABORT: no snapshot; the followers terminate at the log's end.
+                self.aborts_ns.pop(0)
+                self._send_termination_positions(self.log.end)
+                self.set_state(ModuleState.TERMINATING)
+                return 1
             if self.state is ModuleState.ACTIVE and not cm.has_active_quorum(
                 self.members, now_ns, self.config.leader_heartbeat_timeout_ns
             ):
@@ -673,6 +708,9 @@ class ConsensusModuleAgent:
         """§2.1: tear down the log and go back to the last recorded position."""
         self.set_role(Role.FOLLOWER)
         self.log_image = None
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
@@ -858,7 +896,27 @@ class ConsensusModuleAgent:
         follower.catchup_replay_session_id = self.log_publication_session_id
         follower.catchup_replay_correlation_id = self._next_correlation_id()
         self.changes += 1
+        if self.catchup_replay_waits_ns:
+            # The archive's replay session sends once its publication to the follower's catch-up endpoint
+            # is connected (f_follower_kill_rejoin_catchup: 489 ms after the request, the follower's driver
+            # answering late): with the recorded time, the frames go out then.
+            self.pending_catchup_replays.append((self.output_ts + self.catchup_replay_waits_ns.pop(0), follower.id,
+                                                 m.log_position))
+            return
         self._send_log_frames(follower.id, m.log_position)
+
+    def maybe_send_catchup_replays(self) -> int:
+        """Catch-up replays whose recorded start has come: the archive sends the log from where asked."""
+        pending = self.pending_catchup_replays
+        if not pending or all(due > self.output_ts for due, _, _ in pending):
+            return 0
+        self.pending_catchup_replays = [p for p in pending if p[0] > self.output_ts]
+        for due, follower_id, position in pending:
+            follower = self.member_by_id.get(follower_id)
+            if due <= self.output_ts and follower is not None and follower.catchup_replay_session_id != NULL_VALUE:
+                self._send_log_frames(follower_id, position)
+        self.changes += 1
+        return 1
 
     def on_stop_catchup(self, m: Any) -> None:
         """§3.12, follower side: the leader says the catch-up replay is done; drop its destination."""
@@ -1150,6 +1208,12 @@ class ConsensusModuleAgent:
         scenario's frame may stand for a stretch of the log)."""
         if self.role is Role.LEADER or self.log_image is None or self.log_image.is_closed:
             return
+        if self.follower_recorder_ns is not None:
+            self.unrecorded_log_frames.append((message, log_position, length))
+            return
+        self._record_log_frame(message, log_position, length)
+
+    def _record_log_frame(self, message: Any, log_position: int | None, length: int | None) -> None:
         log = self.log
         if log_position is None:
             end = log.end + framed_length(length if length is not None else len(encode(message)))
@@ -1171,11 +1235,18 @@ class ConsensusModuleAgent:
 
     def on_log_end_of_stream(self) -> None:
         if self.log_image is not None:
-            self.log_image.is_closed = True
             self.changes += 1
             if self.flags.graceful_leader_close_detection:
                 self.log_image.is_end_of_stream = True
+                if self.archive_evidence:
+                    # The image stays open until its driver drops it, seconds later; what the module
+                    # acts on is its archive's recording stopping at the end of stream (autoStop): the
+                    # STOP signal the evidence holds (h_five_members_leader_kill, member 4: "log
+                    # recording stopped: eos=true"; members 1-3, closing, had stopped it themselves).
+                    return
+                self.log_image.is_closed = True
             else:
+                self.log_image.is_closed = True
                 self._log_recording_ended()
 
     def _log_recording_ended(self) -> None:
@@ -1297,6 +1368,9 @@ class ConsensusModuleAgent:
 
     def add_follower_subscription(self, log_session_id: int) -> str:
         self.log_subscription = f"aeron:udp?control-mode=manual|session-id={log_session_id}|alias=log-cm"
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         wait = self.log_image_waits_ns.pop(0) if self.log_image_waits_ns else None
         if self.log_images_ns is not None:
             # When the capture shows this member's driver answering the leader's log session; never,
@@ -1311,6 +1385,9 @@ class ConsensusModuleAgent:
     def close_log_subscription(self) -> None:
         self.log_subscription = None
         self.log_image = None
+        self.follower_recording_ns = None
+        self.follower_recorder_ns = None
+        self.unrecorded_log_frames = []
         self.held_log_frames = {}
         self.catchup_log_destination = None
         self.live_log_destination = None
@@ -1342,12 +1419,61 @@ class ConsensusModuleAgent:
             return self.log_image
         return SimImage(log_session_id, log_position)
 
+    def maybe_start_recorder(self) -> int:
+        """The archive's recorder starts on the follower's log image at its recorded time
+        (`MemberStart.follower_joins_ns`): what the image holds is recorded from then (until
+        then the recording's position is the join position, and AppendPosition says so:
+        f_follower_kill_rejoin_catchup's rejoining member reports 8320 first, the catch-up already in its
+        image)."""
+        if self.follower_recorder_ns is None or self.output_ts < self.follower_recorder_ns:
+            return 0
+        self.follower_recorder_ns = None
+        frames, self.unrecorded_log_frames = self.unrecorded_log_frames, []
+        for message, log_position, length in frames:
+            self._record_log_frame(message, log_position, length)
+        self.changes += 1
+        return 1
+
     def try_join_log_as_follower(self, image: SimImage, is_leader_startup: bool, now_ns: int) -> bool:
-        """Start (or extend) the log recording at the join position and attach the image; services ack at once."""
-        self._start_log_recording()
-        self.log.set_end(image.join_position)
+        """Start (or extend) the log recording at the join position and attach the image.
+
+        Aeron's fails until the archive's recording counter for the image is there (`tryCreateAppendPosition`),
+        the image meanwhile taking what the leader sends; then `awaitServicesReady` blocks the module until
+        the services have joined the log, and what arrives meanwhile waits; and the archive's recorder,
+        a thread of its own, records the image from the join position once it starts (`maybe_start_recorder`).
+        With a recorded join of the image's session (`follower_joins_ns`) the model does the same at the
+        recorded times: j_short_timeouts_leader_kill's rejoining member reports the whole catch-up in its
+        first AppendPosition, its recorder having started before the services joined;
+        f_follower_kill_rejoin_catchup's reports the join position first, its recorder starting after.  A
+        recorded 'never' waits for ever (h_five_members_leader_kill: member 4's archive never recorded member
+        1's term-1 log, FOLLOWER_LOG_AWAIT timed out; member 3's services never had it, and its module waited
+        in `awaitServicesReady` until it was killed).  Without a recorded join, all at once."""
+        if self.follower_recording_ns is None:
+            self._start_log_recording()
+            self.log.set_end(image.join_position)
+            self.log_image = image
+            recorded = self.follower_joins_ns.get(image.session_id)
+            if recorded:
+                recording_ns, services_ns, recorder_ns = recorded.pop(0)
+                self.follower_recording_ns = NEVER_NS if recording_ns is None else recording_ns
+                self.follower_services_ns = services_ns
+                self.follower_recorder_ns = NEVER_NS if recorder_ns is None else recorder_ns
+            else:
+                self.follower_recording_ns = self.follower_services_ns = self.output_ts
+                self.follower_recorder_ns = None
+            self.unrecorded_log_frames = []
+            self.changes += 1
+        if self.output_ts < self.follower_recording_ns:
+            return False  # no recording position counter for the session yet
+        services_ns = self.follower_services_ns
+        if services_ns is None:  # `awaitServicesReady` never returns
+            self.blocked_until_ns = NEVER_NS
+            return False
+        self.follower_recording_ns = None
+        if services_ns > self.output_ts:
+            self.blocked_until_ns = max(self.blocked_until_ns or 0, services_ns)
+            self.output_ts = self.blocked_until_ns
         self.log_adapter_position = image.join_position
-        self.log_image = image
         self.last_append_position = image.join_position
         self.time_of_last_append_position_update_ns = now_ns
         self.changes += 1
@@ -1368,7 +1494,10 @@ class ConsensusModuleAgent:
             if self.log_adapter_position > self.commit_position:
                 self.commit_position = self.log_adapter_position
         election = self.election
-        work += self._send_append_position(now_ns, election.leadership_term_id, self.log.end, APPEND_POSITION_FLAG_CATCHUP)
+        # Aeron's catchupPoll sends the module's own leadershipTermId, the term of the last
+        # NewLeadershipTermEvent its log showed, not the election's (g_leader_sigterm_reelection_rejoin:
+        # member 0 catching up into term 3 reports term 2 until the log reaches term 3's event).
+        work += self._send_append_position(now_ns, self.leadership_term_id, self.log.end, APPEND_POSITION_FLAG_CATCHUP)
         if now_ns > self.time_of_last_append_position_update_ns + self.config.leader_heartbeat_timeout_ns and self.state is ModuleState.ACTIVE:
             raise ClusterEvent(
                 f"no catchup progress commitPosition={self.commit_position} limitPosition={limit_position}"
@@ -1391,6 +1520,16 @@ class ConsensusModuleAgent:
         replay = SimLogReplay(self, start_position, stop_position)
         if self.log_replay_durations_ns:  # the recorded time the archive and the services took
             replay.done_at_ns = self.output_ts + self.log_replay_durations_ns.pop(0)
+        if self.log_replay_start_waits_ns:
+            # Aeron's LogReplay starts with `AeronArchive.startReplay`, a synchronous call: with the
+            # recorded time the archive took to answer, nothing else runs until then, and what the election
+            # sends next goes out then, its timestamp still the cycle's (g_leader_sigterm_reelection_rejoin:
+            # the archive's driver took 1.85 s to add the replay publication; member 0's NewLeadershipTerm
+            # from LEADER_REPLAY reached the wire that much later, stamped with the state's entry time).
+            wait = self.log_replay_start_waits_ns.pop(0)
+            if wait > 0:
+                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
+                self.output_ts = self.blocked_until_ns
         return replay
 
     def replay_local_log(self, start_position: int, stop_position: int) -> None:
@@ -1476,6 +1615,17 @@ class ConsensusModuleAgent:
         """The earliest time after ``after_ns`` at which a duty cycle could act without a new input."""
         if self.state is ModuleState.CLOSED:
             return None
+        deadline = self._work_deadline_ns(after_ns)
+        if self.follower_recorder_ns is None and not self.pending_catchup_replays:
+            return deadline
+        archive = [self.follower_recorder_ns] if self.follower_recorder_ns is not None else []
+        archive += [due for due, _, _ in self.pending_catchup_replays]
+        for due in archive:
+            if after_ns < due < NEVER_NS and (deadline is None or due < deadline):
+                deadline = due
+        return deadline
+
+    def _work_deadline_ns(self, after_ns: int) -> int | None:
         if self.election is not None:
             return self.election.next_deadline_ns(after_ns)
         config = self.config
@@ -1489,6 +1639,10 @@ class ConsensusModuleAgent:
                 expiry = self._active_quorum_expiry_ns()
                 if expiry is not None:
                     check = self.slow_tick_at_or_after(expiry)
+                    if check > after_ns and (best is None or check < best):
+                        best = check
+                if self.aborts_ns:
+                    check = self.slow_tick_at_or_after(self.aborts_ns[0])
                     if check > after_ns and (best is None or check < best):
                         best = check
         elif self.state is ModuleState.ACTIVE or self.state is ModuleState.SUSPENDED:
@@ -1534,6 +1688,8 @@ class ConsensusModuleAgent:
                 deadlines.append(("nomination", election.nomination_deadline_ns))
             if election.state is ElectionState.CANVASS:
                 deadlines.append(("canvass", election.canvass_deadline_ns()))
+            if self.follower_recording_ns is not None and self.follower_recording_ns < NEVER_NS:
+                deadlines.append(("followerRecording", self.follower_recording_ns))
         else:
             if self.role is Role.LEADER:
                 deadlines.append(
@@ -1542,6 +1698,8 @@ class ConsensusModuleAgent:
                 expiry = self._active_quorum_expiry_ns()
                 if expiry is not None:
                     deadlines.append(("inactiveFollowerQuorum", self.slow_tick_at_or_after(expiry)))
+                if self.aborts_ns:
+                    deadlines.append(("clusterControlToggle", self.slow_tick_at_or_after(self.aborts_ns[0])))
             else:
                 deadlines.append(
                     ("appendPositionHeartbeat", self.time_of_last_append_position_send_ns + self.config.leader_heartbeat_interval_ns)
@@ -1552,6 +1710,10 @@ class ConsensusModuleAgent:
                         self.slow_tick_at_or_after(self.time_of_last_log_update_ns + self.config.leader_heartbeat_timeout_ns),
                     )
                 )
+        if self.follower_recorder_ns is not None and self.follower_recorder_ns < NEVER_NS:
+            deadlines.append(("followerRecorder", self.follower_recorder_ns))
+        for due, _, _ in self.pending_catchup_replays:
+            deadlines.append(("catchupReplay", due))
         deadlines.append(("slowTick", self.slow_tick_deadline_ns))
         return deadlines
 

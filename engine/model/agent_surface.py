@@ -30,6 +30,7 @@ class ElectionAgent(Protocol):
     election_count: int
     election_state_code: int
     flags: ModelFlags
+    follower_recording_ns: int | None
     is_passive: bool
     live_log_destination: str | None
     log_recording_id: int

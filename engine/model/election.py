@@ -1184,6 +1184,8 @@ class Election:
                     candidates.append(deadline)
         elif state in (S.FOLLOWER_CATCHUP_INIT, S.FOLLOWER_CATCHUP_AWAIT, S.FOLLOWER_LOG_AWAIT, S.FOLLOWER_READY):
             candidates.append(self.time_of_last_state_change_ns + config.leader_heartbeat_timeout_ns)
+            if self.agent.follower_recording_ns is not None:  # the log recording takes its recorded time
+                candidates.append(self.agent.follower_recording_ns)
         elif state is S.FOLLOWER_CATCHUP:
             agent = self.agent
             candidates.append(agent.time_of_last_append_position_send_ns + config.leader_heartbeat_interval_ns)

@@ -145,6 +145,13 @@ class MemberStart:
     #: How long each log replay of an election (LEADER_REPLAY, FOLLOWER_REPLAY) this start does took, the
     #: archive replaying the log into the services until they acknowledged it.  Empty: done at once.
     log_replay_durations_ns: tuple[int, ...] = ()
+    #: For each of those replays, how long the archive took to answer the request to start it
+    #: (`AeronArchive.startReplay` is synchronous): the consensus module does nothing else that long.
+    log_replay_start_waits_ns: tuple[int, ...] = ()
+    #: For each catch-up replay this start serves as leader, how long from the request (a follower's
+    #: CatchupPosition) until the archive's replay session started sending (its publication connected):
+    #: the catch-up frames go out then.  Empty: at once.
+    catchup_replay_waits_ns: tuple[int, ...] = ()
     #: The index (in the member's snapshots) of the one a ClusterTool shutdown asked for, which ended in
     #: TERMINATING: as leader, the member sent its followers TerminationPosition with it.  None: no shutdown.
     shutdown_snapshot: int | None = None
@@ -162,6 +169,20 @@ class MemberStart:
     #: follower's image of that session is there from then, and never when the session is not listed.
     #: None: no such evidence (an image is there as soon as it is looked for).
     log_images_ns: tuple[tuple[int, int], ...] | None = None
+    #: (log session id, recording ns, services ns, recorder ns) of each leader's log this life joined as a
+    #: follower (contract ``followerJoinsNs``, absolute times): `tryJoinLogAsFollower` fails until the
+    #: archive's recording counter for the image is there (``recording ns``; the election stays in
+    #: FOLLOWER_CATCHUP_AWAIT or FOLLOWER_LOG_AWAIT, the image keeping what the leader sends), then
+    #: `awaitServicesReady` blocks the module until the services acknowledged (``services ns``); the
+    #: archive's recorder records the image, and the member's AppendPositions move, from ``recorder ns``
+    #: (its RECORDING_SIGNAL START or EXTEND).  None: that never happened (the recording never started,
+    #: the services never got the image and the module waited for ever, the recorder never recorded).
+    #: A session not listed: all at once.
+    follower_joins_ns: tuple[tuple[int, int | None, int | None, int | None], ...] = ()
+    #: When the operator's ClusterControl ABORT toggle (ClusterTool abort) reached this life, as leader
+    #: (contract ``abortsNs``, absolute times): its next slow tick sends every member TerminationPosition
+    #: at the log's end and goes TERMINATING, without a snapshot.
+    aborts_ns: tuple[int, ...] = ()
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)

@@ -284,6 +284,9 @@ class Node:
         archive_evidence: bool = False,
     ) -> None:
         self.start = start
+        # What arrived while the previous process waited died with it: a new process starts with none
+        # (h_five_members_leader_kill: member 3, killed while waiting for its services, restarted 11 s later).
+        self._held = []
         connected = start.connected_peers
         if connected is None and self.publication_evidence:
             connected = ()  # kept across restarts, as the log evidence is: a new process, nothing connected
@@ -312,8 +315,13 @@ class Node:
         self.agent.snapshot_durations_ns = list(start.snapshot_durations_ns)
         self.agent.leader_join_waits_ns = list(start.leader_join_waits_ns)
         self.agent.log_replay_durations_ns = list(start.log_replay_durations_ns)
+        self.agent.log_replay_start_waits_ns = list(start.log_replay_start_waits_ns)
+        self.agent.catchup_replay_waits_ns = list(start.catchup_replay_waits_ns)
         self.agent.log_publications_ready_ns = list(start.log_publications_ready_ns)
         self.agent.log_images_ns = dict(start.log_images_ns) if start.log_images_ns is not None else None
+        self.agent.aborts_ns = list(start.aborts_ns)
+        for session, recording_ns, services_ns, recorder_ns in start.follower_joins_ns:
+            self.agent.follower_joins_ns.setdefault(session, []).append((recording_ns, services_ns, recorder_ns))
         self.agent.shutdown_snapshot = start.shutdown_snapshot
         self.is_running = True
         self._wakeup = _UNKNOWN

@@ -29,6 +29,8 @@ from typing import Any
 
 from engine.model.exceptions import ClusterException
 
+NULL_POSITION = -1
+
 FRAME_ALIGNMENT = 32
 DATA_HEADER_LENGTH = 32
 #: NewLeadershipTermEvent: 8-byte SBE header + 48-byte block, in a 32-byte DATA frame, aligned: 96.
@@ -354,7 +356,10 @@ class SimReplication:
         self.has_synced = False
         self.error: str | None = None
         if evidence_driven:
-            self.position = start_position
+            # Aeron's RecordingReplication knows no position until the archive says one (NULL_POSITION):
+            # the follower publishes none before the first signal (i_restart_all_one_member_behind:
+            # member 1's first AppendPosition of its replication came with the EXTEND, 1.17 s in).
+            self.position = NULL_POSITION
             self.has_replication_ended = False
             self.has_stopped = False
         else:

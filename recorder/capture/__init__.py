@@ -684,8 +684,17 @@ def _with_waits(fields: dict[str, Any], logs: list, node: int, at: int | None = 
                 return fields
             waits = {"logPublicationWaitsNs": segment.log_publication_waits, "logImageWaitsNs": segment.log_image_waits,
                      "snapshotDurationsNs": segment.snapshot_durations, "leaderJoinWaitsNs": segment.leader_join_waits,
-                     "logReplayDurationsNs": segment.log_replay_durations}
+                     "logReplayDurationsNs": segment.log_replay_durations,
+                     "logReplayStartWaitsNs": segment.log_replay_start_waits,
+                     "catchupReplayWaitsNs": segment.catchup_replay_waits}
             fields = {**fields, **{key: list(values) for key, values in waits.items() if values}}
+            if segment.aborts:
+                offset = segment.alignment.offset_ns if segment.alignment is not None else 0
+                fields["abortsNs"] = [at + offset for at in segment.aborts]
+            if segment.follower_joins:
+                offset = segment.alignment.offset_ns if segment.alignment is not None else 0
+                fields["followerJoinsNs"] = [[session] + [None if at is None else at + offset for at in times]
+                                             for session, *times in segment.follower_joins]
             if segment.shutdown_snapshot is not None:
                 fields["shutdownSnapshot"] = segment.shutdown_snapshot
             return fields

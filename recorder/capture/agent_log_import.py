@@ -13,7 +13,19 @@ REPLAY_NEW_LEADERSHIP_TERM            ``ReplayNewLeadershipTerm``
 REPLICATION_ENDED                     ``ReplicationEnded``
 any other CLUSTER event               ``AgentEvent`` with ``event`` = its name (e.g. the receipt
                                       lines CANVASS_POSITION, COMMIT_POSITION, ...)
+ARCHIVE RECORDING_SIGNAL (to the      ``RecordingSignal`` (``correlationId``, ``recordingId``,
+consensus module's control session)   ``position``, ``signal``): an input of the replay
 ====================================  ==========================================================
+
+The archive's RECORDING_SIGNAL lines are the one part of another context that is read: they are what the
+consensus module's `pollArchiveEvents` receives (a log replication follows them, and a STOP of the log
+recording starts an election), and the archive is not on the wire when its control runs over IPC.  A
+signal goes to the control session that asked for the recording, so only those of the consensus
+module's session are taken: the session that asked the archive for something on the log channel
+(``alias=log``) or for a replication; a service's snapshot recordings are its own.  A STOP that answers
+the module's own request to stop a recording (CMD_IN_STOP_RECORDING_SUBSCRIPTION / _BY_IDENTITY, as a
+leader's module does once TERMINATING) is left out: it is the echo of what the model does itself, and
+Aeron's module, no longer ACTIVE by then, does nothing with it.
 
 Fields keep the names Aeron prints.  Booleans are written as Aeron's BooleanType names ("TRUE",
 "FALSE"), as the decoded messages' columns hold them, so a column such as ``isStartup`` has one type
@@ -37,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.agent_log import AgentLogRecord, LogStarted, read_agent_log
+from formats.agent_log import AgentLogRecord, LogStarted, OtherLogLine, read_agent_log
 from formats.errors import DecodeError
 from formats.events import Event
 from recorder.capture.align import ClockAlignment, align_with_capture, from_log_started
@@ -65,9 +77,11 @@ class Segment:
     started: LogStarted | None
     records: list[AgentLogRecord] = field(default_factory=list)
     alignment: ClockAlignment | None = None
-    #: How long the driver took to answer each log publication added (ns), in order: from the DRIVER
-    #: line CMD_IN_ADD_EXCLUSIVE_PUBLICATION of a channel with ``alias=log`` to the next
-    #: CMD_OUT_EXCLUSIVE_PUBLICATION_READY.  The consensus module waits that long (Node.MemberStart).
+    #: How long each log publication the module added kept it waiting (ns), in order: from the DRIVER
+    #: line CMD_IN_ADD_EXCLUSIVE_PUBLICATION of a channel with ``alias=log`` past the driver's
+    #: CMD_OUT_EXCLUSIVE_PUBLICATION_READY to the module's next CLUSTER line (it maps the log buffers after
+    #: the answer, logging nothing: 387 ms in f_follower_kill_rejoin_catchup's member 2, a few ms in
+    #: the other captures).  The consensus module waits that long (Node.MemberStart).
     log_publication_waits: list[int] = field(default_factory=list)
     #: Each log subscription (``alias=log-cm``) to the next CMD_OUT_AVAILABLE_IMAGE (ns): FOLLOWER_LOG_AWAIT.
     log_image_waits: list[int] = field(default_factory=list)
@@ -85,6 +99,25 @@ class Segment:
     #: it), from entering the state to the services' last SERVICE_ACK before leaving it: the archive
     #: replays the log into the services, which take it and acknowledge.
     log_replay_durations: list[int] = field(default_factory=list)
+    #: For each of those replays, how long the archive took to answer the replay request (ARCHIVE
+    #: CMD_IN_REPLAY to the CMD_OUT_RESPONSE of its correlationId, ns): `AeronArchive.startReplay` is
+    #: synchronous, so the consensus module does nothing else all that while.
+    log_replay_start_waits: list[int] = field(default_factory=list)
+    #: Each catch-up replay the member served as leader (its CLUSTER line CATCHUP_POSITION, then an ARCHIVE
+    #: CMD_IN_REPLAY to a follower's endpoint), from that line to the replay session's REPLAY_SESSION_STATE_CHANGE
+    #: ``INIT -> REPLAY`` (ns): the archive sends nothing before its publication is connected.
+    catchup_replay_waits: list[int] = field(default_factory=list)
+    #: Each leader's log session this process joined as a follower (`tryJoinLogAsFollower`), as
+    #: ``(logSessionId, recording_ns, services_ns, recorder_ns)``: when (on the log's clock) its archive's
+    #: recording counter for the image was there (the module waits for it), when the services
+    #: acknowledged (`awaitServicesReady` blocks the module until then), and when the archive's recorder
+    #: started on the image (its RECORDING_SIGNAL START or EXTEND: the recording's position moves from
+    #: then); None: never (the image was gone before the archive, or the services, subscribed to it).
+    #: See `_FollowerJoins`.
+    follower_joins: list[tuple[int, int | None, int | None, int | None]] = field(default_factory=list)
+    #: When this process, as leader, went ACTIVE -> TERMINATING without a snapshot: the operator's
+    #: ClusterControl ABORT toggle (ClusterTool abort), which Aeron's leader acts on in a slow tick.
+    aborts: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -117,9 +150,140 @@ DRIVER_WAITS = (
      "log_publication_waits"),
     ("CMD_IN_ADD_SUBSCRIPTION", re.compile(r"alias=log-cm(\||$)"), "CMD_OUT_AVAILABLE_IMAGE", "log_image_waits"),
 )
+_LOG_CM = DRIVER_WAITS[1][1]
 
 
 _SESSION_ID = re.compile(r"session-id=(-?[0-9]+)")
+_CORRELATION_ID = re.compile(r"\bcorrelationId=(-?[0-9]+)")
+_CONTROL_SESSION = re.compile(r"controlSessionId=(-?[0-9]+)")
+_LOG_CHANNEL = re.compile(r"alias=log(-cm)?(\||$|\s)")
+_STOP_REQUEST = re.compile(r"(subscriptionId|recordingId)=(-?[0-9]+)")
+_SIGNAL_FIELDS = re.compile(r"(correlationId|recordingId|subscriptionId|position)=(-?[0-9]+)|signal=([A-Z_]+)")
+
+
+def _recording_signal(record: OtherLogLine) -> AgentLogRecord:
+    """An ARCHIVE RECORDING_SIGNAL line as a record with its fields (controlSessionId, correlationId,
+    recordingId, subscriptionId, position, signal)."""
+    fields: dict[str, int | str] = {}
+    for match in _SIGNAL_FIELDS.finditer(record.text):
+        if match.group(3) is not None:
+            fields["signal"] = match.group(3)
+        else:
+            fields[match.group(1)] = int(match.group(2))
+    return AgentLogRecord(ts_ns=record.ts_ns, context=record.context, event=record.event,
+                          capture_length=record.capture_length, length=record.length, fields=fields,
+                          dialect=record.dialect, line_number=record.line_number)
+
+
+_IMAGE = re.compile(r"sessionId=(-?[0-9]+) .*subscriptionRegistrationId=(-?[0-9]+)")
+#: Aeron archive's RecordingPos counter type: the recording of an image has started.
+_RECORDING_POSITION_COUNTER = re.compile(r"typeId=100\b")
+#: A follower's request to its archive to record the leader's log (its channel is the ``log-cm`` one).
+_FOLLOWER_RECORDING = re.compile(r"^CMD_IN_(START|EXTEND)_RECORDING")
+_RECORDER_STARTED = re.compile(r"\bsignal=(START|EXTEND)\b")
+
+
+class _FollowerJoins:
+    """How each follower join of one process went, from its DRIVER and ARCHIVE lines and SERVICE_ACKs.
+
+    Aeron's follower joins the leader's log in `tryJoinLogAsFollower` once its log subscription
+    (``alias=log-cm``) has the leader's image: it asks its archive to record the log (the archive adds
+    a subscription of its own to the same channel), returns false until the archive's recording
+    position counter for the session exists, then blocks in `awaitServicesReady` until the services,
+    each on a subscription of its own, have the image and acknowledge.  The archive's recorder, a
+    thread of its own, records the image from its RECORDING_SIGNAL START or EXTEND on, which may come
+    before the services' ack (j_short_timeouts_leader_kill's rejoin) or after it
+    (f_follower_kill_rejoin_catchup's).  A subscription added after the image reached end of stream and
+    drained never gets it: in h_five_members_leader_kill member 1's term-1 log ended while members 3 and
+    4 joined it; member 4's archive subscribed too late, so the recording never started and
+    FOLLOWER_LOG_AWAIT timed out; member 3's archive was in time but its service was not, and its
+    module waited in `awaitServicesReady` until it was killed.
+
+    The first ``alias=log-cm`` subscription to a session is the module's, later ones the archive's;
+    the first recording position counter added after the archive's image is the recording's.  A log
+    without DRIVER lines (the real 1.41.7 capture logs none) shows no counter: the join is timed from
+    the archive request to the services' ack."""
+
+    __slots__ = ("module_subscriptions", "archive_subscriptions", "image_at", "recording_at", "recorder_requests",
+                 "recorder_at", "awaiting_counter", "awaiting_ack", "driver_seen", "asked", "done")
+
+    def __init__(self) -> None:
+        self.module_subscriptions: dict[str, str] = {}  # registration id -> session id
+        self.archive_subscriptions: dict[str, str] = {}
+        self.image_at: dict[str, int] = {}  # session -> when the module's subscription had the image
+        self.recording_at: dict[str, int] = {}  # session -> when the archive's recording of it started
+        self.recorder_requests: dict[str, str] = {}  # the archive request's correlation id -> session
+        self.recorder_at: dict[str, int] = {}  # session -> when the archive's recorder started on it
+        self.awaiting_counter: str | None = None
+        self.awaiting_ack: str | None = None
+        self.driver_seen = False
+        self.asked: str | None = None  # without DRIVER lines: the session last asked to be recorded
+        self.done: list[tuple[str, int | None, int | None]] = []
+
+    def on_archive(self, record: OtherLogLine) -> None:
+        if _FOLLOWER_RECORDING.match(record.event) and _LOG_CM.search(record.text):
+            session = _SESSION_ID.search(record.text)
+            correlation = _CORRELATION_ID.search(record.text)
+            if session is not None and correlation is not None:
+                self.recorder_requests[correlation.group(1)] = session.group(1)
+                self.asked = session.group(1)
+        elif record.event == "RECORDING_SIGNAL" and _RECORDER_STARTED.search(record.text):
+            correlation = _CORRELATION_ID.search(record.text)
+            session = self.recorder_requests.get(correlation.group(1)) if correlation is not None else None
+            if session is not None:
+                self.recorder_at.setdefault(session, record.ts_ns)
+
+    def on_driver(self, record: OtherLogLine) -> None:
+        self.driver_seen = True
+        if record.event == "CMD_IN_ADD_SUBSCRIPTION" and _LOG_CM.search(record.text):
+            session = _SESSION_ID.search(record.text)
+            registration = _CORRELATION_ID.search(record.text)
+            if session is None or registration is None:
+                return
+            if session.group(1) in self.module_subscriptions.values():
+                self.archive_subscriptions[registration.group(1)] = session.group(1)
+            else:
+                self.module_subscriptions[registration.group(1)] = session.group(1)
+        elif record.event == "CMD_OUT_AVAILABLE_IMAGE":
+            image = _IMAGE.search(record.text)
+            if image is None:
+                return
+            session, registration = image.groups()
+            if self.module_subscriptions.get(registration) == session:
+                self.image_at.setdefault(session, record.ts_ns)
+            elif self.archive_subscriptions.get(registration) == session and session in self.image_at:
+                self.awaiting_counter = session
+        elif record.event == "CMD_IN_ADD_COUNTER" and self.awaiting_counter is not None \
+                and _RECORDING_POSITION_COUNTER.search(record.text):
+            session, self.awaiting_counter = self.awaiting_counter, None
+            if session not in self.recording_at:
+                self.recording_at[session] = record.ts_ns
+                self.awaiting_ack = session
+
+    def on_service_ack(self, ts_ns: int) -> None:
+        session, self.awaiting_ack = self.awaiting_ack, None
+        if session is not None:
+            self.done.append((session, self.recording_at[session], ts_ns))
+        elif not self.driver_seen and self.asked is not None:
+            self.done.append((self.asked, ts_ns, ts_ns))
+        self.asked = None
+
+    def flush(self, segment: Segment | None) -> None:
+        """The process ended: each join, those still waiting (for ever) too, into ``segment``."""
+        joined = {entry[0] for entry in self.done}
+        for session in self.image_at:
+            if session not in joined:
+                self.done.append((session, self.recording_at.get(session), None))
+        if segment is not None:
+            asked = set(self.recorder_requests.values())
+            segment.follower_joins.extend(
+                (int(session), recording, services,
+                 # no archive request logged for it: the recorder is taken to start with the recording
+                 self.recorder_at.get(session) if session in asked else recording)
+                for session, recording, services in self.done)
+        self.__init__()
+#: A replay to a follower's catch-up endpoint (the election's local replays are to ``aeron:ipc``).
+_CATCHUP_REPLAY = re.compile(r"replayChannel=aeron:udp\b")
 
 
 def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
@@ -132,10 +296,18 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     members: Counter[int] = Counter()
     pending: dict[str, int] = {}  # Segment attribute -> when the driver was asked
     asked_for: set[tuple[str, str]] = set()  # (Segment attribute, session id) already waited for
+    module_sessions: set[str] = set()  # the consensus module's archive control sessions (this JVM)
+    stops_asked: set[tuple[str, int]] = set()  # ("subscriptionId"|"recordingId", id) the module asked to stop
+    joins = _FollowerJoins()
+    role = None  # the process's role, as its last ROLE_CHANGE left it
     for record in log.records:
         if type(record) is LogStarted:
+            joins.flush(current)
+            role = None
             pending.clear()
             asked_for.clear()
+            module_sessions.clear()
+            stops_asked.clear()
             current = Segment(record)
             segments.append(current)
             continue
@@ -143,7 +315,46 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
             skipped[f"{record.context} lines"] += 1
             if record.context == "ARCHIVE" and record.event == "CMD_IN_REPLAY" and pending.get("replay") is not None:
                 pending["replaying"] = 1
+                correlation = _CORRELATION_ID.search(record.text)
+                if correlation is not None:
+                    pending["replayAsked"] = record.ts_ns
+                    pending["replayCorrelationId"] = int(correlation.group(1))
+            elif (record.context == "ARCHIVE" and record.event == "CMD_OUT_RESPONSE"
+                  and pending.get("replayAsked") is not None):
+                correlation = _CORRELATION_ID.search(record.text)
+                if correlation is not None and int(correlation.group(1)) == pending.get("replayCorrelationId"):
+                    pending["replayStarted"] = record.ts_ns - pending.pop("replayAsked")
+            if record.context == "ARCHIVE" and pending.get("catchupAsked") is not None:
+                if record.event == "CMD_IN_REPLAY" and _CATCHUP_REPLAY.search(record.text):
+                    pending["catchupReplay"] = pending.pop("catchupAsked")
+            if (record.context == "ARCHIVE" and record.event == "REPLAY_SESSION_STATE_CHANGE"
+                    and "INIT -> REPLAY" in record.text and pending.get("catchupReplay") is not None
+                    and current is not None):
+                current.catchup_replay_waits.append(record.ts_ns - pending.pop("catchupReplay"))
+            if record.context == "ARCHIVE":
+                joins.on_archive(record)
+                session = _CONTROL_SESSION.search(record.text)
+                if session is not None and record.event.startswith("CMD_IN_") and (
+                        record.event.startswith("CMD_IN_REPLICATE") or _LOG_CHANNEL.search(record.text)):
+                    module_sessions.add(session.group(1))
+                elif record.event.startswith("CMD_IN_STOP_RECORDING"):
+                    stops_asked.update((m.group(1), int(m.group(2))) for m in _STOP_REQUEST.finditer(record.text))
+                elif record.event == "RECORDING_SIGNAL" and session is not None and session.group(1) in module_sessions:
+                    signal = _recording_signal(record)
+                    if signal.fields.get("signal") in ("START", "EXTEND"):
+                        # a recording (re)starts: a stop asked of the recording id before is not about it
+                        stops_asked.discard(("recordingId", signal.fields.get("recordingId")))
+                    if signal.fields.get("signal") == "STOP" and (
+                            ("subscriptionId", signal.fields.get("subscriptionId")) in stops_asked
+                            or ("recordingId", signal.fields.get("recordingId")) in stops_asked):
+                        continue
+                    if current is None:
+                        current = Segment(None)
+                        segments.append(current)
+                    current.records.append(signal)
+                    continue
             if record.context == "DRIVER":
+                joins.on_driver(record)
                 for asked, alias, answered, waits in DRIVER_WAITS:
                     if record.event == asked and alias.search(record.text):
                         session = _SESSION_ID.search(record.text)
@@ -156,19 +367,36 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
                         if current is None:
                             current = Segment(None)
                             segments.append(current)
-                        getattr(current, waits).append(record.ts_ns - pending.pop(waits))
+                        if waits == "log_publication_waits":
+                            # The module maps the publication's log buffers after the driver's answer, still
+                            # blocked: the wait ends at the next line it logs.
+                            pending["logPublicationReady"] = pending.pop(waits)
+                        else:
+                            getattr(current, waits).append(record.ts_ns - pending.pop(waits))
             continue
         if current is None:
             current = Segment(None)
             segments.append(current)
+        asked = pending.pop("logPublicationReady", None)
+        if asked is not None:
+            current.log_publication_waits.append(record.ts_ns - asked)
         current.records.append(record)
+        if record.event == "CATCHUP_POSITION":
+            pending["catchupAsked"] = record.ts_ns
         if record.event == "STATE_CHANGE":
             _note_snapshot(current, record, pending)
+            if role == "LEADER" and record.fields.get("from") == "ACTIVE" and record.fields.get("to") == "TERMINATING":
+                current.aborts.append(record.ts_ns)
+        elif record.event == "ROLE_CHANGE":
+            role = record.fields.get("to")
         elif record.event in ("ELECTION_STATE_CHANGE", "SERVICE_ACK"):
             _note_leader_join(current, record, pending)
+            if record.event == "SERVICE_ACK":
+                joins.on_service_ack(record.ts_ns)
         member = record.fields.get("memberId")
         if isinstance(member, int) and member >= 0:
             members[member] += 1
+    joins.flush(current)
     node = min(members, key=lambda m: (-members[m], m)) if members else None
     for segment in segments:
         segment.alignment = from_log_started(segment.started)
@@ -199,13 +427,16 @@ def _note_leader_join(segment: Segment, record: AgentLogRecord, pending: dict[st
         return
     if fields.get("to") in ("LEADER_REPLAY", "FOLLOWER_REPLAY"):
         pending["replay"] = record.ts_ns
-        pending.pop("replayAcked", None)
-        pending.pop("replaying", None)
+        for key in ("replayAcked", "replaying", "replayAsked", "replayStarted"):
+            pending.pop(key, None)
     elif fields.get("from") in ("LEADER_REPLAY", "FOLLOWER_REPLAY") and pending.get("replay") is not None:
         entered = pending.pop("replay")
         acked = pending.pop("replayAcked", None)
+        started = pending.pop("replayStarted", 0)
+        pending.pop("replayAsked", None)
         if pending.pop("replaying", None):
             segment.log_replay_durations.append(acked - entered if acked is not None else 0)
+            segment.log_replay_start_waits.append(started)
     if fields.get("to") == "LEADER_INIT":
         pending["leaderInit"] = record.ts_ns
         pending.pop("leaderJoined", None)
@@ -244,7 +475,7 @@ def agent_log_events(parsed: ParsedAgentLog) -> list[Event]:
             if node is None:
                 continue
             fields = {name: _value(value) for name, value in record.fields.items()}
-            kind = OBSERVATION_TYPES.get(record.event)
+            kind = "RecordingSignal" if record.context == "ARCHIVE" else OBSERVATION_TYPES.get(record.event)
             if kind is None:
                 kind = "AgentEvent"
                 fields = {"event": record.event, **fields}
