@@ -47,6 +47,7 @@ from cli.tui.session import (
     story,
 )
 from cli.tui.widgets import DiffView, EventList, Inspector, Timeline
+from cli.tui.widgets.inspector import ELECTION_KEYS
 from engine.model.config import parse_duration_ns
 from formats.describe import describe_cause
 from formats.errors import DecodeError
@@ -106,18 +107,7 @@ def _short_name(name: str) -> str:
 
 #: What ``l`` offers to complete: the member values whose last change it can find.
 LAST_CHANGE_FIELDS = [
-    "electionState",
-    "role",
-    "moduleState",
-    "leadershipTermId",
-    "logLeadershipTermId",
-    "candidateTermId",
-    "leaderMemberId",
-    "logPosition",
-    "appendPosition",
-    "commitPosition",
-    "catchupJoinPosition",
-    "isRunning",
+    *ELECTION_KEYS,
     "nodeState.candidateTermId",
     "nodeState.logPosition",
     "nodeState.timestamp",

@@ -314,18 +314,7 @@ def _local_members(members: MemberMap, tables: list[PacketColumns], files: list[
             counts[names[int(address)]] += int(times)
         local[index] = local_members(members, counts, total)
         files[index].local_members = tuple(sorted(local[index]))
-    for file in files:
-        where = ", ".join(map(str, file.local_members)) or "none (a capture between hosts)"
-        notes.append(f"{file.path}: taken on the host of member(s) {where}")
-    shared = sorted({m for i, f in enumerate(files) for m in f.local_members
-                     if any(m in g.local_members for g in files[i + 1 :])})
-    if shared:
-        first = next(f.path for f in files if shared[0] in f.local_members)
-        notes.append(
-            f"member(s) {', '.join(map(str, shared))} look local to several captures (every datagram of each"
-            f" involves them, as with two members): each message is taken once, from the first capture that"
-            f" shows it ({first} first)"
-        )
+    _note_local_members(files, notes)
     return local
 
 
@@ -356,18 +345,7 @@ def _decode_captures(
                         counts[packet.dst_ip] += 1
             local[index] = local_members(members, counts, total)
             files[index].local_members = tuple(sorted(local[index]))
-        for file in files:
-            where = ", ".join(map(str, file.local_members)) or "none (a capture between hosts)"
-            notes.append(f"{file.path}: taken on the host of member(s) {where}")
-        shared = sorted({m for i, f in enumerate(files) for m in f.local_members
-                         if any(m in g.local_members for g in files[i + 1 :])})
-        if shared:
-            first = next(f.path for f in files if shared[0] in f.local_members)
-            notes.append(
-                f"member(s) {', '.join(map(str, shared))} look local to several captures (every datagram of each"
-                f" involves them, as with two members): each message is taken once, from the first capture that"
-                f" shows it ({first} first)"
-            )
+        _note_local_members(files, notes)
     decoder = DatagramDecoder(members, streams=streams, local_members=local,
                               sources={i: name for i, (name, _, _) in enumerate(readers)})
     keyed: list[tuple[tuple, Event]] = []
@@ -469,3 +447,19 @@ def sniff_capture(head: bytes) -> str | None:
     if head[:4] == PCAPNG_MAGIC:
         return "pcapng"
     return None
+
+
+def _note_local_members(files: list, notes: list[str]) -> None:
+    """Say which members each capture was taken beside, and which look local to several."""
+    for file in files:
+        where = ", ".join(map(str, file.local_members)) or "none (a capture between hosts)"
+        notes.append(f"{file.path}: taken on the host of member(s) {where}")
+    shared = sorted({m for i, f in enumerate(files) for m in f.local_members
+                     if any(m in g.local_members for g in files[i + 1 :])})
+    if shared:
+        first = next(f.path for f in files if shared[0] in f.local_members)
+        notes.append(
+            f"member(s) {', '.join(map(str, shared))} look local to several captures (every datagram of each"
+            f" involves them, as with two members): each message is taken once, from the first capture that"
+            f" shows it ({first} first)"
+        )
