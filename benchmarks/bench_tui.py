@@ -378,6 +378,10 @@ def main() -> None:
     parser.add_argument("--measure-quit", help=argparse.SUPPRESS)
     parser.add_argument("--after-index", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure_ui or args.measure_quit:
+        from cli.app import tune_collector
+
+        tune_collector()  # as `recount tui` runs
     if args.measure_ui:
         out: dict = {}
         asyncio.run(measure_ui(Path(args.measure_ui), args.seeks, out))

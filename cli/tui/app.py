@@ -12,7 +12,6 @@ offers every jump; ``g`` takes a jump typed directly; ``?`` lists the keys.
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -534,6 +533,8 @@ class RecountApp(App[None]):
         self.seek_pending = False
         self._seek_started = 0.0
         self._seek_target: int | None = None
+        #: The events the running seek re-executes (first, last): their blocks and records come with it.
+        self._seek_span: tuple[int, int] | None = None
         self._records_wanted: set[tuple[str, int]] = set()  # ("events" | "records", block)
         self._records_loading = False
         #: The last "where did this value last change" answer, shown while the cursor is on it.
@@ -630,9 +631,6 @@ class RecountApp(App[None]):
         if finished:
             bar.display = False
             self._poll.stop()
-            # What the index built lives as long as the app: the garbage collector need not walk it
-            # again (its full collections over hundreds of thousands of records stall the screen).
-            gc.freeze()
             self._pin_landmarks()
             if self.start is not None:
                 start, self.start = self.start, None
@@ -703,12 +701,15 @@ class RecountApp(App[None]):
                 inspector.show_pending(f"cannot replay to #{int(self.session.source.seq[position])}: {error}")
                 return
             self._seek_target = None  # a seek still running for an earlier cursor is not wanted any more
+            self._seek_span = None
             self._show_moment(moment, position)
             self._seek_settled()
             return
         self._seek_target = position
+        around = self.query_one(EventList).around(position)
+        self._seek_span = (min(around, default=position), max(around, default=position))
         self._seek_began()
-        self._seek_worker(position, self.query_one(EventList).around(position))
+        self._seek_worker(position, around)
 
     def _show_moment(self, moment, position: int) -> None:
         found = self.last_change_found
@@ -801,8 +802,10 @@ class RecountApp(App[None]):
         if position != self._seek_target:
             return  # the cursor moved on; its own seek is on its way
         self._seek_target = None
+        self._seek_span = None
         if not self.is_running:
             return
+        self.query_one(EventList).refresh()  # its rows' events and records came with the seek
         if position == self.cursor:
             if error is not None:
                 self.query_one(Inspector).show_pending(f"cannot replay to #{int(self.session.source.seq[position])}: {error}")
@@ -812,11 +815,21 @@ class RecountApp(App[None]):
 
     def want_events(self, position: int) -> None:
         """The event list needs ``position``'s block decoded (it draws "…" until it is)."""
-        self._want(("events", position // self.session.source.block_size))
+        if not self._seek_covers(position):
+            self._want(("events", position // self.session.source.block_size))
 
     def want_records(self, position: int) -> None:
         """The event list needs the records of ``position``'s block (it draws "…" until they are here)."""
-        self._want(("records", position // self.session.source.block_size))
+        if not self._seek_covers(position):
+            self._want(("records", position // self.session.source.block_size))
+
+    def _seek_covers(self, position: int) -> bool:
+        """Does the running seek re-execute event ``position``?  Then it decodes the event and keeps its
+        records on the way (`Session.records_cached` finds them), and the list is drawn again when it is
+        done: loading the block beside it would do the same work twice, competing for the interpreter.
+        A row it turns out not to cover asks again then."""
+        span = self._seek_span
+        return span is not None and self._seek_target is not None and span[0] <= position <= span[1]
 
     def _want(self, block: tuple[str, int]) -> None:
         if block in self._records_wanted:

@@ -635,7 +635,7 @@ class Stepper:
 
     def states(self) -> dict[int, dict[str, Any]]:
         """Each started member's view, as the screens name its values (Aeron's names)."""
-        return {n: view.to_json() for n, view in self.replay.views().items()}
+        return _as_states(self.replay.views())
 
     def checkpoint(self, shared: SharedParts) -> Checkpoint:
         """The replay now, packed as `NodeReplay.checkpoint(compare=False)` would copy it (no copy made)."""
@@ -1018,13 +1018,44 @@ class LastChange:
         return bool(self.cause) and self.cause.get("kind") in ("message", "local")
 
 
-@dataclass(frozen=True, slots=True)
 class Moment:
-    """Every member's state after event ``position`` and after the one before it."""
+    """Every member's state after event ``position`` and after the one before it.
 
-    position: int
-    states: dict[int, dict[str, Any]]
-    previous: dict[int, dict[str, Any]]
+    Held as the members' frozen views; `states` and `previous` (the screens' dicts, Aeron's names) are
+    made when first asked for: of the moments a seek works out around the cursor, most are never shown.
+    """
+
+    __slots__ = ("position", "_views", "_previous_views", "_states", "_previous")
+
+    def __init__(self, position: int, views: Mapping[int, MemberView], previous_views: Mapping[int, MemberView]) -> None:
+        self.position = position
+        self._views = views
+        self._previous_views = previous_views
+        self._states: dict[int, dict[str, Any]] | None = None
+        self._previous: dict[int, dict[str, Any]] | None = None
+
+    @property
+    def states(self) -> dict[int, dict[str, Any]]:
+        if self._states is None:
+            self._states = _as_states(self._views)
+        return self._states
+
+    @property
+    def previous(self) -> dict[int, dict[str, Any]]:
+        if self._previous is None:
+            self._previous = _as_states(self._previous_views)
+        return self._previous
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Moment):
+            return NotImplemented
+        return (self.position, self.states, self.previous) == (other.position, other.states, other.previous)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and its dicts are not hashable
+
+
+def _as_states(views: Mapping[int, MemberView]) -> dict[int, dict[str, Any]]:
+    return {n: view.to_json() for n, view in views.items()}
 
 
 class Session:
@@ -1131,10 +1162,10 @@ class Session:
                 return pinned
             before = moments.get(position - 1)
             if before is not None:
-                previous = before.states
+                previous = before._views
             else:
-                previous = self._stepper_at(position, should_stop).states()
-            moment = Moment(position, self._stepper_at(position + 1, should_stop).states(), previous)
+                previous = self._stepper_at(position, should_stop).views()
+            moment = Moment(position, self._stepper_at(position + 1, should_stop).views(), previous)
             self._keep(moment)
             return moment
 
@@ -1167,10 +1198,10 @@ class Session:
             need = set(wanted) | {p + 1 for p in wanted}  # states after p - 1 and after p: counts fed
             counts = sorted(need)
             stepper = self._stepper_at(counts[0], should_stop)
-            states = {counts[0]: stepper.states()}
+            states = {counts[0]: stepper.views()}
             for count in counts[1:]:
                 stepper = self._stepper_at(count, should_stop)
-                states[count] = stepper.states()
+                states[count] = stepper.views()
             for p in wanted:
                 if p != position:
                     self._keep(Moment(p, states[p + 1], states[p]))
