@@ -952,3 +952,57 @@ async def test_while_indexing_every_answer_says_what_is_still_pending(failover_p
         assert "LEADER" in app.query_one(Inspector).text("cluster")
         await pilot.press("d")
         assert "no divergence or invariant violation after here" in status(app) and "pending" not in status(app)
+
+
+@pilot_test
+@pytest.mark.parametrize("covered", [True, False], ids=["as built", "the check off (the test's own control)"])
+async def test_a_seek_brings_the_events_and_records_of_the_rows_around_it_without_loading_them_beside_it(
+    failover_path, covered
+):
+    """While a seek re-executes the events around the cursor, the list does not load their records in
+    another worker (the same work twice, competing for the interpreter); once the seek is done every
+    row on screen is drawn with its records.  With the check switched off, blocks inside the seek's span
+    are loaded beside it: what shows the test can tell."""
+    import threading
+
+    app = make_app(failover_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        event_list = app.query_one(EventList)
+        event_list.show_records = True
+        await pilot.pause()
+        shown = [int(k) for k in event_list.layout_lines.positions]
+        target = shown[len(shown) // 2]
+        forget_states(app.session)
+        app.session._record_blocks.clear()
+        app.session._stepped.clear()
+        if not covered:
+            app._seek_covers = lambda position: False
+        loaded: list[int] = []
+        load = app.session.load_records
+        app.session.load_records = lambda b: (loaded.append(b), load(b))[-1]
+        gate = threading.Event()
+        prepare = app.session.prepare
+
+        def held_prepare(*args, **kwargs):
+            gate.wait(5)  # a slow machine: the list is drawn while the seek still runs
+            return prepare(*args, **kwargs)
+
+        app.session.prepare = held_prepare
+        app.go_to(target)
+        span = app._seek_span
+        assert span is not None and span[0] <= target <= span[1]
+        for _ in range(5):
+            await pilot.pause()
+        gate.set()
+        await settled(app, pilot)
+        await pilot.pause()
+        size = app.session.source.block_size
+        inside = [b for b in loaded if b * size >= span[0] and (b + 1) * size - 1 <= span[1]]
+        if covered:
+            assert not inside
+            top = int(event_list.scroll_offset.y)
+            drawn = [event_list._text(y, wait=False).plain for y in range(top, top + event_list.size.height)]
+            assert drawn and not any("…" in line for line in drawn)
+        else:
+            assert inside, (span, loaded, size)

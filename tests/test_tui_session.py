@@ -426,3 +426,42 @@ def test_last_change_of_a_value_no_record_speaks_for_tells_a_deadline_from_the_e
     assert found.cause["kind"] == "message" and found.cause["type"] == "AppendPosition"
     event = failover.source.event(found.position)
     assert (event.node, event.dir, event.type) == (0, "in", "AppendPosition")
+
+
+def test_a_long_index_takes_what_it_built_out_of_the_collectors_view_and_indexes_the_same(monkeypatch):
+    """Every `SETTLE_HEAP_EVERY` events and at the end, the index freezes the heap (`gc.freeze`: full
+    collections then skip what the index built, which made the slowest seeks on a 1M-event replay); the
+    index it builds is the one built without that, and nothing alive is lost."""
+    import gc
+
+    from cli.tui import session as session_module
+
+    plain = Session.open(_require(FAILOVER), block_size=64)
+    plain.build_index()
+    monkeypatch.setattr(session_module, "SETTLE_HEAP_EVERY", 200)
+    settled = Session.open(_require(FAILOVER), block_size=64)
+    frozen_before = gc.get_freeze_count()
+    try:
+        settled.build_index()
+        frozen = gc.get_freeze_count() - frozen_before
+    finally:
+        gc.unfreeze()
+    assert len(settled) > 600 and frozen > 0
+    assert settled.index.summary["traceSha256"] == plain.index.summary["traceSha256"]
+    assert list(settled.index.counts) == list(plain.index.counts)
+    assert settled.index.checkpoint_positions == plain.index.checkpoint_positions
+    last = len(settled) - 1
+    assert settled.moment(last) == plain.moment(last)
+
+
+def test_a_moment_makes_the_screens_dicts_only_when_asked_and_equals_one_made_at_once(failover):
+    """`Moment` holds frozen views; its `states`/`previous` are those views' dicts, made once."""
+    position = failover.position_of_term(1)
+    moment = failover.moment(position)
+    assert moment._states is None
+    states = moment.states
+    assert moment.states is states  # made once
+    stepper = failover._fresh(position + 1)
+    while stepper.position < position + 1:
+        stepper.step()
+    assert states == stepper.states()
