@@ -267,3 +267,34 @@ def test_a_followers_archive_stopping_at_the_logs_end_of_stream_starts_its_elect
     late = [(r["node"], r["reason"]) for r in records if r["kind"] == "election" and r["ts"] > shutdown]
     assert (4, "log recording stopped: eos=true") in late
     assert not [node for node, _ in late if node in (1, 2)]
+
+
+# --- a leader's ClusterTool shutdown, seen on the wire without agent logs --------------------------------
+
+
+def _shutdown_snapshots(events) -> dict[tuple[int, int], int]:
+    return {(e.node, e.fields["shutdownSnapshot"]): e.ts for e in events
+            if e.type == "MemberStart" and e.fields.get("shutdownSnapshot") is not None}
+
+
+@pytest.mark.parametrize("name", ["g_leader_sigterm_reelection_rejoin", "i_restart_all_one_member_behind"])
+def test_the_wire_names_the_same_shutdown_snapshot_as_the_agent_log(name):
+    """The SNAPSHOT -> TERMINATING line of the leader's agent log and, without it, the leader's own
+    TerminationPosition at the end of a SNAPSHOT action it appended: the same life, the same snapshot."""
+    with_logs = build(_folder(name).inputs(agent_logs=True)).events
+    without = build(_folder(name).inputs(agent_logs=False)).events
+    logged = sorted(_shutdown_snapshots(with_logs))
+    assert logged and sorted(_shutdown_snapshots(without)) == logged
+
+
+def test_a_leader_shut_down_by_clustertool_sends_termination_positions_without_agent_logs():
+    """g_leader_sigterm_reelection_rejoin, pcap + dirs only: ClusterTool shutdown on leader 2 at
+    19:23:37.237: it appended a SNAPSHOT action ending at 54048 and sent both followers
+    TerminationPosition(term 3, 54048)."""
+    events, records = _replayed("g_leader_sigterm_reelection_rejoin", agent_logs=False)
+    recorded = [(e.peer, e.fields["leadershipTermId"], e.fields["logPosition"], e.ts) for e in events
+                if e.node == 2 and e.dir == "out" and e.type == "TerminationPosition"]
+    modelled = [(r["peer"], r["fields"]["leadershipTermId"], r["fields"]["logPosition"], r["ts"]) for r in records
+                if r["kind"] == "send" and r["node"] == 2 and r["type"] == "TerminationPosition"]
+    assert sorted(m[:3] for m in modelled) == sorted(r[:3] for r in recorded) == [(0, 3, 54048), (1, 3, 54048)]
+    assert all(abs(m[3] - r[3]) < 20 * MS for m, r in zip(sorted(modelled), sorted(recorded), strict=True))

@@ -60,6 +60,8 @@ from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_r
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.publications import with_publication_evidence
+from recorder.capture.shutdowns import TYPES as SHUTDOWN_TYPES
+from recorder.capture.shutdowns import with_shutdown_evidence
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
 #: A member whose first CanvassPosition comes this long after the capture began started during the
@@ -350,6 +352,10 @@ def load_captures(
             if end is not None:
                 keyed.append((end, 3, member, 0, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                       type="End", fields={})))
+    if captured is not None:
+        # A leader's ClusterTool shutdown from its TerminationPosition on the wire (`shutdowns`): per life.
+        keyed = with_shutdown_evidence(keyed, (item[4] for item in keyed if item[1] == 1 and item[4].type in
+                                               SHUTDOWN_TYPES))
     if captured is not None and captured.consensus_publications:
         # When each consensus publication could take an offer (`publications`): per life, so after the lives.
         keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1,
@@ -475,6 +481,11 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             if end is not None:
                 extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                     type="End", fields={})))
+    # `with_shutdown_evidence`, as `load_captures` applies it.
+    shown = [row for row in rows.rows_of_type(*SHUTDOWN_TYPES) if kept[row]]
+    wire = [dataclasses.replace(rows.event(int(row)), ts=int(ts[row])) for row in shown]
+    extra = [(item[0], item[1], item[2], item[4]) for item in with_shutdown_evidence(
+        [(*item[:3], 0, item[3]) for item in extra], wire)]
     if captured.consensus_publications:
         # `with_publication_evidence`, as `load_captures` applies it: its new events after the others.
         extra = [(item[0], item[1], item[2], item[4]) for item in with_publication_evidence(
