@@ -298,3 +298,22 @@ def test_a_leader_shut_down_by_clustertool_sends_termination_positions_without_a
                 if r["kind"] == "send" and r["node"] == 2 and r["type"] == "TerminationPosition"]
     assert sorted(m[:3] for m in modelled) == sorted(r[:3] for r in recorded) == [(0, 3, 54048), (1, 3, 54048)]
     assert all(abs(m[3] - r[3]) < 20 * MS for m, r in zip(sorted(modelled), sorted(recorded), strict=True))
+
+
+# --- a new leader's log publication and its join, seen on the wire without agent logs --------------------
+
+
+def _logged_change(events, member: int, to: str, after: int = 0) -> int:
+    return next(e.ts for e in events if e.type == "ElectionStateChange" and e.node == member
+                and e.fields["to"] == to and e.ts >= after)
+
+
+def test_a_leaders_log_publication_was_there_when_its_first_new_leadership_term_named_its_session():
+    """j_short_timeouts_leader_kill, pcap + dirs only: leader 1's addLogPublication returned at 19:27:45.8741
+    (its agent log's LEADER_LOG_REPLICATION), its first NewLeadershipTerm naming the new log session left at
+    .8746, the log's first SETUP only at .9640.  The model's leader waited for the SETUP: 90 ms late."""
+    logged_events = build(_folder("j_short_timeouts_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("j_short_timeouts_leader_kill", agent_logs=False)
+    logged = _logged_change(logged_events, 1, "LEADER_LOG_REPLICATION", after=int(1795462060e9))
+    modelled = next(ts for ts, _, to in _model_states(records, 1) if to == "LEADER_LOG_REPLICATION" and ts > 1795462060e9)
+    assert abs(modelled - logged) < 2 * MS
