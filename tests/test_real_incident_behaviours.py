@@ -317,3 +317,36 @@ def test_a_leaders_log_publication_was_there_when_its_first_new_leadership_term_
     logged = _logged_change(logged_events, 1, "LEADER_LOG_REPLICATION", after=int(1795462060e9))
     modelled = next(ts for ts, _, to in _model_states(records, 1) if to == "LEADER_LOG_REPLICATION" and ts > 1795462060e9)
     assert abs(modelled - logged) < 2 * MS
+
+
+@pytest.mark.parametrize("name", ["a_clean_start", "f_follower_kill_rejoin_catchup", "g_leader_sigterm_reelection_rejoin",
+                                  "i_restart_all_one_member_behind", "j_short_timeouts_leader_kill"])
+def test_a_leaders_first_commit_position_of_its_term_follows_its_join_of_the_log(name):
+    """The wire's sight of each leader join over (`recorder.capture.leader_joins`) against the agent log's
+    LEADER_INIT -> LEADER_READY: never before it, within 10 ms after it, one per join.  (In
+    h_five_members_leader_kill leader 2's first one came 50 ms after, its publications not all connected
+    yet: not held to 10 ms here.)"""
+    logged_events = build(_folder(name).inputs(agent_logs=True)).events
+    ready = sorted((e.node, e.ts) for e in logged_events
+                   if e.type == "ElectionStateChange" and e.fields["to"] == "LEADER_READY")
+    seen = sorted((e.node, at) for e in build(_folder(name).inputs(agent_logs=False)).events
+                  if e.type == "MemberStart" for at in e.fields.get("leaderJoinsReadyNs", ()))
+    assert [node for node, _ in seen] == [node for node, _ in ready]
+    assert all(0 <= at - logged < 10 * MS for (_, at), (_, logged) in zip(seen, ready, strict=True))
+
+
+def test_a_new_leader_is_ready_when_the_wire_shows_its_join_over_without_agent_logs():
+    """j_short_timeouts_leader_kill, pcap + dirs only: leader 1's services took 59 ms to join its log
+    (LEADER_INIT 19:27:45.8746 -> LEADER_READY .9338); its first CommitPosition of term 2 left at .9365.
+    Without that wait the model's leader was ready at once and sent term 2's NewLeadershipTerm and
+    CommitPosition 60 ms early."""
+    logged_events = build(_folder("j_short_timeouts_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("j_short_timeouts_leader_kill", agent_logs=False)
+    logged = _logged_change(logged_events, 1, "LEADER_READY", after=int(1795462060e9))
+    modelled = next(ts for ts, _, to in _model_states(records, 1) if to == "LEADER_READY" and ts > 1795462060e9)
+    assert 0 <= modelled - logged < 5 * MS
+    recorded = next(e.ts for e in events if e.node == 1 and e.dir == "out" and e.type == "CommitPosition"
+                    and e.fields["leadershipTermId"] == 2)
+    sent = next(r["ts"] for r in records if r["kind"] == "send" and r["node"] == 1 and r["type"] == "CommitPosition"
+                and r["fields"]["leadershipTermId"] == 2)
+    assert abs(sent - recorded) < MS

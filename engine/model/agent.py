@@ -135,6 +135,7 @@ class ConsensusModuleAgent:
         "follower_joins_ns",
         "aborts_ns",
         "log_publications_ready_ns",
+        "leader_joins_ready_ns",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
         "log_replay_start_waits_ns",
@@ -265,6 +266,7 @@ class ConsensusModuleAgent:
         self.pending_catchup_replays: list[tuple[int, int, int]] = []  # (from when, follower, from position)
         self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
+        self.leader_joins_ready_ns: list[int] = []  # when the capture shows each leader join over
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         #: log session id -> (recording counter, services' ack, recorder start) of each recorded follower
         #: join of it, in order, absolute times (Node.MemberStart.follower_joins_ns; None: never)
@@ -1021,14 +1023,18 @@ class ConsensusModuleAgent:
 
     def join_log_as_leader(self, leadership_term_id: int, log_position: int, log_session_id: int, is_startup: bool) -> None:
         """Start the log recording and wait for the services to join the log: a blocking call in Aeron;
-        with a recorded wait, nothing else runs until then, and what follows happens then."""
+        with a recorded wait (or, without one, the capture's sight of the join over), nothing else runs
+        until then, and what follows happens then."""
         self.leadership_term_id = leadership_term_id
         self._start_log_recording()
+        ready = None
         if self.leader_join_waits_ns:
-            wait = self.leader_join_waits_ns.pop(0)
-            if wait > 0:
-                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
-                self.output_ts = self.blocked_until_ns
+            ready = self.output_ts + self.leader_join_waits_ns.pop(0)
+        elif self.leader_joins_ready_ns:
+            ready = self._next_ready(self.leader_joins_ready_ns)
+        if ready is not None and ready > self.output_ts:
+            self.blocked_until_ns = max(self.blocked_until_ns or 0, ready)
+            self.output_ts = self.blocked_until_ns
 
     def _start_log_recording(self) -> None:
         if self.log_recording_id == NULL_VALUE:

@@ -165,6 +165,11 @@ class MemberStart:
     #: it, contract ``logPublicationsReadyNs``): `addLogPublication` blocks the module until then.  Used
     #: where no recorded wait (``log_publication_waits_ns``) says how long.
     log_publications_ready_ns: tuple[int, ...] = ()
+    #: When each leader join this life made was over, as the capture shows it (absolute ns, contract
+    #: ``leaderJoinsReadyNs``: the member's first CommitPosition of the term it leads, which its
+    #: LEADER_READY sends): `joinLogAsLeader` blocks the module until then.  Used where no recorded wait
+    #: (``leader_join_waits_ns``) says how long.
+    leader_joins_ready_ns: tuple[int, ...] = ()
     #: (log session id, when) of each log image this life's driver had (contract ``logImagesNs``): the
     #: follower's image of that session is there from then, and never when the session is not listed.
     #: None: no such evidence (an image is there as soon as it is looked for).

@@ -318,6 +318,7 @@ class Node:
         self.agent.log_replay_start_waits_ns = list(start.log_replay_start_waits_ns)
         self.agent.catchup_replay_waits_ns = list(start.catchup_replay_waits_ns)
         self.agent.log_publications_ready_ns = list(start.log_publications_ready_ns)
+        self.agent.leader_joins_ready_ns = list(start.leader_joins_ready_ns)
         self.agent.log_images_ns = dict(start.log_images_ns) if start.log_images_ns is not None else None
         self.agent.aborts_ns = list(start.aborts_ns)
         for session, recording_ns, services_ns, recorder_ns in start.follower_joins_ns:

@@ -56,6 +56,7 @@ from formats.errors import DecodeError
 from formats.event_columns import EventColumns
 from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
+from recorder.capture.leader_joins import first_sent, first_sent_in_columns, joins_over, with_leader_join_evidence
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
@@ -353,9 +354,11 @@ def load_captures(
                 keyed.append((end, 3, member, 0, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                       type="End", fields={})))
     if captured is not None:
-        # A leader's ClusterTool shutdown from its TerminationPosition on the wire (`shutdowns`): per life.
+        # A leader's ClusterTool shutdown from its TerminationPosition on the wire (`shutdowns`), and when
+        # each leader join was over from its first CommitPosition of the term (`leader_joins`): per life.
         keyed = with_shutdown_evidence(keyed, (item[4] for item in keyed if item[1] == 1 and item[4].type in
                                                SHUTDOWN_TYPES))
+        keyed = with_leader_join_evidence(keyed, joins_over(*first_sent(item[4] for item in keyed if item[1] == 1)))
     if captured is not None and captured.consensus_publications:
         # When each consensus publication could take an offer (`publications`): per life, so after the lives.
         keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1,
@@ -481,11 +484,11 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             if end is not None:
                 extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                     type="End", fields={})))
-    # `with_shutdown_evidence`, as `load_captures` applies it.
+    # `with_shutdown_evidence` and `with_leader_join_evidence`, as `load_captures` applies them.
     shown = [row for row in rows.rows_of_type(*SHUTDOWN_TYPES) if kept[row]]
     wire = [dataclasses.replace(rows.event(int(row)), ts=int(ts[row])) for row in shown]
-    extra = [(item[0], item[1], item[2], item[4]) for item in with_shutdown_evidence(
-        [(*item[:3], 0, item[3]) for item in extra], wire)]
+    extra = [(item[0], item[1], item[2], item[4]) for item in with_leader_join_evidence(with_shutdown_evidence(
+        [(*item[:3], 0, item[3]) for item in extra], wire), joins_over(*first_sent_in_columns(rows, kept, ts)))]
     if captured.consensus_publications:
         # `with_publication_evidence`, as `load_captures` applies it: its new events after the others.
         extra = [(item[0], item[1], item[2], item[4]) for item in with_publication_evidence(
