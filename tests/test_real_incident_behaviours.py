@@ -350,3 +350,36 @@ def test_a_new_leader_is_ready_when_the_wire_shows_its_join_over_without_agent_l
     sent = next(r["ts"] for r in records if r["kind"] == "send" and r["node"] == 1 and r["type"] == "CommitPosition"
                 and r["fields"]["leadershipTermId"] == 2)
     assert abs(sent - recorded) < MS
+
+
+# --- a follower that never joined its leader's log, seen on the wire without agent logs ------------------
+
+
+def _never_joined(events) -> set[tuple[int, int]]:
+    return {(e.node, join[0]) for e in events if e.type == "MemberStart"
+            for join in e.fields.get("followerJoinsNs", ()) if None in join[1:3]}
+
+
+@pytest.mark.parametrize("name", ["f_follower_kill_rejoin_catchup", "g_leader_sigterm_reelection_rejoin",
+                                  "h_five_members_leader_kill", "i_restart_all_one_member_behind",
+                                  "j_short_timeouts_leader_kill"])
+def test_the_wire_names_the_same_follower_joins_that_never_happened_as_the_agent_logs(name):
+    """A follower with the image of its leader's log that sent that leader no AppendPosition afterwards in
+    that life never joined; the agent logs' joins with no recording counter or no services' ack are the
+    same (member, log session) pairs (h_five_members_leader_kill: members 3 and 4, member 1's term-1 log)."""
+    with_logs = _never_joined(build(_folder(name).inputs(agent_logs=True)).events)
+    assert _never_joined(build(_folder(name).inputs(agent_logs=False)).events) == with_logs
+    assert bool(with_logs) == (name == "h_five_members_leader_kill")
+
+
+def test_a_follower_whose_archive_never_recorded_the_log_times_out_waiting_without_agent_logs():
+    """h_five_members_leader_kill, pcap + dirs only: member 4 had the image of leader 1's term-1 log at
+    19:23:59.36 but never joined it; its FOLLOWER_LOG_AWAIT timed out 10 s after it began (-> INIT at
+    19:24:07.510), where the model had joined at the image and gone on to CLOSED."""
+    logged_events = build(_folder("h_five_members_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    logged = [s for s in _logged_states(logged_events, 4) if s[1] == "FOLLOWER_LOG_AWAIT"]
+    modelled = [s for s in _model_states(records, 4) if s[1] == "FOLLOWER_LOG_AWAIT"]
+    assert [s[1:] for s in modelled] == [s[1:] for s in logged]
+    timed_out = [(m[0], r[0]) for m, r in zip(modelled, logged, strict=True) if m[2] == "INIT"]
+    assert len(timed_out) == 1 and abs(timed_out[0][0] - timed_out[0][1]) < 50 * MS

@@ -56,6 +56,12 @@ from formats.errors import DecodeError
 from formats.event_columns import EventColumns
 from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
+from recorder.capture.follower_joins import (
+    append_positions,
+    append_positions_in_columns,
+    leaders_of_sessions,
+    with_follower_join_evidence,
+)
 from recorder.capture.leader_joins import first_sent, first_sent_in_columns, joins_over, with_leader_join_evidence
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
 from recorder.capture.members import MemberMap
@@ -363,6 +369,11 @@ def load_captures(
         # When each consensus publication could take an offer (`publications`): per life, so after the lives.
         keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1,
                                           log_publications=captured.log_publications, log_images=captured.log_images)
+        # When each follower's join was over (`follower_joins`): after the images, for members without logs.
+        sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"
+                and item[4].type in ("NewLeadershipTerm", "AppendPosition")]
+        keyed = with_follower_join_evidence(keyed, leaders_of_sessions(sent), append_positions(sent),
+                                            skip=logged_members)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -494,6 +505,9 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
         extra = [(item[0], item[1], item[2], item[4]) for item in with_publication_evidence(
             [(*item[:3], 0, item[3]) for item in extra], captured.consensus_publications, group=1,
             log_publications=captured.log_publications, log_images=captured.log_images)]
+        leaders = leaders_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r])
+        extra = [(item[0], item[1], item[2], item[4]) for item in with_follower_join_evidence(
+            [(*item[:3], 0, item[3]) for item in extra], leaders, append_positions_in_columns(rows, kept))]
     moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
     taken = np.flatnonzero(kept)

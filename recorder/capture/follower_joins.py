@@ -1,0 +1,111 @@
+"""When a follower's join of its leader's log was over, read from the wire when no agent log says it.
+
+In FOLLOWER_LOG_AWAIT (and FOLLOWER_CATCHUP_AWAIT) Aeron's follower, once its driver has the image of
+the leader's log, calls `tryJoinLogAsFollower` until its archive's recording counter for the image is
+there, then waits for its services to join (`awaitServicesReady`); then FOLLOWER_READY (or
+FOLLOWER_CATCHUP) sends the leader an AppendPosition at once.  The follower sends its leader nothing
+else between the image and the join, so its first AppendPosition to that leader after the image is the
+wire's sight of the join being over.  In the six Aeron 1.47.3 captures it follows the agent log's
+FOLLOWER_LOG_AWAIT -> FOLLOWER_READY by 0.4 to 11 ms.  A follower that never sent one while that life
+ran never joined: in h_five_members_leader_kill member 4 had the image of leader 1's term-1 log at
+19:24:04.36 but its archive never recorded it, FOLLOWER_LOG_AWAIT timed out 10 s later (its agent log),
+and no AppendPosition went to member 1 meanwhile.
+
+Each MemberStart without an agent log gets, as ``followerJoinsNs``, a 'never' (nulls) for each image of
+a leader's log (`recorder.capture.publications`' ``logImagesNs``; a session that a NewLeadershipTerm
+names, with its leader) after which the life shows no AppendPosition to that leader before its next
+image or its end.  The wire cannot tell a recording that never started from services that never
+joined: 'never' is read as the recording's, so the model's FOLLOWER_LOG_AWAIT times out as member 4's
+did.  A join the wire shows over is left at once, as before: its AppendPosition bounds the recording
+counter, the services' ack and the archive's recorder together, and which of them came when decides
+what the follower reports first (j_short_timeouts_leader_kill's restarted member 0 joined by catch-up
+with its recorder 10 ms before its services; taking all three at its first AppendPosition stalled the
+model's catch-up).
+
+Pure: first sightings in, start fields out.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from formats.event_columns import EventColumns
+from formats.events import DIRECTIONS, Event
+from recorder.capture.publications import lives_of
+
+
+def leaders_of_sessions(events: Iterable[Event]) -> dict[int, int]:
+    """log session id → its leader, as the leaders' own NewLeadershipTerms name them."""
+    out: dict[int, int] = {}
+    for event in events:
+        if event.type == "NewLeadershipTerm" and event.dir == "out" and event.fields.get("leaderMemberId") == event.node:
+            session = event.fields.get("logSessionId")
+            if isinstance(session, int):
+                out.setdefault(session, event.node)
+    return out
+
+
+def append_positions(events: Iterable[Event]) -> dict[tuple[int, int], list[int]]:
+    """(member, leader) → when the member sent that leader an AppendPosition, in order."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for event in events:
+        if event.type == "AppendPosition" and event.dir == "out" and event.peer is not None:
+            out.setdefault((event.node, event.peer), []).append(event.ts)
+    return {key: sorted(times) for key, times in out.items()}
+
+
+def append_positions_in_columns(rows: EventColumns, kept: np.ndarray) -> dict[tuple[int, int], list[int]]:
+    """`append_positions` on a capture's columns (``kept``: the rows still in)."""
+    found = rows.rows_of_type("AppendPosition")
+    found = found[kept[found] & (rows.dir[found] == DIRECTIONS.index("out")) & rows.has_peer[found]]
+    out: dict[tuple[int, int], list[int]] = {}
+    if not len(found):
+        return out
+    keys = np.stack([rows.node[found].astype(np.int64), rows.peer[found].astype(np.int64)], axis=1)
+    when = rows.ts[found]
+    order = np.lexsort((when, keys[:, 1], keys[:, 0]))
+    keys, when = keys[order], when[order]
+    starts = np.flatnonzero(np.concatenate([[True], np.any(keys[1:] != keys[:-1], axis=1)]))
+    for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
+        out[(int(keys[start, 0]), int(keys[start, 1]))] = when[start:end].tolist()
+    return out
+
+
+def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
+                                appends: Mapping[tuple[int, int], Sequence[int]],
+                                skip: Iterable[int] = ()) -> list[tuple]:
+    """``keyed`` (sort key tuples ending with their event) with the joins that never happened as
+    ``followerJoinsNs`` on each MemberStart that has ``logImagesNs`` (so after `with_publication_evidence`), unless its member is in ``skip`` (its agent
+    log gave the joins) or the start has them already."""
+    skipped = set(skip)
+    lives = {(life.member, life.start_ns): life for life in lives_of(item[-1] for item in keyed)}
+    out = []
+    for item in keyed:
+        start = item[-1]
+        images = start.fields.get("logImagesNs") if start.type == "MemberStart" and start.dir == "local" else None
+        life = lives.get((start.node, start.ts))
+        if images and life is not None and start.node not in skipped and not start.fields.get("followerJoinsNs"):
+            joins = []
+            ordered = sorted((at, session) for session, at in images)
+            for number, (at, session) in enumerate(ordered):
+                leader = leaders.get(session)
+                if leader is None or leader == start.node:
+                    continue
+                until = ordered[number + 1][0] if number + 1 < len(ordered) else life.end_ns
+                times = appends.get((start.node, leader), ())
+                index = bisect_left(times, at)
+                sent = times[index] if index < len(times) else None
+                if sent is None or (until is not None and sent > until):
+                    joins.append([session, None, None, None])
+            if joins:
+                start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
+                              type=start.type, fields={**start.fields, "followerJoinsNs": joins},
+                              payload=start.payload,
+                              extra={**(start.extra or {}), "followerJoinsNs": "no AppendPosition to the log's"
+                                     " leader after its image in that life, on the wire: never joined"})
+                item = (*item[:-1], start)
+        out.append(item)
+    return out
