@@ -383,3 +383,16 @@ def test_a_follower_whose_archive_never_recorded_the_log_times_out_waiting_witho
     assert [s[1:] for s in modelled] == [s[1:] for s in logged]
     timed_out = [(m[0], r[0]) for m, r in zip(modelled, logged, strict=True) if m[2] == "INIT"]
     assert len(timed_out) == 1 and abs(timed_out[0][0] - timed_out[0][1]) < 50 * MS
+
+
+def test_a_follower_silent_past_the_timeout_after_the_image_was_blocked_waiting_for_its_services():
+    """h_five_members_leader_kill, pcap + dirs only: member 3 had the image of leader 1's term-1 log at
+    19:23:59.33 and sent nothing at all until it was killed at 19:25:29: a module waiting in
+    FOLLOWER_LOG_AWAIT would have timed out into an election after 10 s and canvassed; it was blocked in
+    `awaitServicesReady` (its agent log: the services never acknowledged).  The model waits with it."""
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    start = next(e for e in events if e.type == "MemberStart" and e.node == 3)
+    assert [join[1:] for join in start.fields["followerJoinsNs"]] == [[1795461839326449000, None, None]]
+    crashed = next(e.ts for e in events if e.type == "MemberCrash" and e.node == 3)
+    waited = [s for s in _model_states(records, 3) if 1795461837e9 < s[0] < crashed]
+    assert waited[-1][1:] == ("FOLLOWER_LOG_INIT", "FOLLOWER_LOG_AWAIT")

@@ -59,6 +59,8 @@ from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.follower_joins import (
     append_positions,
     append_positions_in_columns,
+    consensus_sends,
+    consensus_sends_in_columns,
     leaders_of_sessions,
     with_follower_join_evidence,
 )
@@ -370,10 +372,9 @@ def load_captures(
         keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1,
                                           log_publications=captured.log_publications, log_images=captured.log_images)
         # When each follower's join was over (`follower_joins`): after the images, for members without logs.
-        sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"
-                and item[4].type in ("NewLeadershipTerm", "AppendPosition")]
+        sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"]
         keyed = with_follower_join_evidence(keyed, leaders_of_sessions(sent), append_positions(sent),
-                                            skip=logged_members)
+                                            consensus_sends(sent), skip=logged_members)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -507,7 +508,8 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             log_publications=captured.log_publications, log_images=captured.log_images)]
         leaders = leaders_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r])
         extra = [(item[0], item[1], item[2], item[4]) for item in with_follower_join_evidence(
-            [(*item[:3], 0, item[3]) for item in extra], leaders, append_positions_in_columns(rows, kept))]
+            [(*item[:3], 0, item[3]) for item in extra], leaders, append_positions_in_columns(rows, kept),
+            consensus_sends_in_columns(rows, kept))]
     moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
     taken = np.flatnonzero(kept)

@@ -8,15 +8,16 @@ else between the image and the join, so its first AppendPosition to that leader 
 wire's sight of the join being over.  In the six Aeron 1.47.3 captures it follows the agent log's
 FOLLOWER_LOG_AWAIT -> FOLLOWER_READY by 0.4 to 11 ms.  A follower that never sent one while that life
 ran never joined: in h_five_members_leader_kill member 4 had the image of leader 1's term-1 log at
-19:24:04.36 but its archive never recorded it, FOLLOWER_LOG_AWAIT timed out 10 s later (its agent log),
+19:23:59.36 but its archive never recorded it, FOLLOWER_LOG_AWAIT timed out at 19:24:07.51 (its agent log),
 and no AppendPosition went to member 1 meanwhile.
 
 Each MemberStart without an agent log gets, as ``followerJoinsNs``, a 'never' (nulls) for each image of
 a leader's log (`recorder.capture.publications`' ``logImagesNs``; a session that a NewLeadershipTerm
 names, with its leader) after which the life shows no AppendPosition to that leader before its next
-image or its end.  The wire cannot tell a recording that never started from services that never
-joined: 'never' is read as the recording's, so the model's FOLLOWER_LOG_AWAIT times out as member 4's
-did.  A join the wire shows over is left at once, as before: its AppendPosition bounds the recording
+image or its end: the recording's (FOLLOWER_LOG_AWAIT times out, as member 4's did), or the services'
+when the member, alive, sent no consensus message at all for the leader heartbeat timeout after the
+image (blocked in `awaitServicesReady`: member 3 of the same capture, silent 90 s until killed at 19:25:29).
+A join the wire shows over is left at once, as before: its AppendPosition bounds the recording
 counter, the services' ack and the archive's recorder together, and which of them came when decides
 what the follower reports first (j_short_timeouts_leader_kill's restarted member 0 joined by catch-up
 with its recorder 10 ms before its services; taking all three at its first AppendPosition stalled the
@@ -33,8 +34,45 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from formats.event_columns import EventColumns
-from formats.events import DIRECTIONS, Event
+from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.publications import lives_of
+
+
+#: `aeron.cluster.leader.heartbeat.timeout`'s default: how long FOLLOWER_LOG_AWAIT waits for the join.
+LEADER_HEARTBEAT_TIMEOUT_NS = 10_000_000_000
+HEARTBEAT_TIMEOUT = "aeron.cluster.leader.heartbeat.timeout"
+
+
+def _never(start: Event, life, at: int, sends: Sequence[int]) -> list[None | int]:
+    """[recording, services, recorder] of a join that never happened: the services' when the member, alive,
+    sent no consensus message at all for the leader heartbeat timeout after the image (a module waiting
+    in FOLLOWER_LOG_AWAIT would have timed out into an election and canvassed; a silent one was blocked
+    in `awaitServicesReady`), else the recording's."""
+    config = start.fields.get("config") or {}
+    timeout = config.get(HEARTBEAT_TIMEOUT)
+    timeout = timeout if isinstance(timeout, int) and timeout > 0 else LEADER_HEARTBEAT_TIMEOUT_NS
+    index = bisect_left(sends, at)
+    silent_until = sends[index] if index < len(sends) else life.end_ns
+    if life.end_ns is not None and silent_until is not None and silent_until > at + timeout \
+            and life.end_ns > at + timeout:
+        return [at, None, None]
+    return [None, None, None]
+
+
+def consensus_sends(events: Iterable[Event]) -> dict[int, list[int]]:
+    """member → when it sent any consensus message, in order."""
+    out: dict[int, list[int]] = {}
+    for event in events:
+        if event.dir == "out" and event.channel == "consensus":
+            out.setdefault(event.node, []).append(event.ts)
+    return {member: sorted(times) for member, times in out.items()}
+
+
+def consensus_sends_in_columns(rows: EventColumns, kept: np.ndarray) -> dict[int, list[int]]:
+    """`consensus_sends` on a capture's columns."""
+    mask = kept & (rows.dir == DIRECTIONS.index("out")) & (rows.channel == CHANNELS.index("consensus"))
+    return {int(member): np.sort(rows.ts[mask & (rows.node == member)]).tolist()
+            for member in np.unique(rows.node[mask])}
 
 
 def leaders_of_sessions(events: Iterable[Event]) -> dict[int, int]:
@@ -76,7 +114,7 @@ def append_positions_in_columns(rows: EventColumns, kept: np.ndarray) -> dict[tu
 
 def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
                                 appends: Mapping[tuple[int, int], Sequence[int]],
-                                skip: Iterable[int] = ()) -> list[tuple]:
+                                sends: Mapping[int, Sequence[int]], skip: Iterable[int] = ()) -> list[tuple]:
     """``keyed`` (sort key tuples ending with their event) with the joins that never happened as
     ``followerJoinsNs`` on each MemberStart that has ``logImagesNs`` (so after `with_publication_evidence`), unless its member is in ``skip`` (its agent
     log gave the joins) or the start has them already."""
@@ -99,7 +137,7 @@ def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
                 index = bisect_left(times, at)
                 sent = times[index] if index < len(times) else None
                 if sent is None or (until is not None and sent > until):
-                    joins.append([session, None, None, None])
+                    joins.append([session, *_never(start, life, at, sends.get(start.node, ()))])
             if joins:
                 start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
                               type=start.type, fields={**start.fields, "followerJoinsNs": joins},
