@@ -396,3 +396,34 @@ def test_a_follower_silent_past_the_timeout_after_the_image_was_blocked_waiting_
     crashed = next(e.ts for e in events if e.type == "MemberCrash" and e.node == 3)
     waited = [s for s in _model_states(records, 3) if 1795461837e9 < s[0] < crashed]
     assert waited[-1][1:] == ("FOLLOWER_LOG_INIT", "FOLLOWER_LOG_AWAIT")
+
+
+# --- a follower's log replication, followed on the wire without agent logs -------------------------------
+
+
+def test_a_followers_replication_positions_on_the_wire_are_its_archives_signals():
+    """i_restart_all_one_member_behind: member 1's AppendPositions of term 5 before it had the image of
+    leader 0's term-5 log are the positions its archive signalled (EXTEND 56352, STOP 60480), each a few
+    ms after the signal."""
+    logged = [e for e in build(_folder("i_restart_all_one_member_behind").inputs(agent_logs=True)).events
+              if e.type == "RecordingSignal" and e.node == 1 and e.fields["signal"] in ("EXTEND", "STOP")
+              and 1795462016e9 < e.ts < 1795462017e9]
+    start = [e for e in build(_folder("i_restart_all_one_member_behind").inputs(agent_logs=False)).events
+             if e.type == "MemberStart" and e.node == 1][-1]
+    seen = start.fields["replicationPositionsNs"]
+    assert [position for _, position in seen] == [e.fields["position"] for e in logged] == [56352, 60480]
+    assert all(0 <= at - e.ts < 5 * MS for (at, _), e in zip(seen, logged, strict=True))
+
+
+def test_a_follower_replicates_its_log_for_as_long_as_the_wire_shows_without_agent_logs():
+    """i_restart_all_one_member_behind, pcap + dirs only: member 1 replicated 56352 -> 60480 from leader
+    0's archive for 1.17 s (FOLLOWER_LOG_REPLICATION 19:26:55.383 -> CANVASS 19:26:56.557), then caught
+    up.  Taking the replication as done when made, the model went on at once and skipped the catch-up."""
+    logged_events = build(_folder("i_restart_all_one_member_behind").inputs(agent_logs=True)).events
+    events, records = _replayed("i_restart_all_one_member_behind", agent_logs=False)
+    since = int(1795462010e9)
+    logged = [s for s in _logged_states(logged_events, 1) if s[0] > since]
+    modelled = [s for s in _model_states(records, 1) if s[0] > since]
+    assert [s[1:] for s in modelled] == [s[1:] for s in logged]
+    ended = [(m[0], r[0]) for m, r in zip(modelled, logged, strict=True) if m[1] == "FOLLOWER_LOG_REPLICATION"]
+    assert len(ended) == 1 and abs(ended[0][0] - ended[0][1]) < 5 * MS

@@ -207,6 +207,10 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
             and all(v is None or _is_int(v) for v in join[1:]) for join in joins)):
         raise fail("'followerJoinsNs' must be a list of [logSessionId, recordingNs, servicesNs, recorderNs]"
                    f" (each ns or null), got {joins!r}")
+    replicated = fields.get("replicationPositionsNs") or []
+    if not (isinstance(replicated, list) and all(
+            isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in replicated)):
+        raise fail(f"'replicationPositionsNs' must be a list of [ns, position] pairs, got {replicated!r}")
     aborts = fields.get("abortsNs") or []
     if not isinstance(aborts, list) or not all(_is_int(at) for at in aborts):
         raise fail(f"'abortsNs' must be a list of times (ns), got {aborts!r}")
@@ -240,4 +244,5 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         log_images_ns=tuple((pair[0], pair[1]) for pair in images) if images is not None else None,
         follower_joins_ns=tuple((join[0], join[1], join[2], join[3]) for join in joins),
         aborts_ns=tuple(aborts),
+        replication_positions_ns=tuple((pair[0], pair[1]) for pair in replicated),
     )

@@ -92,6 +92,9 @@ SLOW_TICK_INTERVAL_NS = 10_000_000
 #: How far from the model's own moment a driver's answer the capture shows may be and still be the one
 #: for it (a log publication the model adds early or late against the real member's).
 EVIDENCE_REACH_NS = 5_000_000_000
+#: A log replication's first position on the wire comes from its archive's EXTEND, tens of ms after it
+#: began at the earliest; what the capture shows within this of its start is from before it.
+REPLICATION_EVIDENCE_GRACE_NS = 1_000_000
 #: A time that never comes: an image the capture never shows.
 NEVER_NS = 1 << 62
 #: `ConsensusModule.Configuration.LIVE_ADD_MAX_WINDOW`: 32 MiB.
@@ -136,6 +139,8 @@ class ConsensusModuleAgent:
         "aborts_ns",
         "log_publications_ready_ns",
         "leader_joins_ready_ns",
+        "replication_positions_ns",
+        "log_replication_evidence",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
         "log_replay_start_waits_ns",
@@ -267,6 +272,9 @@ class ConsensusModuleAgent:
         self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
         self.leader_joins_ready_ns: list[int] = []  # when the capture shows each leader join over
+        #: (ns, position) the capture shows the log replications reaching (Node.MemberStart), in order
+        self.replication_positions_ns: list[tuple[int, int]] = []
+        self.log_replication_evidence: SimReplication | None = None  # the replication they are fed to
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         #: log session id -> (recording counter, services' ack, recorder start) of each recorded follower
         #: join of it, in order, absolute times (Node.MemberStart.follower_joins_ns; None: never)
@@ -1560,7 +1568,7 @@ class ConsensusModuleAgent:
             recording_id=recording_id,
             start_position=self.log.end,
             stop_position=stop_position,
-            evidence_driven=self.archive_evidence,
+            evidence_driven=self.archive_evidence or bool(self.replication_positions_ns),
             now_ns=now_ns,
             progress_timeout_ns=self.config.replication_progress_timeout_ns,
             progress_check_interval_ns=self.config.leader_heartbeat_interval_ns,
@@ -1571,10 +1579,33 @@ class ConsensusModuleAgent:
             self.log_recording_id = recording_id
             self.log.set_end(stop_position)
             self.log_recording_stop_position = stop_position
+        elif not self.archive_evidence:
+            # Positions the capture showed before this replication began belong to no replication of it
+            # (the AppendPosition of FOLLOWER_BALLOT goes out in the cycle that creates it).
+            grace = now_ns + REPLICATION_EVIDENCE_GRACE_NS
+            while self.replication_positions_ns and self.replication_positions_ns[0][0] <= grace:
+                self.replication_positions_ns.pop(0)
+            self.log_replication_evidence = replication
         return replication
 
     def poll_archive_events(self) -> int:
-        return 0
+        """The replication's progress as the capture shows it (``replication_positions_ns``): each position
+        the member reported is where its archive's recording had got to; reaching the stop position is the
+        archive's SYNC, REPLICATE_END and STOP together."""
+        replication = self.log_replication_evidence
+        if replication is None or self.election is None or self.election.log_replication is not replication:
+            self.log_replication_evidence = None
+            return 0
+        work = 0
+        while self.replication_positions_ns and self.replication_positions_ns[0][0] <= self.output_ts:
+            _, position = self.replication_positions_ns.pop(0)
+            replication.on_signal(NULL_VALUE, NULL_VALUE, position, "EXTEND")
+            if position >= replication.stop_position:
+                replication.on_signal(NULL_VALUE, NULL_VALUE, position, "SYNC")
+                replication.on_signal(NULL_VALUE, NULL_VALUE, position, "REPLICATE_END")
+                replication.on_signal(NULL_VALUE, NULL_VALUE, position, "STOP")
+            work += 1
+        return work
 
     def log_replication_ended(self, replication: SimReplication, leader_recording_id: int) -> None:
         self.log.set_end(replication.position)
@@ -1622,10 +1653,13 @@ class ConsensusModuleAgent:
         if self.state is ModuleState.CLOSED:
             return None
         deadline = self._work_deadline_ns(after_ns)
-        if self.follower_recorder_ns is None and not self.pending_catchup_replays:
+        if (self.follower_recorder_ns is None and not self.pending_catchup_replays
+                and (self.log_replication_evidence is None or not self.replication_positions_ns)):
             return deadline
         archive = [self.follower_recorder_ns] if self.follower_recorder_ns is not None else []
         archive += [due for due, _, _ in self.pending_catchup_replays]
+        if self.log_replication_evidence is not None and self.replication_positions_ns:
+            archive.append(self.replication_positions_ns[0][0])
         for due in archive:
             if after_ns < due < NEVER_NS and (deadline is None or due < deadline):
                 deadline = due

@@ -188,6 +188,10 @@ class MemberStart:
     #: (contract ``abortsNs``, absolute times): its next slow tick sends every member TerminationPosition
     #: at the log's end and goes TERMINATING, without a snapshot.
     aborts_ns: tuple[int, ...] = ()
+    #: (ns, position) the capture shows this life's log replications reaching (contract
+    #: ``replicationPositionsNs``: the member's own AppendPositions to its leader before it had the image
+    #: of the leader's log): with them a replication follows these instead of completing when created.
+    replication_positions_ns: tuple[tuple[int, int], ...] = ()
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)

@@ -69,6 +69,12 @@ from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_r
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.publications import with_publication_evidence
+from recorder.capture.replications import (
+    append_rows,
+    append_rows_in_columns,
+    terms_of_sessions,
+    with_replication_evidence,
+)
 from recorder.capture.shutdowns import TYPES as SHUTDOWN_TYPES
 from recorder.capture.shutdowns import with_shutdown_evidence
 from recorder.version_evidence import agent_log_evidence, wire_evidence
@@ -375,6 +381,7 @@ def load_captures(
         sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"]
         keyed = with_follower_join_evidence(keyed, leaders_of_sessions(sent), append_positions(sent),
                                             consensus_sends(sent), skip=logged_members)
+        keyed = with_replication_evidence(keyed, append_rows(sent), terms_of_sessions(sent), skip=logged_members)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -510,6 +517,9 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
         extra = [(item[0], item[1], item[2], item[4]) for item in with_follower_join_evidence(
             [(*item[:3], 0, item[3]) for item in extra], leaders, append_positions_in_columns(rows, kept),
             consensus_sends_in_columns(rows, kept))]
+        extra = [(item[0], item[1], item[2], item[4]) for item in with_replication_evidence(
+            [(*item[:3], 0, item[3]) for item in extra], append_rows_in_columns(rows, kept),
+            terms_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r]))]
     moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
     taken = np.flatnonzero(kept)
