@@ -427,3 +427,14 @@ def test_a_follower_replicates_its_log_for_as_long_as_the_wire_shows_without_age
     assert [s[1:] for s in modelled] == [s[1:] for s in logged]
     ended = [(m[0], r[0]) for m, r in zip(modelled, logged, strict=True) if m[1] == "FOLLOWER_LOG_REPLICATION"]
     assert len(ended) == 1 and abs(ended[0][0] - ended[0][1]) < 5 * MS
+
+
+def test_only_the_follower_that_canvassed_after_its_leaders_log_ended_made_an_election_without_agent_logs():
+    """h_five_members_leader_kill, pcap + dirs only, SIGTERM to all: leader 0's log ended at 19:25:48.666.
+    Member 4 canvassed at .7076 (its agent log: election at .699, its archive's recording stopped at the
+    end of stream); members 1, 2 and 3, closing, sent nothing more before the capture ended at .761 and
+    made no election.  Acting on the end of stream itself, the model's 1, 2 and 3 went into elections."""
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    shutdown = 1795461948e9
+    late = {r["node"]: r["ts"] for r in records if r["kind"] == "election" and r["ts"] > shutdown}
+    assert list(late) == [4] and abs(late[4] - 1795461948699e6) < 20 * MS

@@ -56,6 +56,7 @@ from formats.errors import DecodeError
 from formats.event_columns import EventColumns
 from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
+from recorder.capture.end_of_stream import end_of_stream_times
 from recorder.capture.follower_joins import (
     append_positions,
     append_positions_in_columns,
@@ -382,6 +383,9 @@ def load_captures(
         keyed = with_follower_join_evidence(keyed, leaders_of_sessions(sent), append_positions(sent),
                                             consensus_sends(sent), skip=logged_members)
         keyed = with_replication_evidence(keyed, append_rows(sent), terms_of_sessions(sent), skip=logged_members)
+    if captured is not None:
+        keyed = _end_of_stream_answered(keyed, [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"
+                                                and item[4].channel == "consensus"], logged_members)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -520,6 +524,27 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
         extra = [(item[0], item[1], item[2], item[4]) for item in with_replication_evidence(
             [(*item[:3], 0, item[3]) for item in extra], append_rows_in_columns(rows, kept),
             terms_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r]))]
+    # `_end_of_stream_answered`, as `load_captures` applies it.
+    ends = [int(r) for r in rows.rows_of_type("LogEndOfStream") if kept[r]]
+    if ends:
+        codes, names = rows.type_codes()
+        canvass = codes == (names.index("CanvassPosition") if "CanvassPosition" in names else -1)
+        out_consensus = kept & consensus_out
+        sends = {}
+        for member in np.unique(rows.node[out_consensus]).tolist():
+            mine = np.flatnonzero(out_consensus & (rows.node == member))
+            mine = mine[np.argsort(ts[mine], kind="stable")]
+            sends[member] = (ts[mine].tolist(), canvass[mine].tolist())
+        lives_end = {}
+        for item in extra:
+            if item[3].type in ("MemberCrash", "MemberStop", "End"):
+                lives_end.setdefault(item[3].node, []).append(item[0])
+        for row, new in zip(ends, end_of_stream_times([(int(rows.node[r]), int(ts[r])) for r in ends], sends,
+                                                       {m: sorted(t) for m, t in lives_end.items()}), strict=True):
+            if new is None:
+                kept[row] = False
+            elif new is not True:
+                captured_ts[row], captured_flag[row], ts[row] = ts[row], True, new
     moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
     taken = np.flatnonzero(kept)
@@ -769,6 +794,36 @@ def _in_receipt_order(keyed: list) -> list:
             event = dataclasses.replace(item[4], ts=ts, extra={**(item[4].extra or {}), "capturedTs": item[4].ts})
             out[k] = (ts, *item[1:4], event)
     return out
+
+
+def _end_of_stream_answered(keyed: list, sent: list[Event], skip: set[int]) -> list:
+    """Each wire ``LogEndOfStream`` of a member without an agent log moved to the CanvassPosition that
+    answered it, or dropped when the member sent nothing more (`recorder.capture.end_of_stream`)."""
+    ends = [i for i, item in enumerate(keyed) if item[1] == 1 and item[4].type == "LogEndOfStream"
+            and item[4].node not in skip]
+    if not ends:
+        return keyed
+    sends: dict[int, tuple[list[int], list[bool]]] = {}
+    for event in sorted(sent, key=lambda e: e.ts):
+        times, canvass = sends.setdefault(event.node, ([], []))
+        times.append(event.ts)
+        canvass.append(event.type == "CanvassPosition")
+    lives_end: dict[int, list[int]] = {}
+    for item in keyed:
+        if item[4].type in ("MemberCrash", "MemberStop", "End") and item[4].dir == "local":
+            lives_end.setdefault(item[4].node, []).append(item[0])
+    found = end_of_stream_times([(keyed[i][4].node, keyed[i][0]) for i in ends], sends,
+                                {m: sorted(t) for m, t in lives_end.items()})
+    dropped = set()
+    out = list(keyed)
+    for i, new in zip(ends, found, strict=True):
+        if new is None:
+            dropped.add(i)
+        elif new is not True:
+            event = out[i][4]
+            out[i] = (new, *out[i][1:4], dataclasses.replace(event, ts=new, extra={**(event.extra or {}),
+                                                                                   "capturedTs": event.ts}))
+    return [item for i, item in enumerate(out) if i not in dropped]
 
 
 def _queued_until_start(keyed: list, node: int, start: int, *, since: int | None = None) -> list:
