@@ -39,6 +39,7 @@ def local(node: int, ts: int, kind: str, **fields) -> Event:
         ({"clusterMembers": members(3), "followerJoinsNs": [[5, 10, "x", None]]}, "followerJoinsNs"),
         ({"clusterMembers": members(3), "leaderJoinsReadyNs": [5, "x"]}, "leaderJoinsReadyNs"),
         ({"clusterMembers": members(3), "replicationPositionsNs": [[5]]}, "replicationPositionsNs"),
+        ({"clusterMembers": members(3), "logReplaysDoneNs": [[5, "x"]]}, "logReplaysDoneNs"),
     ],
 )
 def test_a_malformed_member_start_is_a_decode_error_naming_the_field(fields, expected):

@@ -438,3 +438,16 @@ def test_only_the_follower_that_canvassed_after_its_leaders_log_ended_made_an_el
     shutdown = 1795461948e9
     late = {r["node"]: r["ts"] for r in records if r["kind"] == "election" and r["ts"] > shutdown}
     assert list(late) == [4] and abs(late[4] - 1795461948699e6) < 20 * MS
+
+
+def test_a_followers_log_replay_lasts_until_its_catchup_position_without_agent_logs():
+    """h_five_members_leader_kill, pcap + dirs only: member 3's restarted process replayed its log for
+    723 ms (FOLLOWER_REPLAY 19:25:40.272 -> FOLLOWER_CATCHUP_INIT .996) and sent its CatchupPosition at
+    41.017, having sent nothing since its canvass.  Taken as done at once, the model's replay ended, and
+    its CatchupPosition went out, 0.75 s early."""
+    logged_events = build(_folder("h_five_members_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    since = int(1795461940e9)
+    logged = _logged_change(logged_events, 3, "FOLLOWER_CATCHUP_INIT", after=since)
+    modelled = next(ts for ts, _, to in _model_states(records, 3) if to == "FOLLOWER_CATCHUP_INIT" and ts > since)
+    assert 0 <= modelled - logged < 50 * MS

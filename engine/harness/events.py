@@ -211,6 +211,10 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
     if not (isinstance(replicated, list) and all(
             isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in replicated)):
         raise fail(f"'replicationPositionsNs' must be a list of [ns, position] pairs, got {replicated!r}")
+    replays = fields.get("logReplaysDoneNs") or []
+    if not (isinstance(replays, list) and all(
+            isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in replays)):
+        raise fail(f"'logReplaysDoneNs' must be a list of [sinceNs, doneNs] pairs, got {replays!r}")
     aborts = fields.get("abortsNs") or []
     if not isinstance(aborts, list) or not all(_is_int(at) for at in aborts):
         raise fail(f"'abortsNs' must be a list of times (ns), got {aborts!r}")
@@ -245,4 +249,5 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         follower_joins_ns=tuple((join[0], join[1], join[2], join[3]) for join in joins),
         aborts_ns=tuple(aborts),
         replication_positions_ns=tuple((pair[0], pair[1]) for pair in replicated),
+        log_replays_done_ns=tuple((pair[0], pair[1]) for pair in replays),
     )

@@ -140,6 +140,7 @@ class ConsensusModuleAgent:
         "log_publications_ready_ns",
         "leader_joins_ready_ns",
         "replication_positions_ns",
+        "log_replays_done_ns",
         "log_replication_evidence",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
@@ -275,6 +276,8 @@ class ConsensusModuleAgent:
         #: (ns, position) the capture shows the log replications reaching (Node.MemberStart), in order
         self.replication_positions_ns: list[tuple[int, int]] = []
         self.log_replication_evidence: SimReplication | None = None  # the replication they are fed to
+        #: (since, done) bounds the capture gives follower log replays (Node.MemberStart), in order
+        self.log_replays_done_ns: list[tuple[int, int]] = []
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         #: log session id -> (recording counter, services' ack, recorder start) of each recorded follower
         #: join of it, in order, absolute times (Node.MemberStart.follower_joins_ns; None: never)
@@ -1534,6 +1537,13 @@ class ConsensusModuleAgent:
         replay = SimLogReplay(self, start_position, stop_position)
         if self.log_replay_durations_ns:  # the recorded time the archive and the services took
             replay.done_at_ns = self.output_ts + self.log_replay_durations_ns.pop(0)
+        elif self.log_replays_done_ns and self.role is not Role.LEADER:
+            # Without it, the capture's bound: done by the CatchupPosition that followed it.
+            now = self.output_ts
+            while self.log_replays_done_ns and self.log_replays_done_ns[0][1] <= now:
+                self.log_replays_done_ns.pop(0)
+            if self.log_replays_done_ns and self.log_replays_done_ns[0][0] <= now:
+                replay.done_at_ns = self.log_replays_done_ns.pop(0)[1]
         if self.log_replay_start_waits_ns:
             # Aeron's LogReplay starts with `AeronArchive.startReplay`, a synchronous call: with the
             # recorded time the archive took to answer, nothing else runs until then, and what the election

@@ -192,6 +192,11 @@ class MemberStart:
     #: ``replicationPositionsNs``: the member's own AppendPositions to its leader before it had the image
     #: of the leader's log): with them a replication follows these instead of completing when created.
     replication_positions_ns: tuple[tuple[int, int], ...] = ()
+    #: (since ns, done ns) of each follower log replay this life made, as the capture bounds it (contract
+    #: ``logReplaysDoneNs``: the member's CatchupPosition, which FOLLOWER_CATCHUP_INIT sends once the
+    #: replay is over, and its consensus message before it): a replay begun in between is done then.
+    #: Used where no recorded duration (``log_replay_durations_ns``) says how long.
+    log_replays_done_ns: tuple[tuple[int, int], ...] = ()
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)

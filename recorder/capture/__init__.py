@@ -67,6 +67,7 @@ from recorder.capture.follower_joins import (
 )
 from recorder.capture.leader_joins import first_sent, first_sent_in_columns, joins_over, with_leader_join_evidence
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
+from recorder.capture.log_replays import replay_bounds, with_log_replay_evidence
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.publications import with_publication_evidence
@@ -384,8 +385,10 @@ def load_captures(
                                             consensus_sends(sent), skip=logged_members)
         keyed = with_replication_evidence(keyed, append_rows(sent), terms_of_sessions(sent), skip=logged_members)
     if captured is not None:
-        keyed = _end_of_stream_answered(keyed, [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"
-                                                and item[4].channel == "consensus"], logged_members)
+        sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out" and item[4].channel == "consensus"]
+        sends = _typed_sends(sent)
+        keyed = with_log_replay_evidence(keyed, replay_bounds(sends), skip=logged_members)
+        keyed = _end_of_stream_answered(keyed, sends, logged_members)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -524,17 +527,18 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
         extra = [(item[0], item[1], item[2], item[4]) for item in with_replication_evidence(
             [(*item[:3], 0, item[3]) for item in extra], append_rows_in_columns(rows, kept),
             terms_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r]))]
-    # `_end_of_stream_answered`, as `load_captures` applies it.
+    # `with_log_replay_evidence` and `_end_of_stream_answered`, as `load_captures` applies them.
+    codes, names = rows.type_codes()
+    out_consensus = kept & consensus_out
+    sends = {}
+    for member in np.unique(rows.node[out_consensus]).tolist():
+        mine = np.flatnonzero(out_consensus & (rows.node == member))
+        mine = mine[np.argsort(ts[mine], kind="stable")]
+        sends[member] = (ts[mine].tolist(), [names[code] for code in codes[mine].tolist()])
+    extra = [(item[0], item[1], item[2], item[4]) for item in with_log_replay_evidence(
+        [(*item[:3], 0, item[3]) for item in extra], replay_bounds(sends))]
     ends = [int(r) for r in rows.rows_of_type("LogEndOfStream") if kept[r]]
     if ends:
-        codes, names = rows.type_codes()
-        canvass = codes == (names.index("CanvassPosition") if "CanvassPosition" in names else -1)
-        out_consensus = kept & consensus_out
-        sends = {}
-        for member in np.unique(rows.node[out_consensus]).tolist():
-            mine = np.flatnonzero(out_consensus & (rows.node == member))
-            mine = mine[np.argsort(ts[mine], kind="stable")]
-            sends[member] = (ts[mine].tolist(), canvass[mine].tolist())
         lives_end = {}
         for item in extra:
             if item[3].type in ("MemberCrash", "MemberStop", "End"):
@@ -796,18 +800,23 @@ def _in_receipt_order(keyed: list) -> list:
     return out
 
 
-def _end_of_stream_answered(keyed: list, sent: list[Event], skip: set[int]) -> list:
+def _typed_sends(sent: list[Event]) -> dict[int, tuple[list[int], list[str]]]:
+    """member → (when it sent each of ``sent``, in order; each one's type)."""
+    sends: dict[int, tuple[list[int], list[str]]] = {}
+    for event in sorted(sent, key=lambda e: e.ts):
+        times, types = sends.setdefault(event.node, ([], []))
+        times.append(event.ts)
+        types.append(event.type)
+    return sends
+
+
+def _end_of_stream_answered(keyed: list, sends: dict[int, tuple[list[int], list[str]]], skip: set[int]) -> list:
     """Each wire ``LogEndOfStream`` of a member without an agent log moved to the CanvassPosition that
     answered it, or dropped when the member sent nothing more (`recorder.capture.end_of_stream`)."""
     ends = [i for i, item in enumerate(keyed) if item[1] == 1 and item[4].type == "LogEndOfStream"
             and item[4].node not in skip]
     if not ends:
         return keyed
-    sends: dict[int, tuple[list[int], list[bool]]] = {}
-    for event in sorted(sent, key=lambda e: e.ts):
-        times, canvass = sends.setdefault(event.node, ([], []))
-        times.append(event.ts)
-        canvass.append(event.type == "CanvassPosition")
     lives_end: dict[int, list[int]] = {}
     for item in keyed:
         if item[4].type in ("MemberCrash", "MemberStop", "End") and item[4].dir == "local":

@@ -28,20 +28,20 @@ from collections.abc import Mapping, Sequence
 ANSWER_NS = 1_000_000_000
 
 
-def end_of_stream_times(ends: Sequence[tuple[int, int]], sends: Mapping[int, tuple[Sequence[int], Sequence[bool]]],
+def end_of_stream_times(ends: Sequence[tuple[int, int]], sends: Mapping[int, tuple[Sequence[int], Sequence[str]]],
                         lives_end: Mapping[int, Sequence[int]]) -> list[int | None | bool]:
     """For each (member, ts) of ``ends``: the new time, None to drop it, or True to keep it as it is.
-    ``sends``: member → (when it sent a consensus message, in order; whether each was a CanvassPosition);
+    ``sends``: member → (when it sent a consensus message, in order; each one's type);
     ``lives_end``: member → when its lives (and the capture of it) ended, in order."""
     out: list[int | None | bool] = []
     for member, ts in ends:
-        times, canvass = sends.get(member, ((), ()))
+        times, types = sends.get(member, ((), ()))
         index = bisect_right(times, ts)
         until = next((at for at in lives_end.get(member, ()) if at >= ts), None)
         following = times[index] if index < len(times) else None
         if following is None or (until is not None and following > until):
             out.append(None)
-        elif canvass[index] and following - ts <= ANSWER_NS:
+        elif types[index] == "CanvassPosition" and following - ts <= ANSWER_NS:
             out.append(following)
         else:
             out.append(True)
