@@ -39,3 +39,12 @@ def test_snapshots_and_termination_of_another_life_do_not_count():
               _sent(22, "TerminationPosition", 0, leadershipTermId=3, logPosition=54048)]
     found = shutdown_snapshots(events, [earlier, later])
     assert list(found) == [(2, 16)] and found[(2, 16)][0] == 0
+
+
+def test_a_termination_position_at_no_snapshot_actions_end_is_an_abort_seen_by_then():
+    from recorder.capture.shutdowns import aborts
+
+    events = [_action(10, 52704, 0), _sent(22, "TerminationPosition", 0, leadershipTermId=3, logPosition=54048)]
+    assert aborts(events, [LIFE]) == {(2, 0): 22}
+    shutdown = [_action(20, 54048, 0), _sent(22, "TerminationPosition", 0, leadershipTermId=3, logPosition=54048)]
+    assert aborts(shutdown, [LIFE]) == {}

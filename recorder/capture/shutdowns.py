@@ -15,7 +15,10 @@ also says.
 ``shutdownSnapshot`` counts the snapshots the member's model takes in that life: every SNAPSHOT
 action (flags 0) it met in its log, as leader (its own appends, ``out``) or follower (``in``), once
 per log position.  A TerminationPosition with no SNAPSHOT action at its position on the wire
-(the action's frame not captured) gives nothing: the index would be a guess.
+gives no snapshot (the index would be a guess): it is a ClusterTool abort (`aborts`), whose leader's
+slow tick sent every member TerminationPosition at its log's end without a snapshot
+(i_restart_all_one_member_behind: leader 0 at 19:26:37.859, 60480), the MemberStart's ``abortsNs``
+as its agent log's ACTIVE -> TERMINATING gives it; the model's next slow tick acts on it.
 
 Pure: events and the members' lives in, start fields out.
 """
@@ -56,7 +59,7 @@ def shutdown_snapshots(events: Iterable[Event], lives: Sequence[Life]) -> dict[t
             if isinstance(at, int) and at not in snapshots:
                 snapshots.append(at)
         if position not in snapshots:
-            continue
+            continue  # no snapshot action there on the wire: an abort (`aborts`), or its frame not captured
         index = snapshots.index(position)
         out[(life.member, life.start_ns)] = (index, (
             f"its TerminationPosition {position} to member {termination.peer} on the wire, at the end of the"
@@ -64,16 +67,47 @@ def shutdown_snapshots(events: Iterable[Event], lives: Sequence[Life]) -> dict[t
     return out
 
 
+def aborts(events: Iterable[Event], lives: Sequence[Life]) -> dict[tuple[int, int], int]:
+    """(member, life start) → when the member, as leader, sent TerminationPositions at a position no SNAPSHOT
+    action it met in that life ends at: a ClusterTool abort (the leader's slow tick that saw the operator's
+    ABORT toggle sends every member TerminationPosition at its log's end, without a snapshot)."""
+    relevant = [e for e in events if e.type in TYPES and e.dir in ("in", "out")]
+    out: dict[tuple[int, int], int] = {}
+    for life in lives:
+        mine = [e for e in relevant if e.node == life.member and e.ts >= life.start_ns
+                and (life.end_ns is None or e.ts <= life.end_ns)]
+        termination = next((e for e in mine if e.type == "TerminationPosition" and e.dir == "out"), None)
+        if termination is None:
+            continue
+        position = termination.fields.get("logPosition")
+        if not any(e.type == "ClusterActionRequest" and _is_snapshot(e) and e.fields.get("logPosition") == position
+                   for e in mine):
+            out[(life.member, life.start_ns)] = termination.ts
+    return out
+
+
 def with_shutdown_evidence(keyed: list[tuple], wire: Iterable[Event]) -> list[tuple]:
     """``keyed`` (sort key tuples ending with their event) with ``shutdownSnapshot`` set on each MemberStart
-    whose life the ``wire`` events show ending in an orderly shutdown, where no agent log set it."""
-    found = shutdown_snapshots(wire, lives_of(item[-1] for item in keyed))
-    if not found:
+    whose life the ``wire`` events show ending in an orderly shutdown, and ``abortsNs`` on each whose life
+    they show ending in an abort, where no agent log set them."""
+    wire = list(wire)
+    lives = lives_of(item[-1] for item in keyed)
+    found = shutdown_snapshots(wire, lives)
+    aborted = aborts(wire, lives)
+    if not found and not aborted:
         return keyed
     out = []
     for item in keyed:
         start = item[-1]
-        shutdown = found.get((start.node, start.ts)) if start.type == "MemberStart" and start.dir == "local" else None
+        is_start = start.type == "MemberStart" and start.dir == "local"
+        shutdown = found.get((start.node, start.ts)) if is_start else None
+        abort = aborted.get((start.node, start.ts)) if is_start else None
+        if abort is not None and not start.fields.get("abortsNs"):
+            start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
+                          type=start.type, fields={**start.fields, "abortsNs": [abort]}, payload=start.payload,
+                          extra={**(start.extra or {}), "abortsNs": "its TerminationPositions on the wire at a"
+                                 " position no SNAPSHOT action ends at: a ClusterTool abort, seen by then"})
+            item = (*item[:-1], start)
         if shutdown is not None and start.fields.get("shutdownSnapshot") is None:
             index, evidence = shutdown
             start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
