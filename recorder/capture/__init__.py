@@ -60,12 +60,18 @@ from recorder.capture.end_of_stream import end_of_stream_times
 from recorder.capture.follower_joins import (
     append_positions,
     append_positions_in_columns,
+    catchup_positions,
     consensus_sends,
     consensus_sends_in_columns,
     leaders_of_sessions,
     with_follower_join_evidence,
 )
-from recorder.capture.leader_joins import first_sent, first_sent_in_columns, joins_over, with_leader_join_evidence
+from recorder.capture.leader_joins import (
+    first_sent,
+    first_sent_in_columns,
+    joins_over,
+    with_leader_join_evidence,
+)
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
 from recorder.capture.log_replays import replay_bounds, with_log_replay_evidence
 from recorder.capture.members import MemberMap
@@ -381,9 +387,11 @@ def load_captures(
                                           log_publications=captured.log_publications, log_images=captured.log_images)
         # When each follower's join was over (`follower_joins`): after the images, for members without logs.
         sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"]
+        appended = append_rows(sent)
         keyed = with_follower_join_evidence(keyed, leaders_of_sessions(sent), append_positions(sent),
-                                            consensus_sends(sent), skip=logged_members)
-        keyed = with_replication_evidence(keyed, append_rows(sent), terms_of_sessions(sent), skip=logged_members)
+                                            consensus_sends(sent), skip=logged_members, positions=appended,
+                                            catchups=catchup_positions(sent))
+        keyed = with_replication_evidence(keyed, appended, terms_of_sessions(sent), skip=logged_members)
     if captured is not None:
         sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out" and item[4].channel == "consensus"]
         sends = _typed_sends(sent)
@@ -521,11 +529,13 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             [(*item[:3], 0, item[3]) for item in extra], captured.consensus_publications, group=1,
             log_publications=captured.log_publications, log_images=captured.log_images)]
         leaders = leaders_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r])
+        appended = append_rows_in_columns(rows, kept)
+        catchups = catchup_positions(rows.event(int(r)) for r in rows.rows_of_type("CatchupPosition") if kept[r])
         extra = [(item[0], item[1], item[2], item[4]) for item in with_follower_join_evidence(
             [(*item[:3], 0, item[3]) for item in extra], leaders, append_positions_in_columns(rows, kept),
-            consensus_sends_in_columns(rows, kept))]
+            consensus_sends_in_columns(rows, kept), positions=appended, catchups=catchups)]
         extra = [(item[0], item[1], item[2], item[4]) for item in with_replication_evidence(
-            [(*item[:3], 0, item[3]) for item in extra], append_rows_in_columns(rows, kept),
+            [(*item[:3], 0, item[3]) for item in extra], appended,
             terms_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r]))]
     # `with_log_replay_evidence` and `_end_of_stream_answered`, as `load_captures` applies them.
     codes, names = rows.type_codes()

@@ -8,20 +8,24 @@ else between the image and the join, so its first AppendPosition to that leader 
 wire's sight of the join being over.  In the six Aeron 1.47.3 captures it follows the agent log's
 FOLLOWER_LOG_AWAIT -> FOLLOWER_READY by 0.4 to 11 ms.  A follower that never sent one while that life
 ran never joined: in h_five_members_leader_kill member 4 had the image of leader 1's term-1 log at
-19:23:59.36 but its archive never recorded it, FOLLOWER_LOG_AWAIT timed out at 19:24:07.51 (its agent log),
-and no AppendPosition went to member 1 meanwhile.
+19:23:59.36 but its archive never recorded it, FOLLOWER_LOG_AWAIT timed out at 19:24:07.51 (its agent
+log), and no AppendPosition went to member 1 meanwhile.
 
 Each MemberStart without an agent log gets, as ``followerJoinsNs``, a 'never' (nulls) for each image of
 a leader's log (`recorder.capture.publications`' ``logImagesNs``; a session that a NewLeadershipTerm
 names, with its leader) after which the life shows no AppendPosition to that leader before its next
 image or its end: the recording's (FOLLOWER_LOG_AWAIT times out, as member 4's did), or the services'
 when the member, alive, sent no consensus message at all for the leader heartbeat timeout after the
-image (blocked in `awaitServicesReady`: member 3 of the same capture, silent 90 s until killed at 19:25:29).
-A join the wire shows over is left at once, as before: its AppendPosition bounds the recording
-counter, the services' ack and the archive's recorder together, and which of them came when decides
-what the follower reports first (j_short_timeouts_leader_kill's restarted member 0 joined by catch-up
-with its recorder 10 ms before its services; taking all three at its first AppendPosition stalled the
-model's catch-up).
+image (blocked in `awaitServicesReady`: member 3 of the same capture, silent 90 s until killed at
+19:25:29).
+A join the wire shows over gets the image's time as the recording counter's (the archive records
+what it has from the join position), the AppendPosition's as the services' ack (what the module then
+does happens then), and as the archive's recorder start either the same or, where that first
+AppendPosition reported no more than the position its CatchupPosition asked the catch-up from, when its
+AppendPositions first moved: f_follower_kill_rejoin_catchup's rejoining member 0 reported 8320, its
+join position, first (its agent log: recorder 1.6 ms after the services), j_short_timeouts_leader_kill's
+member 0 the whole catch-up (its recorder 8 ms before its services).  Without these, the model joined
+at the image: j's member 0 60 ms early.
 
 Pure: first sightings in, start fields out.
 """
@@ -36,7 +40,6 @@ import numpy as np
 from formats.event_columns import EventColumns
 from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.publications import lives_of
-
 
 #: `aeron.cluster.leader.heartbeat.timeout`'s default: how long FOLLOWER_LOG_AWAIT waits for the join.
 LEADER_HEARTBEAT_TIMEOUT_NS = 10_000_000_000
@@ -57,6 +60,28 @@ def _never(start: Event, life, at: int, sends: Sequence[int]) -> list[None | int
             and life.end_ns > at + timeout:
         return [at, None, None]
     return [None, None, None]
+
+
+def _recorder_start(positions: np.ndarray, catchups: Sequence[tuple[int, int]], member: int, at: int, sent: int) -> int:
+    """When the follower's archive began recording the image it joined at ``sent``: then, if its first
+    AppendPosition after the join reported more than the catch-up's join position (the position its
+    last CatchupPosition before the image asked from), else when its AppendPositions first moved."""
+    mine = positions[(positions[:, 1] == member) & (positions[:, 0] >= sent)]
+    mine = mine[np.argsort(mine[:, 0], kind="stable")]
+    joined_at = next((position for ts, position in reversed(catchups) if ts < at), None)
+    if not len(mine) or joined_at is None or int(mine[0, 3]) > joined_at:
+        return sent
+    moved = mine[mine[:, 3] > mine[0, 3]]
+    return int(moved[0, 0]) if len(moved) else sent
+
+
+def catchup_positions(events: Iterable[Event]) -> dict[int, list[tuple[int, int]]]:
+    """member → (when, logPosition) of each CatchupPosition it sent, in order."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for event in events:
+        if event.type == "CatchupPosition" and event.dir == "out":
+            out.setdefault(event.node, []).append((event.ts, event.fields.get("logPosition", -1)))
+    return {member: sorted(found) for member, found in out.items()}
 
 
 def consensus_sends(events: Iterable[Event]) -> dict[int, list[int]]:
@@ -114,11 +139,16 @@ def append_positions_in_columns(rows: EventColumns, kept: np.ndarray) -> dict[tu
 
 def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
                                 appends: Mapping[tuple[int, int], Sequence[int]],
-                                sends: Mapping[int, Sequence[int]], skip: Iterable[int] = ()) -> list[tuple]:
-    """``keyed`` (sort key tuples ending with their event) with the joins that never happened as
-    ``followerJoinsNs`` on each MemberStart that has ``logImagesNs`` (so after `with_publication_evidence`), unless its member is in ``skip`` (its agent
-    log gave the joins) or the start has them already."""
+                                sends: Mapping[int, Sequence[int]], skip: Iterable[int] = (),
+                                positions: np.ndarray | None = None,
+                                catchups: Mapping[int, Sequence[tuple[int, int]]] | None = None) -> list[tuple]:
+    """``keyed`` (sort key tuples ending with their event) with ``followerJoinsNs`` on each MemberStart that
+    has ``logImagesNs`` (so after `with_publication_evidence`), unless its member is in ``skip`` (its agent
+    log gave the joins) or the start has them already.  ``sends``: member → when it sent any consensus
+    message; ``positions``: `recorder.capture.replications.append_rows`; ``catchups``: `catchup_positions`
+    (without ``positions``, only the joins that never happened)."""
     skipped = set(skip)
+    catchups = catchups or {}
     lives = {(life.member, life.start_ns): life for life in lives_of(item[-1] for item in keyed)}
     out = []
     for item in keyed:
@@ -138,12 +168,15 @@ def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
                 sent = times[index] if index < len(times) else None
                 if sent is None or (until is not None and sent > until):
                     joins.append([session, *_never(start, life, at, sends.get(start.node, ()))])
+                elif positions is not None:
+                    joins.append([session, at, sent, _recorder_start(positions, catchups.get(start.node, ()),
+                                                                     start.node, at, sent)])
             if joins:
                 start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
                               type=start.type, fields={**start.fields, "followerJoinsNs": joins},
                               payload=start.payload,
-                              extra={**(start.extra or {}), "followerJoinsNs": "no AppendPosition to the log's"
-                                     " leader after its image in that life, on the wire: never joined"})
+                              extra={**(start.extra or {}), "followerJoinsNs": "its first AppendPosition to the"
+                                     " log's leader after the image, on the wire (null: none in that life)"})
                 item = (*item[:-1], start)
         out.append(item)
     return out
