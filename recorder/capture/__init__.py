@@ -59,14 +59,13 @@ from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.end_of_stream import end_of_stream_times
 from recorder.capture.follower_joins import (
     append_positions,
-    append_positions_in_columns,
     catchup_positions,
     consensus_sends,
-    consensus_sends_in_columns,
     leaders_of_sessions,
     with_follower_join_evidence,
 )
 from recorder.capture.leader_joins import (
+    first_of_each_sent,
     first_sent,
     first_sent_in_columns,
     joins_over,
@@ -518,33 +517,38 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             if end is not None:
                 extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                     type="End", fields={})))
+    # What each member sent on the consensus channel, in time order, with its type (`_typed_sends`).
+    codes, names = rows.type_codes()
+    type_names = np.array(names, dtype=object)
+    sent = np.flatnonzero(kept & consensus_out)
+    sent = sent[np.lexsort((ts[sent], rows.node[sent]))]
+    bounds = np.flatnonzero(np.diff(rows.node[sent])) + 1
+    sends = {int(rows.node[mine[0]]): (ts[mine].tolist(), type_names[codes[mine]])
+             for mine in np.split(sent, bounds) if len(mine)}
     # `with_shutdown_evidence` and `with_leader_join_evidence`, as `load_captures` applies them.
-    shown = [row for row in rows.rows_of_type(*SHUTDOWN_TYPES) if kept[row]]
-    wire = [dataclasses.replace(rows.event(int(row)), ts=int(ts[row])) for row in shown]
+    led_by = sorted(first_of_each_sent(rows, kept, "NewLeadershipTerm"), key=lambda event: event.ts)
+    # (Each distinct message once, at its first sight: a resend says nothing more of a shutdown.)
+    terminations = rows.rows_of_type("TerminationPosition")
+    wire = (sorted((event for name in SHUTDOWN_TYPES for direction in ("in", "out")
+                    for event in first_of_each_sent(rows, kept, name, direction)), key=lambda event: event.ts)
+            if np.any(kept[terminations] & (rows.dir[terminations] == DIRECTIONS.index("out"))) else [])
     extra = [(item[0], item[1], item[2], item[4]) for item in with_leader_join_evidence(with_shutdown_evidence(
-        [(*item[:3], 0, item[3]) for item in extra], wire), joins_over(*first_sent_in_columns(rows, kept, ts)))]
+        [(*item[:3], 0, item[3]) for item in extra], wire), joins_over(*first_sent_in_columns(rows, kept, ts, led_by)))]
     if captured.consensus_publications:
         # `with_publication_evidence`, as `load_captures` applies it: its new events after the others.
         extra = [(item[0], item[1], item[2], item[4]) for item in with_publication_evidence(
             [(*item[:3], 0, item[3]) for item in extra], captured.consensus_publications, group=1,
             log_publications=captured.log_publications, log_images=captured.log_images)]
-        leaders = leaders_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r])
+        leaders = leaders_of_sessions(led_by)
         appended = append_rows_in_columns(rows, kept)
         catchups = catchup_positions(rows.event(int(r)) for r in rows.rows_of_type("CatchupPosition") if kept[r])
         extra = [(item[0], item[1], item[2], item[4]) for item in with_follower_join_evidence(
-            [(*item[:3], 0, item[3]) for item in extra], leaders, append_positions_in_columns(rows, kept),
-            consensus_sends_in_columns(rows, kept), positions=appended, catchups=catchups)]
+            [(*item[:3], 0, item[3]) for item in extra], leaders, appended,
+            {member: times for member, (times, _) in sends.items()}, positions=appended, catchups=catchups)]
         extra = [(item[0], item[1], item[2], item[4]) for item in with_replication_evidence(
             [(*item[:3], 0, item[3]) for item in extra], appended,
-            terms_of_sessions(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm") if kept[r]))]
+            terms_of_sessions(led_by))]
     # `with_log_replay_evidence` and `_end_of_stream_answered`, as `load_captures` applies them.
-    codes, names = rows.type_codes()
-    out_consensus = kept & consensus_out
-    sends = {}
-    for member in np.unique(rows.node[out_consensus]).tolist():
-        mine = np.flatnonzero(out_consensus & (rows.node == member))
-        mine = mine[np.argsort(ts[mine], kind="stable")]
-        sends[member] = (ts[mine].tolist(), [names[code] for code in codes[mine].tolist()])
     extra = [(item[0], item[1], item[2], item[4]) for item in with_log_replay_evidence(
         [(*item[:3], 0, item[3]) for item in extra], replay_bounds(sends))]
     ends = [int(r) for r in rows.rows_of_type("LogEndOfStream") if kept[r]]

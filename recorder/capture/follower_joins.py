@@ -37,8 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from formats.event_columns import EventColumns
-from formats.events import CHANNELS, DIRECTIONS, Event
+from formats.events import Event
 from recorder.capture.publications import lives_of
 
 #: `aeron.cluster.leader.heartbeat.timeout`'s default: how long FOLLOWER_LOG_AWAIT waits for the join.
@@ -93,13 +92,6 @@ def consensus_sends(events: Iterable[Event]) -> dict[int, list[int]]:
     return {member: sorted(times) for member, times in out.items()}
 
 
-def consensus_sends_in_columns(rows: EventColumns, kept: np.ndarray) -> dict[int, list[int]]:
-    """`consensus_sends` on a capture's columns."""
-    mask = kept & (rows.dir == DIRECTIONS.index("out")) & (rows.channel == CHANNELS.index("consensus"))
-    return {int(member): np.sort(rows.ts[mask & (rows.node == member)]).tolist()
-            for member in np.unique(rows.node[mask])}
-
-
 def leaders_of_sessions(events: Iterable[Event]) -> dict[int, int]:
     """log session id → its leader, as the leaders' own NewLeadershipTerms name them."""
     out: dict[int, int] = {}
@@ -120,25 +112,20 @@ def append_positions(events: Iterable[Event]) -> dict[tuple[int, int], list[int]
     return {key: sorted(times) for key, times in out.items()}
 
 
-def append_positions_in_columns(rows: EventColumns, kept: np.ndarray) -> dict[tuple[int, int], list[int]]:
-    """`append_positions` on a capture's columns (``kept``: the rows still in)."""
-    found = rows.rows_of_type("AppendPosition")
-    found = found[kept[found] & (rows.dir[found] == DIRECTIONS.index("out")) & rows.has_peer[found]]
-    out: dict[tuple[int, int], list[int]] = {}
-    if not len(found):
-        return out
-    keys = np.stack([rows.node[found].astype(np.int64), rows.peer[found].astype(np.int64)], axis=1)
-    when = rows.ts[found]
-    order = np.lexsort((when, keys[:, 1], keys[:, 0]))
-    keys, when = keys[order], when[order]
-    starts = np.flatnonzero(np.concatenate([[True], np.any(keys[1:] != keys[:-1], axis=1)]))
-    for start, end in zip(starts, [*starts[1:], len(keys)], strict=True):
-        out[(int(keys[start, 0]), int(keys[start, 1]))] = when[start:end].tolist()
-    return out
+def _first_append(appends: Mapping[tuple[int, int], Sequence[int]] | np.ndarray, member: int, leader: int,
+                  at: int) -> int | None:
+    """When ``member`` first sent ``leader`` an AppendPosition from ``at`` on; ``appends``: `append_positions`,
+    or `recorder.capture.replications.append_rows` (a capture's columns: no per-pair lists made)."""
+    if isinstance(appends, np.ndarray):
+        found = appends[(appends[:, 1] == member) & (appends[:, 5] == leader) & (appends[:, 0] >= at), 0]
+        return int(found.min()) if len(found) else None
+    times = appends.get((member, leader), ())
+    index = bisect_left(times, at)
+    return times[index] if index < len(times) else None
 
 
 def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
-                                appends: Mapping[tuple[int, int], Sequence[int]],
+                                appends: Mapping[tuple[int, int], Sequence[int]] | np.ndarray,
                                 sends: Mapping[int, Sequence[int]], skip: Iterable[int] = (),
                                 positions: np.ndarray | None = None,
                                 catchups: Mapping[int, Sequence[tuple[int, int]]] | None = None) -> list[tuple]:
@@ -163,9 +150,7 @@ def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
                 if leader is None or leader == start.node:
                     continue
                 until = ordered[number + 1][0] if number + 1 < len(ordered) else life.end_ns
-                times = appends.get((start.node, leader), ())
-                index = bisect_left(times, at)
-                sent = times[index] if index < len(times) else None
+                sent = _first_append(appends, start.node, leader, at)
                 if sent is None or (until is not None and sent > until):
                     joins.append([session, *_never(start, life, at, sends.get(start.node, ()))])
                 elif positions is not None:

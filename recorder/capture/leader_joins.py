@@ -50,13 +50,27 @@ def first_sent(events: Iterable[Event]) -> tuple[dict[tuple[int, int], int], dic
     return led, committed
 
 
-def first_sent_in_columns(rows: EventColumns, kept: np.ndarray, ts: np.ndarray
+def first_of_each_sent(rows: EventColumns, kept: np.ndarray, type_name: str, direction: str = "out") -> list[Event]:
+    """The first of each distinct ``type_name`` message each member sent (or, ``direction`` "in", received):
+    one `Event` per member and entry, at its earliest time; what `first_sent` and the sessions' leaders
+    and terms need, without an `Event` for every resend."""
+    found = rows.rows_of_type(type_name)
+    found = found[kept[found] & (rows.dir[found] == DIRECTIONS.index(direction))]
+    if not len(found):
+        return []
+    found = found[np.lexsort((rows.ts[found], rows.entry[found], rows.node[found]))]
+    keys = np.stack([rows.node[found].astype(np.int64), rows.entry[found].astype(np.int64)], axis=1)
+    first = np.concatenate([[True], np.any(keys[1:] != keys[:-1], axis=1)])
+    return [rows.event(int(r)) for r in found[first]]
+
+
+def first_sent_in_columns(rows: EventColumns, kept: np.ndarray, ts: np.ndarray,
+                          led_by: list[Event] | None = None
                           ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
     """`first_sent` on a capture's columns (``kept``: the rows still in; ``ts``: their times, which for what
-    a member sent are the captured ones)."""
+    a member sent are the captured ones; ``led_by``: `first_of_each_sent` of the NewLeadershipTerms)."""
     out_dir = DIRECTIONS.index("out")
-    led, _ = first_sent(rows.event(int(r)) for r in rows.rows_of_type("NewLeadershipTerm")
-                        if kept[r] and rows.dir[r] == out_dir)
+    led, _ = first_sent(led_by if led_by is not None else first_of_each_sent(rows, kept, "NewLeadershipTerm"))
     committed: dict[tuple[int, int], int] = {}
     found = rows.rows_of_type("CommitPosition")
     found = found[kept[found] & (rows.dir[found] == out_dir)]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from formats.events import Event
 from recorder.capture.publications import lives_of
 
@@ -30,9 +32,10 @@ def replay_bounds(sends: Mapping[int, tuple[Sequence[int], Sequence[str]]]) -> d
     ``sends``: member → (when it sent each consensus message, in order; each one's type)."""
     out: dict[int, list[tuple[int, int]]] = {}
     for member, (times, types) in sends.items():
-        for index in range(1, len(times)):
-            if types[index] == "CatchupPosition" and types[index - 1] != "CatchupPosition":
-                out.setdefault(member, []).append((times[index - 1], times[index]))
+        catchup = np.asarray(types, dtype=object) == "CatchupPosition"
+        found = np.flatnonzero(catchup[1:] & ~catchup[:-1]) + 1
+        if len(found):
+            out[member] = [(times[index - 1], times[index]) for index in found.tolist()]
     return out
 
 

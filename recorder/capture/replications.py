@@ -28,18 +28,19 @@ from formats.event_columns import EventColumns
 from formats.events import DIRECTIONS, Event
 from recorder.capture.publications import lives_of
 
-#: Columns of what a member sent: ts, member, term, position, flags.
+#: Columns of what a member sent: ts, member, term, position, flags, peer (-1: none).
 AppendRows = np.ndarray
 
 
-def _rows(values: list[tuple[int, int, int, int, int]]) -> AppendRows:
-    return np.array(values, dtype=np.int64).reshape(-1, 5)
+def _rows(values: list[tuple[int, int, int, int, int, int]]) -> AppendRows:
+    return np.array(values, dtype=np.int64).reshape(-1, 6)
 
 
 def append_rows(events: Iterable[Event]) -> AppendRows:
-    """Every AppendPosition a member sent, as (ts, member, leadershipTermId, logPosition, flags) rows."""
+    """Every AppendPosition a member sent, as (ts, member, leadershipTermId, logPosition, flags, peer) rows."""
     return _rows([(e.ts, e.node, e.fields.get("leadershipTermId", -1), e.fields.get("logPosition", -1),
-                   e.fields.get("flags", 0)) for e in events if e.type == "AppendPosition" and e.dir == "out"])
+                   e.fields.get("flags", 0), -1 if e.peer is None else e.peer)
+                  for e in events if e.type == "AppendPosition" and e.dir == "out"])
 
 
 def append_rows_in_columns(rows: EventColumns, kept: np.ndarray) -> AppendRows:
@@ -52,7 +53,8 @@ def append_rows_in_columns(rows: EventColumns, kept: np.ndarray) -> AppendRows:
     fields = [rows.entries.fields[int(e)] for e in entries]
     per_entry = np.array([(f.get("leadershipTermId", -1), f.get("logPosition", -1), f.get("flags", 0)) for f in fields],
                          dtype=np.int64).reshape(-1, 3)
-    return np.column_stack([rows.ts[found], rows.node[found].astype(np.int64), per_entry[inverse]])
+    peers = np.where(rows.has_peer[found], rows.peer[found], -1).astype(np.int64)
+    return np.column_stack([rows.ts[found], rows.node[found].astype(np.int64), per_entry[inverse], peers])
 
 
 def terms_of_sessions(events: Iterable[Event]) -> dict[int, int]:
