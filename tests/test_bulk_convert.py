@@ -146,7 +146,8 @@ def test_members_lives_read_from_the_wire_are_the_same_in_bulk_and_reach_the_bul
     So does what is read from the status messages that the bulk path passes over in runs: each
     consensus publication's status messages (when it was connected), each log publication's first
     sighting and each member's images of the leader's log; and the bulk load gives every life's
-    MemberStart the same ``connectedPeers``, ``logPublicationsReadyNs`` and ``logImagesNs`` and the same
+    MemberStart the same ``connectedPeers``, ``logPublicationsReadyNs``, ``logImagesNs``, ``leaderJoinsReadyNs``,
+    ``shutdownSnapshot``, ``followerJoinsNs``, ``replicationPositionsNs`` and ``logReplaysDoneNs`` and the same
     ``PublicationStatus`` events as the reference (`_same_load` compares the events)."""
     kinds_seen: set[str] = set()
     for name in ("f_follower_kill_rejoin_catchup", "g_leader_sigterm_reelection_rejoin", "h_five_members_leader_kill",
@@ -186,11 +187,21 @@ def test_members_lives_read_from_the_wire_are_the_same_in_bulk_and_reach_the_bul
             kinds_seen.add("log publication ready")
         if any(e.fields["logImagesNs"] for e in lives):
             kinds_seen.add("log image")
+        if any(e.fields.get("leaderJoinsReadyNs") for e in lives):
+            kinds_seen.add("leader join over")
+        if any(e.fields.get("shutdownSnapshot") is not None for e in lives):
+            kinds_seen.add("shutdown")
+        if any(e.fields.get("followerJoinsNs") for e in lives):
+            kinds_seen.add("follower join never")
+        if any(e.fields.get("replicationPositionsNs") for e in lives):
+            kinds_seen.add("replication positions")
+        if any(e.fields.get("logReplaysDoneNs") for e in lives):
+            kinds_seen.add("log replay bound")
         changes = [e for e in events if e.type == "PublicationStatus"]
         kinds_seen.update("publication " + ("connected" if e.fields["connected"] else "not connected") for e in changes)
     assert kinds_seen == {"ICMP", "SETUP requests", "ICMP in a crash's evidence", "dropped",
                           "peers connected at a restart", "log publication ready", "log image",
-                          "publication connected", "publication not connected"}
+                          "leader join over", "shutdown", "follower join never", "replication positions", "log replay bound", "publication connected", "publication not connected"}
 
 
 def test_reading_the_capture_in_small_stretches_changes_nothing(reference, monkeypatch):

@@ -37,6 +37,9 @@ def local(node: int, ts: int, kind: str, **fields) -> Event:
         ({"clusterMembers": members(3), "seed": 1.5}, "seed"),
         ({"clusterMembers": members(3), "followerJoinsNs": [[5, 10, 20]]}, "followerJoinsNs"),
         ({"clusterMembers": members(3), "followerJoinsNs": [[5, 10, "x", None]]}, "followerJoinsNs"),
+        ({"clusterMembers": members(3), "leaderJoinsReadyNs": [5, "x"]}, "leaderJoinsReadyNs"),
+        ({"clusterMembers": members(3), "replicationPositionsNs": [[5]]}, "replicationPositionsNs"),
+        ({"clusterMembers": members(3), "logReplaysDoneNs": [[5, "x"]]}, "logReplaysDoneNs"),
     ],
 )
 def test_a_malformed_member_start_is_a_decode_error_naming_the_field(fields, expected):
@@ -70,6 +73,11 @@ def test_member_start_takes_each_follower_join_by_session_with_null_for_never():
     start = member_start_of(start_event(clusterMembers=members(3),
                                         followerJoinsNs=[[5, 10, 30, 20], [6, 40, None, None]]))
     assert start.follower_joins_ns == ((5, 10, 30, 20), (6, 40, None, None))
+
+
+def test_member_start_takes_when_each_leader_join_was_over():
+    start = member_start_of(start_event(clusterMembers=members(3), leaderJoinsReadyNs=[10, 40]))
+    assert start.leader_joins_ready_ns == (10, 40)
 
 
 def test_every_output_renders_as_its_contract_record():

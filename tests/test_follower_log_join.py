@@ -129,21 +129,24 @@ def test_a_catching_up_member_reports_the_term_its_log_has_reached_not_the_elect
     assert captured.fields["logPosition"] == modelled["fields"]["logPosition"] == 52608
 
 
-def test_without_agent_logs_a_rejoin_timed_as_at_once_is_missing_evidence_not_the_model():
-    # j_short_timeouts_leader_kill from the pcap and the members' dirs only: the capture shows member 0's
-    # catch-up image, not when its archive and services joined; the model joins at once, and the
-    # difference in its catch-up AppendPositions is put down to that, naming the agent log as what settles it.
+def test_without_agent_logs_a_rejoin_is_timed_by_the_wire_and_what_it_cannot_time_is_missing_evidence():
+    # j_short_timeouts_leader_kill from the pcap and the members' dirs only: member 0's first AppendPosition
+    # to its leader after the catch-up image shows its join over (`recorder.capture.follower_joins`): no
+    # divergence is left.  In i_restart_all_one_member_behind what the wire still cannot time (member 1's
+    # log replay after its replication) is put down to missing evidence, naming the agent log.
     from engine.replay import replay
     from recorder.convert import build
 
     _require(CAPTURES)
-    folder = next((f for f in find_capture_folders(CAPTURES) if f.name == "j_short_timeouts_leader_kill"), None)
-    if folder is None:
-        pytest.skip(f"capture j_short_timeouts_leader_kill not in {CAPTURES}")
-    records = list(replay(build(folder.inputs(agent_logs=False)).events))
-    member0 = [r for r in records if r.get("kind") == "divergence" and r.get("node") == 0]
-    assert member0, "the replay no longer differs here: the join's timing is known without agent logs?"
-    assert {r["cause"] for r in member0} == {"evidence"}
-    assert all("agent log" in r["settledBy"] and "SERVICE_ACK" in r["settledBy"] for r in member0)
-    with_logs = list(replay(build(folder.inputs(agent_logs=True)).events))
+    folders = {f.name: f for f in find_capture_folders(CAPTURES)}
+    if "j_short_timeouts_leader_kill" not in folders or "i_restart_all_one_member_behind" not in folders:
+        pytest.skip(f"captures j_short_timeouts_leader_kill, i_restart_all_one_member_behind not in {CAPTURES}")
+    records = list(replay(build(folders["j_short_timeouts_leader_kill"].inputs(agent_logs=False)).events))
+    assert not [r for r in records if r.get("kind") == "divergence" and r.get("node") == 0]
+    records = list(replay(build(folders["i_restart_all_one_member_behind"].inputs(agent_logs=False)).events))
+    member1 = [r for r in records if r.get("kind") == "divergence" and r.get("node") == 1]
+    assert member1 and {r["cause"] for r in member1} <= {"evidence", "timing"}
+    evidence = [r for r in member1 if r["cause"] == "evidence"]
+    assert evidence and all("agent log" in r["settledBy"] and "SERVICE_ACK" in r["settledBy"] for r in evidence)
+    with_logs = list(replay(build(folders["i_restart_all_one_member_behind"].inputs(agent_logs=True)).events))
     assert not [r for r in with_logs if r.get("kind") == "divergence" and r.get("cause") == "evidence"]

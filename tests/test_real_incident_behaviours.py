@@ -229,10 +229,13 @@ def test_a_leader_going_from_active_to_terminating_took_the_operators_abort():
     assert [segment.aborts for segment in parsed.segments] == [[4_000_000_000], []]
 
 
-def test_a_leader_told_to_abort_sends_every_member_the_termination_position_at_its_logs_end():
+@pytest.mark.parametrize("agent_logs", [True, False])
+def test_a_leader_told_to_abort_sends_every_member_the_termination_position_at_its_logs_end(agent_logs):
     """i_restart_all_one_member_behind: `ClusterTool abort` on leader 0 at 19:26:37.5; its next slow tick
-    sent members 1 and 2 TerminationPosition(term 4, 60480) and went TERMINATING, without a snapshot."""
-    events, records = _replayed("i_restart_all_one_member_behind")
+    sent members 1 and 2 TerminationPosition(term 4, 60480) and went TERMINATING, without a snapshot.
+    Without the agent log's ACTIVE -> TERMINATING, the TerminationPositions at a position no SNAPSHOT
+    action ends at say the same (`recorder.capture.shutdowns.aborts`)."""
+    events, records = _replayed("i_restart_all_one_member_behind", agent_logs=agent_logs)
     recorded = [(e.peer, e.fields["leadershipTermId"], e.fields["logPosition"], e.ts) for e in events
                 if e.node == 0 and e.dir == "out" and e.type == "TerminationPosition" and e.ts < 1795461998e9]
     modelled = [(r["peer"], r["fields"]["leadershipTermId"], r["fields"]["logPosition"], r["ts"]) for r in records
@@ -267,3 +270,215 @@ def test_a_followers_archive_stopping_at_the_logs_end_of_stream_starts_its_elect
     late = [(r["node"], r["reason"]) for r in records if r["kind"] == "election" and r["ts"] > shutdown]
     assert (4, "log recording stopped: eos=true") in late
     assert not [node for node, _ in late if node in (1, 2)]
+
+
+# --- a leader's ClusterTool shutdown, seen on the wire without agent logs --------------------------------
+
+
+def _shutdown_snapshots(events) -> dict[tuple[int, int], int]:
+    return {(e.node, e.fields["shutdownSnapshot"]): e.ts for e in events
+            if e.type == "MemberStart" and e.fields.get("shutdownSnapshot") is not None}
+
+
+@pytest.mark.parametrize("name", ["g_leader_sigterm_reelection_rejoin", "i_restart_all_one_member_behind"])
+def test_the_wire_names_the_same_shutdown_snapshot_as_the_agent_log(name):
+    """The SNAPSHOT -> TERMINATING line of the leader's agent log and, without it, the leader's own
+    TerminationPosition at the end of a SNAPSHOT action it appended: the same life, the same snapshot."""
+    with_logs = build(_folder(name).inputs(agent_logs=True)).events
+    without = build(_folder(name).inputs(agent_logs=False)).events
+    logged = sorted(_shutdown_snapshots(with_logs))
+    assert logged and sorted(_shutdown_snapshots(without)) == logged
+
+
+def test_a_leader_shut_down_by_clustertool_sends_termination_positions_without_agent_logs():
+    """g_leader_sigterm_reelection_rejoin, pcap + dirs only: ClusterTool shutdown on leader 2 at
+    19:23:37.237: it appended a SNAPSHOT action ending at 54048 and sent both followers
+    TerminationPosition(term 3, 54048)."""
+    events, records = _replayed("g_leader_sigterm_reelection_rejoin", agent_logs=False)
+    recorded = [(e.peer, e.fields["leadershipTermId"], e.fields["logPosition"], e.ts) for e in events
+                if e.node == 2 and e.dir == "out" and e.type == "TerminationPosition"]
+    modelled = [(r["peer"], r["fields"]["leadershipTermId"], r["fields"]["logPosition"], r["ts"]) for r in records
+                if r["kind"] == "send" and r["node"] == 2 and r["type"] == "TerminationPosition"]
+    assert sorted(m[:3] for m in modelled) == sorted(r[:3] for r in recorded) == [(0, 3, 54048), (1, 3, 54048)]
+    assert all(abs(m[3] - r[3]) < 20 * MS for m, r in zip(sorted(modelled), sorted(recorded), strict=True))
+
+
+# --- a new leader's log publication and its join, seen on the wire without agent logs --------------------
+
+
+def _logged_change(events, member: int, to: str, after: int = 0) -> int:
+    return next(e.ts for e in events if e.type == "ElectionStateChange" and e.node == member
+                and e.fields["to"] == to and e.ts >= after)
+
+
+def test_a_leaders_log_publication_was_there_when_its_first_new_leadership_term_named_its_session():
+    """j_short_timeouts_leader_kill, pcap + dirs only: leader 1's addLogPublication returned at 19:27:45.8741
+    (its agent log's LEADER_LOG_REPLICATION), its first NewLeadershipTerm naming the new log session left at
+    .8746, the log's first SETUP only at .9640.  The model's leader waited for the SETUP: 90 ms late."""
+    logged_events = build(_folder("j_short_timeouts_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("j_short_timeouts_leader_kill", agent_logs=False)
+    logged = _logged_change(logged_events, 1, "LEADER_LOG_REPLICATION", after=int(1795462060e9))
+    modelled = next(ts for ts, _, to in _model_states(records, 1) if to == "LEADER_LOG_REPLICATION" and ts > 1795462060e9)
+    assert abs(modelled - logged) < 2 * MS
+
+
+@pytest.mark.parametrize("name", ["a_clean_start", "f_follower_kill_rejoin_catchup", "g_leader_sigterm_reelection_rejoin",
+                                  "i_restart_all_one_member_behind", "j_short_timeouts_leader_kill"])
+def test_a_leaders_first_commit_position_of_its_term_follows_its_join_of_the_log(name):
+    """The wire's sight of each leader join over (`recorder.capture.leader_joins`) against the agent log's
+    LEADER_INIT -> LEADER_READY: never before it, within 10 ms after it, one per join.  (In
+    h_five_members_leader_kill leader 2's first one came 50 ms after, its publications not all connected
+    yet: not held to 10 ms here.)"""
+    logged_events = build(_folder(name).inputs(agent_logs=True)).events
+    ready = sorted((e.node, e.ts) for e in logged_events
+                   if e.type == "ElectionStateChange" and e.fields["to"] == "LEADER_READY")
+    seen = sorted((e.node, at) for e in build(_folder(name).inputs(agent_logs=False)).events
+                  if e.type == "MemberStart" for at in e.fields.get("leaderJoinsReadyNs", ()))
+    assert [node for node, _ in seen] == [node for node, _ in ready]
+    assert all(0 <= at - logged < 10 * MS for (_, at), (_, logged) in zip(seen, ready, strict=True))
+
+
+def test_a_new_leader_is_ready_when_the_wire_shows_its_join_over_without_agent_logs():
+    """j_short_timeouts_leader_kill, pcap + dirs only: leader 1's services took 59 ms to join its log
+    (LEADER_INIT 19:27:45.8746 -> LEADER_READY .9338); its first CommitPosition of term 2 left at .9365.
+    Without that wait the model's leader was ready at once and sent term 2's NewLeadershipTerm and
+    CommitPosition 60 ms early."""
+    logged_events = build(_folder("j_short_timeouts_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("j_short_timeouts_leader_kill", agent_logs=False)
+    logged = _logged_change(logged_events, 1, "LEADER_READY", after=int(1795462060e9))
+    modelled = next(ts for ts, _, to in _model_states(records, 1) if to == "LEADER_READY" and ts > 1795462060e9)
+    assert 0 <= modelled - logged < 5 * MS
+    recorded = next(e.ts for e in events if e.node == 1 and e.dir == "out" and e.type == "CommitPosition"
+                    and e.fields["leadershipTermId"] == 2)
+    sent = next(r["ts"] for r in records if r["kind"] == "send" and r["node"] == 1 and r["type"] == "CommitPosition"
+                and r["fields"]["leadershipTermId"] == 2)
+    assert abs(sent - recorded) < MS
+
+
+# --- a follower that never joined its leader's log, seen on the wire without agent logs ------------------
+
+
+def _never_joined(events) -> set[tuple[int, int]]:
+    return {(e.node, join[0]) for e in events if e.type == "MemberStart"
+            for join in e.fields.get("followerJoinsNs", ()) if None in join[1:3]}
+
+
+@pytest.mark.parametrize("name", ["f_follower_kill_rejoin_catchup", "g_leader_sigterm_reelection_rejoin",
+                                  "h_five_members_leader_kill", "i_restart_all_one_member_behind",
+                                  "j_short_timeouts_leader_kill"])
+def test_the_wire_names_the_same_follower_joins_that_never_happened_as_the_agent_logs(name):
+    """A follower with the image of its leader's log that sent that leader no AppendPosition afterwards in
+    that life never joined; the agent logs' joins with no recording counter or no services' ack are the
+    same (member, log session) pairs (h_five_members_leader_kill: members 3 and 4, member 1's term-1 log)."""
+    with_logs = _never_joined(build(_folder(name).inputs(agent_logs=True)).events)
+    assert _never_joined(build(_folder(name).inputs(agent_logs=False)).events) == with_logs
+    assert bool(with_logs) == (name == "h_five_members_leader_kill")
+
+
+def test_a_follower_whose_archive_never_recorded_the_log_times_out_waiting_without_agent_logs():
+    """h_five_members_leader_kill, pcap + dirs only: member 4 had the image of leader 1's term-1 log at
+    19:23:59.36 but never joined it; its FOLLOWER_LOG_AWAIT timed out 10 s after it began (-> INIT at
+    19:24:07.510), where the model had joined at the image and gone on to CLOSED."""
+    logged_events = build(_folder("h_five_members_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    logged = [s for s in _logged_states(logged_events, 4) if s[1] == "FOLLOWER_LOG_AWAIT"]
+    modelled = [s for s in _model_states(records, 4) if s[1] == "FOLLOWER_LOG_AWAIT"]
+    assert [s[1:] for s in modelled] == [s[1:] for s in logged]
+    timed_out = [(m[0], r[0]) for m, r in zip(modelled, logged, strict=True) if m[2] == "INIT"]
+    assert len(timed_out) == 1 and abs(timed_out[0][0] - timed_out[0][1]) < 50 * MS
+
+
+def test_a_follower_silent_past_the_timeout_after_the_image_was_blocked_waiting_for_its_services():
+    """h_five_members_leader_kill, pcap + dirs only: member 3 had the image of leader 1's term-1 log at
+    19:23:59.33 and sent nothing at all until it was killed at 19:25:29: a module waiting in
+    FOLLOWER_LOG_AWAIT would have timed out into an election after 10 s and canvassed; it was blocked in
+    `awaitServicesReady` (its agent log: the services never acknowledged).  The model waits with it."""
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    start = next(e for e in events if e.type == "MemberStart" and e.node == 3)
+    # Member 1's term-1 log (session -995321828): the recording counter there at the image, the services never.
+    assert [join[1:] for join in start.fields["followerJoinsNs"] if join[0] == -995321828] == [
+        [1795461839326449000, None, None]]
+    crashed = next(e.ts for e in events if e.type == "MemberCrash" and e.node == 3)
+    waited = [s for s in _model_states(records, 3) if 1795461837e9 < s[0] < crashed]
+    assert waited[-1][1:] == ("FOLLOWER_LOG_INIT", "FOLLOWER_LOG_AWAIT")
+
+
+# --- a follower's log replication, followed on the wire without agent logs -------------------------------
+
+
+def test_a_followers_replication_positions_on_the_wire_are_its_archives_signals():
+    """i_restart_all_one_member_behind: member 1's AppendPositions of term 5 before it had the image of
+    leader 0's term-5 log are the positions its archive signalled (EXTEND 56352, STOP 60480), each a few
+    ms after the signal."""
+    logged = [e for e in build(_folder("i_restart_all_one_member_behind").inputs(agent_logs=True)).events
+              if e.type == "RecordingSignal" and e.node == 1 and e.fields["signal"] in ("EXTEND", "STOP")
+              and 1795462016e9 < e.ts < 1795462017e9]
+    start = [e for e in build(_folder("i_restart_all_one_member_behind").inputs(agent_logs=False)).events
+             if e.type == "MemberStart" and e.node == 1][-1]
+    seen = start.fields["replicationPositionsNs"]
+    assert [position for _, position in seen] == [e.fields["position"] for e in logged] == [56352, 60480]
+    assert all(0 <= at - e.ts < 5 * MS for (at, _), e in zip(seen, logged, strict=True))
+
+
+def test_a_follower_replicates_its_log_for_as_long_as_the_wire_shows_without_agent_logs():
+    """i_restart_all_one_member_behind, pcap + dirs only: member 1 replicated 56352 -> 60480 from leader
+    0's archive for 1.17 s (FOLLOWER_LOG_REPLICATION 19:26:55.383 -> CANVASS 19:26:56.557), then caught
+    up.  Taking the replication as done when made, the model went on at once and skipped the catch-up."""
+    logged_events = build(_folder("i_restart_all_one_member_behind").inputs(agent_logs=True)).events
+    events, records = _replayed("i_restart_all_one_member_behind", agent_logs=False)
+    since = int(1795462010e9)
+    logged = [s for s in _logged_states(logged_events, 1) if s[0] > since]
+    modelled = [s for s in _model_states(records, 1) if s[0] > since]
+    assert [s[1:] for s in modelled] == [s[1:] for s in logged]
+    ended = [(m[0], r[0]) for m, r in zip(modelled, logged, strict=True) if m[1] == "FOLLOWER_LOG_REPLICATION"]
+    assert len(ended) == 1 and abs(ended[0][0] - ended[0][1]) < 5 * MS
+
+
+def test_only_the_follower_that_canvassed_after_its_leaders_log_ended_made_an_election_without_agent_logs():
+    """h_five_members_leader_kill, pcap + dirs only, SIGTERM to all: leader 0's log ended at 19:25:48.666.
+    Member 4 canvassed at .7076 (its agent log: election at .699, its archive's recording stopped at the
+    end of stream); members 1, 2 and 3, closing, sent nothing more before the capture ended at .761 and
+    made no election.  Acting on the end of stream itself, the model's 1, 2 and 3 went into elections."""
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    shutdown = 1795461948e9
+    late = {r["node"]: r["ts"] for r in records if r["kind"] == "election" and r["ts"] > shutdown}
+    assert list(late) == [4] and abs(late[4] - 1795461948699e6) < 20 * MS
+
+
+def test_a_followers_log_replay_lasts_until_its_catchup_position_without_agent_logs():
+    """h_five_members_leader_kill, pcap + dirs only: member 3's restarted process replayed its log for
+    723 ms (FOLLOWER_REPLAY 19:25:40.272 -> FOLLOWER_CATCHUP_INIT .996) and sent its CatchupPosition at
+    41.017, having sent nothing since its canvass.  Taken as done at once, the model's replay ended, and
+    its CatchupPosition went out, 0.75 s early."""
+    logged_events = build(_folder("h_five_members_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("h_five_members_leader_kill", agent_logs=False)
+    since = int(1795461940e9)
+    logged = _logged_change(logged_events, 3, "FOLLOWER_CATCHUP_INIT", after=since)
+    modelled = next(ts for ts, _, to in _model_states(records, 3) if to == "FOLLOWER_CATCHUP_INIT" and ts > since)
+    assert 0 <= modelled - logged < 50 * MS
+
+
+def test_a_followers_catch_up_join_is_over_at_its_first_append_position_after_the_image_without_agent_logs():
+    """j_short_timeouts_leader_kill, pcap + dirs only: restarted member 0 had the catch-up image at
+    19:27:56.630 and its services joined at .691 (agent log); its first AppendPosition to leader 1 left at
+    .693.  Joined at the image, the model's member 0 reported the catch-up 60 ms early."""
+    logged_events = build(_folder("j_short_timeouts_leader_kill").inputs(agent_logs=True)).events
+    events, records = _replayed("j_short_timeouts_leader_kill", agent_logs=False)
+    since = int(1795462075e9)
+    logged = _logged_change(logged_events, 0, "FOLLOWER_CATCHUP", after=since)
+    modelled = next(ts for ts, _, to in _model_states(records, 0) if to == "FOLLOWER_CATCHUP" and ts > since)
+    assert 0 <= modelled - logged < 5 * MS
+    assert not [r for r in records if r["kind"] == "divergence"]
+
+
+def test_a_rejoining_follower_that_first_reports_its_join_position_had_its_recorder_start_later():
+    """f_follower_kill_rejoin_catchup, pcap + dirs only: rejoining member 0's first AppendPosition after
+    its catch-up join reported 8320, the position its CatchupPosition asked from (its archive's recorder
+    started 1.6 ms after its services joined), and only then the catch-up; the model reports the same."""
+    events, records = _replayed("f_follower_kill_rejoin_catchup", agent_logs=False)
+    restarted = [e.ts for e in events if e.type == "MemberStart" and e.node == 0][-1]
+    recorded = [e.fields["logPosition"] for e in events if e.node == 0 and e.dir == "out"
+                and e.type == "AppendPosition" and e.ts > restarted][:2]
+    modelled = [r["fields"]["logPosition"] for r in records if r["kind"] == "send" and r["node"] == 0
+                and r["type"] == "AppendPosition" and r["ts"] > restarted][:2]
+    assert modelled == recorded and recorded[0] == 8320 < recorded[1]

@@ -1,8 +1,10 @@
 """Without a member's agent log, what only that log times is missing evidence, not the model.
 
 The wire shows a member's images and publications, not how long its media driver, archive and services
-kept its consensus module waiting: a new leader adding its log publication and joining its log, a log
-replay, a follower's join of the leader's log.  Only the agent log does (the waits on `MemberStart`).
+kept its consensus module waiting: a log replay followed by no catch-up, a follower's join of the
+leader's log.  Only the agent log does (the waits on `MemberStart`).  (A new leader's log publication
+and its join of its log the wire does time: its NewLeadershipTerm naming the log session, its first
+CommitPosition of the term; `recorder.capture.leader_joins`.)
 Replayed without it, the model takes those steps as at once; when it then differs from the recording,
 and the same thing does not appear at another time (a timing difference), the divergence is put down
 to that missing evidence, naming the agent log as what settles it.
@@ -29,14 +31,13 @@ def _divergences(name: str, *, agent_logs: bool) -> list[dict]:
     return [r for r in replay(build(folder.inputs(agent_logs=agent_logs)).events) if r.get("kind") == "divergence"]
 
 
-def test_a_new_leader_replayed_without_its_agent_log_differs_for_want_of_evidence():
+def test_a_new_leader_replayed_without_its_agent_log_is_timed_by_the_wire():
     # f_follower_kill_rejoin_catchup: member 2's first leadership; its log publication took 1.24 s to add
-    # (the agent log shows it), the wire only bounds it.
+    # (the agent log shows it).  Its first NewLeadershipTerm naming the log session shows when the
+    # publication was there, its first CommitPosition of the term when its join was over: no gap is left.
     without = _divergences("f_follower_kill_rejoin_catchup", agent_logs=False)
-    leader = [r for r in without if r["node"] == 2]
-    assert leader and not [r for r in without if r["cause"] == "model"]
-    evidence = [r for r in leader if r["cause"] == "evidence"]
-    assert evidence and all("new leadership" in r["why"] and "agent log" in r["settledBy"] for r in evidence)
+    assert without and not [r for r in without if r["node"] == 2]
+    assert not [r for r in without if r["cause"] == "model"]
 
 
 def test_with_its_agent_log_the_same_leader_has_no_such_gap():

@@ -194,6 +194,9 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
     ready = fields.get("logPublicationsReadyNs") or []
     if not isinstance(ready, list) or not all(_is_int(t) for t in ready):
         raise fail(f"'logPublicationsReadyNs' must be a list of times (ns), got {ready!r}")
+    joined = fields.get("leaderJoinsReadyNs") or []
+    if not isinstance(joined, list) or not all(_is_int(t) for t in joined):
+        raise fail(f"'leaderJoinsReadyNs' must be a list of times (ns), got {joined!r}")
     images = fields.get("logImagesNs")
     if images is not None and not (isinstance(images, list) and all(
             isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in images)):
@@ -204,6 +207,14 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
             and all(v is None or _is_int(v) for v in join[1:]) for join in joins)):
         raise fail("'followerJoinsNs' must be a list of [logSessionId, recordingNs, servicesNs, recorderNs]"
                    f" (each ns or null), got {joins!r}")
+    replicated = fields.get("replicationPositionsNs") or []
+    if not (isinstance(replicated, list) and all(
+            isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in replicated)):
+        raise fail(f"'replicationPositionsNs' must be a list of [ns, position] pairs, got {replicated!r}")
+    replays = fields.get("logReplaysDoneNs") or []
+    if not (isinstance(replays, list) and all(
+            isinstance(pair, list | tuple) and len(pair) == 2 and all(_is_int(v) for v in pair) for pair in replays)):
+        raise fail(f"'logReplaysDoneNs' must be a list of [sinceNs, doneNs] pairs, got {replays!r}")
     aborts = fields.get("abortsNs") or []
     if not isinstance(aborts, list) or not all(_is_int(at) for at in aborts):
         raise fail(f"'abortsNs' must be a list of times (ns), got {aborts!r}")
@@ -233,7 +244,10 @@ def member_start_of(event: Any, *, source: str | None = None, line: int | None =
         shutdown_snapshot=shutdown,
         connected_peers=tuple(connected) if connected is not None else None,
         log_publications_ready_ns=tuple(ready),
+        leader_joins_ready_ns=tuple(joined),
         log_images_ns=tuple((pair[0], pair[1]) for pair in images) if images is not None else None,
         follower_joins_ns=tuple((join[0], join[1], join[2], join[3]) for join in joins),
         aborts_ns=tuple(aborts),
+        replication_positions_ns=tuple((pair[0], pair[1]) for pair in replicated),
+        log_replays_done_ns=tuple((pair[0], pair[1]) for pair in replays),
     )

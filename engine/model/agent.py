@@ -92,6 +92,9 @@ SLOW_TICK_INTERVAL_NS = 10_000_000
 #: How far from the model's own moment a driver's answer the capture shows may be and still be the one
 #: for it (a log publication the model adds early or late against the real member's).
 EVIDENCE_REACH_NS = 5_000_000_000
+#: A log replication's first position on the wire comes from its archive's EXTEND, tens of ms after it
+#: began at the earliest; what the capture shows within this of its start is from before it.
+REPLICATION_EVIDENCE_GRACE_NS = 1_000_000
 #: A time that never comes: an image the capture never shows.
 NEVER_NS = 1 << 62
 #: `ConsensusModule.Configuration.LIVE_ADD_MAX_WINDOW`: 32 MiB.
@@ -135,6 +138,10 @@ class ConsensusModuleAgent:
         "follower_joins_ns",
         "aborts_ns",
         "log_publications_ready_ns",
+        "leader_joins_ready_ns",
+        "replication_positions_ns",
+        "log_replays_done_ns",
+        "log_replication_evidence",
         "leader_join_waits_ns",
         "log_replay_durations_ns",
         "log_replay_start_waits_ns",
@@ -265,6 +272,12 @@ class ConsensusModuleAgent:
         self.pending_catchup_replays: list[tuple[int, int, int]] = []  # (from when, follower, from position)
         self.unrecorded_log_frames: list[tuple[Any, int | None, int | None]] = []  # in the image, not yet recorded
         self.log_publications_ready_ns: list[int] = []  # when the capture shows each log publication there
+        self.leader_joins_ready_ns: list[int] = []  # when the capture shows each leader join over
+        #: (ns, position) the capture shows the log replications reaching (Node.MemberStart), in order
+        self.replication_positions_ns: list[tuple[int, int]] = []
+        self.log_replication_evidence: SimReplication | None = None  # the replication they are fed to
+        #: (since, done) bounds the capture gives follower log replays (Node.MemberStart), in order
+        self.log_replays_done_ns: list[tuple[int, int]] = []
         self.log_images_ns: dict[int, int] | None = None  # log session id -> when the driver had its image
         #: log session id -> (recording counter, services' ack, recorder start) of each recorded follower
         #: join of it, in order, absolute times (Node.MemberStart.follower_joins_ns; None: never)
@@ -1021,14 +1034,18 @@ class ConsensusModuleAgent:
 
     def join_log_as_leader(self, leadership_term_id: int, log_position: int, log_session_id: int, is_startup: bool) -> None:
         """Start the log recording and wait for the services to join the log: a blocking call in Aeron;
-        with a recorded wait, nothing else runs until then, and what follows happens then."""
+        with a recorded wait (or, without one, the capture's sight of the join over), nothing else runs
+        until then, and what follows happens then."""
         self.leadership_term_id = leadership_term_id
         self._start_log_recording()
+        ready = None
         if self.leader_join_waits_ns:
-            wait = self.leader_join_waits_ns.pop(0)
-            if wait > 0:
-                self.blocked_until_ns = max(self.blocked_until_ns or 0, self.output_ts + wait)
-                self.output_ts = self.blocked_until_ns
+            ready = self.output_ts + self.leader_join_waits_ns.pop(0)
+        elif self.leader_joins_ready_ns:
+            ready = self._next_ready(self.leader_joins_ready_ns)
+        if ready is not None and ready > self.output_ts:
+            self.blocked_until_ns = max(self.blocked_until_ns or 0, ready)
+            self.output_ts = self.blocked_until_ns
 
     def _start_log_recording(self) -> None:
         if self.log_recording_id == NULL_VALUE:
@@ -1520,6 +1537,13 @@ class ConsensusModuleAgent:
         replay = SimLogReplay(self, start_position, stop_position)
         if self.log_replay_durations_ns:  # the recorded time the archive and the services took
             replay.done_at_ns = self.output_ts + self.log_replay_durations_ns.pop(0)
+        elif self.log_replays_done_ns and self.role is not Role.LEADER:
+            # Without it, the capture's bound: done by the CatchupPosition that followed it.
+            now = self.output_ts
+            while self.log_replays_done_ns and self.log_replays_done_ns[0][1] <= now:
+                self.log_replays_done_ns.pop(0)
+            if self.log_replays_done_ns and self.log_replays_done_ns[0][0] <= now:
+                replay.done_at_ns = self.log_replays_done_ns.pop(0)[1]
         if self.log_replay_start_waits_ns:
             # Aeron's LogReplay starts with `AeronArchive.startReplay`, a synchronous call: with the
             # recorded time the archive took to answer, nothing else runs until then, and what the election
@@ -1554,7 +1578,7 @@ class ConsensusModuleAgent:
             recording_id=recording_id,
             start_position=self.log.end,
             stop_position=stop_position,
-            evidence_driven=self.archive_evidence,
+            evidence_driven=self.archive_evidence or bool(self.replication_positions_ns),
             now_ns=now_ns,
             progress_timeout_ns=self.config.replication_progress_timeout_ns,
             progress_check_interval_ns=self.config.leader_heartbeat_interval_ns,
@@ -1565,10 +1589,33 @@ class ConsensusModuleAgent:
             self.log_recording_id = recording_id
             self.log.set_end(stop_position)
             self.log_recording_stop_position = stop_position
+        elif not self.archive_evidence:
+            # Positions the capture showed before this replication began belong to no replication of it
+            # (the AppendPosition of FOLLOWER_BALLOT goes out in the cycle that creates it).
+            grace = now_ns + REPLICATION_EVIDENCE_GRACE_NS
+            while self.replication_positions_ns and self.replication_positions_ns[0][0] <= grace:
+                self.replication_positions_ns.pop(0)
+            self.log_replication_evidence = replication
         return replication
 
     def poll_archive_events(self) -> int:
-        return 0
+        """The replication's progress as the capture shows it (``replication_positions_ns``): each position
+        the member reported is where its archive's recording had got to; reaching the stop position is the
+        archive's SYNC, REPLICATE_END and STOP together."""
+        replication = self.log_replication_evidence
+        if replication is None or self.election is None or self.election.log_replication is not replication:
+            self.log_replication_evidence = None
+            return 0
+        work = 0
+        while self.replication_positions_ns and self.replication_positions_ns[0][0] <= self.output_ts:
+            _, position = self.replication_positions_ns.pop(0)
+            replication.on_signal(NULL_VALUE, NULL_VALUE, position, "EXTEND")
+            if position >= replication.stop_position:
+                replication.on_signal(NULL_VALUE, NULL_VALUE, position, "SYNC")
+                replication.on_signal(NULL_VALUE, NULL_VALUE, position, "REPLICATE_END")
+                replication.on_signal(NULL_VALUE, NULL_VALUE, position, "STOP")
+            work += 1
+        return work
 
     def log_replication_ended(self, replication: SimReplication, leader_recording_id: int) -> None:
         self.log.set_end(replication.position)
@@ -1616,10 +1663,13 @@ class ConsensusModuleAgent:
         if self.state is ModuleState.CLOSED:
             return None
         deadline = self._work_deadline_ns(after_ns)
-        if self.follower_recorder_ns is None and not self.pending_catchup_replays:
+        if (self.follower_recorder_ns is None and not self.pending_catchup_replays
+                and (self.log_replication_evidence is None or not self.replication_positions_ns)):
             return deadline
         archive = [self.follower_recorder_ns] if self.follower_recorder_ns is not None else []
         archive += [due for due, _, _ in self.pending_catchup_replays]
+        if self.log_replication_evidence is not None and self.replication_positions_ns:
+            archive.append(self.replication_positions_ns[0][0])
         for due in archive:
             if after_ns < due < NEVER_NS and (deadline is None or due < deadline):
                 deadline = due

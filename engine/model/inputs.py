@@ -165,6 +165,11 @@ class MemberStart:
     #: it, contract ``logPublicationsReadyNs``): `addLogPublication` blocks the module until then.  Used
     #: where no recorded wait (``log_publication_waits_ns``) says how long.
     log_publications_ready_ns: tuple[int, ...] = ()
+    #: When each leader join this life made was over, as the capture shows it (absolute ns, contract
+    #: ``leaderJoinsReadyNs``: the member's first CommitPosition of the term it leads, which its
+    #: LEADER_READY sends): `joinLogAsLeader` blocks the module until then.  Used where no recorded wait
+    #: (``leader_join_waits_ns``) says how long.
+    leader_joins_ready_ns: tuple[int, ...] = ()
     #: (log session id, when) of each log image this life's driver had (contract ``logImagesNs``): the
     #: follower's image of that session is there from then, and never when the session is not listed.
     #: None: no such evidence (an image is there as soon as it is looked for).
@@ -183,6 +188,15 @@ class MemberStart:
     #: (contract ``abortsNs``, absolute times): its next slow tick sends every member TerminationPosition
     #: at the log's end and goes TERMINATING, without a snapshot.
     aborts_ns: tuple[int, ...] = ()
+    #: (ns, position) the capture shows this life's log replications reaching (contract
+    #: ``replicationPositionsNs``: the member's own AppendPositions to its leader before it had the image
+    #: of the leader's log): with them a replication follows these instead of completing when created.
+    replication_positions_ns: tuple[tuple[int, int], ...] = ()
+    #: (since ns, done ns) of each follower log replay this life made, as the capture bounds it (contract
+    #: ``logReplaysDoneNs``: the member's CatchupPosition, which FOLLOWER_CATCHUP_INIT sends once the
+    #: replay is over, and its consensus message before it): a replay begun in between is done then.
+    #: Used where no recorded duration (``log_replay_durations_ns``) says how long.
+    log_replays_done_ns: tuple[tuple[int, int], ...] = ()
 
     def members(self) -> list[ClusterMember]:
         return parse_cluster_members(self.cluster_members)

@@ -318,8 +318,11 @@ class Node:
         self.agent.log_replay_start_waits_ns = list(start.log_replay_start_waits_ns)
         self.agent.catchup_replay_waits_ns = list(start.catchup_replay_waits_ns)
         self.agent.log_publications_ready_ns = list(start.log_publications_ready_ns)
+        self.agent.leader_joins_ready_ns = list(start.leader_joins_ready_ns)
         self.agent.log_images_ns = dict(start.log_images_ns) if start.log_images_ns is not None else None
         self.agent.aborts_ns = list(start.aborts_ns)
+        self.agent.replication_positions_ns = list(start.replication_positions_ns)
+        self.agent.log_replays_done_ns = list(start.log_replays_done_ns)
         for session, recording_ns, services_ns, recorder_ns in start.follower_joins_ns:
             self.agent.follower_joins_ns.setdefault(session, []).append((recording_ns, services_ns, recorder_ns))
         self.agent.shutdown_snapshot = start.shutdown_snapshot

@@ -56,10 +56,34 @@ from formats.errors import DecodeError
 from formats.event_columns import EventColumns
 from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
+from recorder.capture.end_of_stream import end_of_stream_times
+from recorder.capture.follower_joins import (
+    append_positions,
+    catchup_positions,
+    consensus_sends,
+    leaders_of_sessions,
+    with_follower_join_evidence,
+)
+from recorder.capture.leader_joins import (
+    first_of_each_sent,
+    first_sent,
+    first_sent_in_columns,
+    joins_over,
+    with_leader_join_evidence,
+)
 from recorder.capture.lifecycle import Restart, WireLiveness, wire_facts, wire_restarts
+from recorder.capture.log_replays import replay_bounds, with_log_replay_evidence
 from recorder.capture.members import MemberMap
 from recorder.capture.pcap_import import import_pcaps, sniff_capture
 from recorder.capture.publications import with_publication_evidence
+from recorder.capture.replications import (
+    append_rows,
+    append_rows_in_columns,
+    terms_of_sessions,
+    with_replication_evidence,
+)
+from recorder.capture.shutdowns import TYPES as SHUTDOWN_TYPES
+from recorder.capture.shutdowns import with_shutdown_evidence
 from recorder.version_evidence import agent_log_evidence, wire_evidence
 
 #: A member whose first CanvassPosition comes this long after the capture began started during the
@@ -350,10 +374,28 @@ def load_captures(
             if end is not None:
                 keyed.append((end, 3, member, 0, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                       type="End", fields={})))
+    if captured is not None:
+        # A leader's ClusterTool shutdown from its TerminationPosition on the wire (`shutdowns`), and when
+        # each leader join was over from its first CommitPosition of the term (`leader_joins`): per life.
+        keyed = with_shutdown_evidence(keyed, (item[4] for item in keyed if item[1] == 1 and item[4].type in
+                                               SHUTDOWN_TYPES))
+        keyed = with_leader_join_evidence(keyed, joins_over(*first_sent(item[4] for item in keyed if item[1] == 1)))
     if captured is not None and captured.consensus_publications:
         # When each consensus publication could take an offer (`publications`): per life, so after the lives.
         keyed = with_publication_evidence(keyed, captured.consensus_publications, group=1,
                                           log_publications=captured.log_publications, log_images=captured.log_images)
+        # When each follower's join was over (`follower_joins`): after the images, for members without logs.
+        sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out"]
+        appended = append_rows(sent)
+        keyed = with_follower_join_evidence(keyed, leaders_of_sessions(sent), append_positions(sent),
+                                            consensus_sends(sent), skip=logged_members, positions=appended,
+                                            catchups=catchup_positions(sent))
+        keyed = with_replication_evidence(keyed, appended, terms_of_sessions(sent), skip=logged_members)
+    if captured is not None:
+        sent = [item[4] for item in keyed if item[1] == 1 and item[4].dir == "out" and item[4].channel == "consensus"]
+        sends = _typed_sends(sent)
+        keyed = with_log_replay_evidence(keyed, replay_bounds(sends), skip=logged_members)
+        keyed = _end_of_stream_answered(keyed, sends, logged_members)
     keyed.sort(key=lambda item: item[:4])
     load.events = [item[4] for item in keyed]
     for parsed in logs:
@@ -475,11 +517,52 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             if end is not None:
                 extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                     type="End", fields={})))
+    # What each member sent on the consensus channel, in time order, with its type (`_typed_sends`).
+    codes, names = rows.type_codes()
+    type_names = np.array(names, dtype=object)
+    sent = np.flatnonzero(kept & consensus_out)
+    sent = sent[np.lexsort((ts[sent], rows.node[sent]))]
+    bounds = np.flatnonzero(np.diff(rows.node[sent])) + 1
+    sends = {int(rows.node[mine[0]]): (ts[mine].tolist(), type_names[codes[mine]])
+             for mine in np.split(sent, bounds) if len(mine)}
+    # `with_shutdown_evidence` and `with_leader_join_evidence`, as `load_captures` applies them.
+    led_by = sorted(first_of_each_sent(rows, kept, "NewLeadershipTerm"), key=lambda event: event.ts)
+    # (Each distinct message once, at its first sight: a resend says nothing more of a shutdown.)
+    terminations = rows.rows_of_type("TerminationPosition")
+    wire = (sorted((event for name in SHUTDOWN_TYPES for direction in ("in", "out")
+                    for event in first_of_each_sent(rows, kept, name, direction)), key=lambda event: event.ts)
+            if np.any(kept[terminations] & (rows.dir[terminations] == DIRECTIONS.index("out"))) else [])
+    extra = [(item[0], item[1], item[2], item[4]) for item in with_leader_join_evidence(with_shutdown_evidence(
+        [(*item[:3], 0, item[3]) for item in extra], wire), joins_over(*first_sent_in_columns(rows, kept, ts, led_by)))]
     if captured.consensus_publications:
         # `with_publication_evidence`, as `load_captures` applies it: its new events after the others.
         extra = [(item[0], item[1], item[2], item[4]) for item in with_publication_evidence(
             [(*item[:3], 0, item[3]) for item in extra], captured.consensus_publications, group=1,
             log_publications=captured.log_publications, log_images=captured.log_images)]
+        leaders = leaders_of_sessions(led_by)
+        appended = append_rows_in_columns(rows, kept)
+        catchups = catchup_positions(rows.event(int(r)) for r in rows.rows_of_type("CatchupPosition") if kept[r])
+        extra = [(item[0], item[1], item[2], item[4]) for item in with_follower_join_evidence(
+            [(*item[:3], 0, item[3]) for item in extra], leaders, appended,
+            {member: times for member, (times, _) in sends.items()}, positions=appended, catchups=catchups)]
+        extra = [(item[0], item[1], item[2], item[4]) for item in with_replication_evidence(
+            [(*item[:3], 0, item[3]) for item in extra], appended,
+            terms_of_sessions(led_by))]
+    # `with_log_replay_evidence` and `_end_of_stream_answered`, as `load_captures` applies them.
+    extra = [(item[0], item[1], item[2], item[4]) for item in with_log_replay_evidence(
+        [(*item[:3], 0, item[3]) for item in extra], replay_bounds(sends))]
+    ends = [int(r) for r in rows.rows_of_type("LogEndOfStream") if kept[r]]
+    if ends:
+        lives_end = {}
+        for item in extra:
+            if item[3].type in ("MemberCrash", "MemberStop", "End"):
+                lives_end.setdefault(item[3].node, []).append(item[0])
+        for row, new in zip(ends, end_of_stream_times([(int(rows.node[r]), int(ts[r])) for r in ends], sends,
+                                                       {m: sorted(t) for m, t in lives_end.items()}), strict=True):
+            if new is None:
+                kept[row] = False
+            elif new is not True:
+                captured_ts[row], captured_flag[row], ts[row] = ts[row], True, new
     moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
     taken = np.flatnonzero(kept)
@@ -729,6 +812,41 @@ def _in_receipt_order(keyed: list) -> list:
             event = dataclasses.replace(item[4], ts=ts, extra={**(item[4].extra or {}), "capturedTs": item[4].ts})
             out[k] = (ts, *item[1:4], event)
     return out
+
+
+def _typed_sends(sent: list[Event]) -> dict[int, tuple[list[int], list[str]]]:
+    """member → (when it sent each of ``sent``, in order; each one's type)."""
+    sends: dict[int, tuple[list[int], list[str]]] = {}
+    for event in sorted(sent, key=lambda e: e.ts):
+        times, types = sends.setdefault(event.node, ([], []))
+        times.append(event.ts)
+        types.append(event.type)
+    return sends
+
+
+def _end_of_stream_answered(keyed: list, sends: dict[int, tuple[list[int], list[str]]], skip: set[int]) -> list:
+    """Each wire ``LogEndOfStream`` of a member without an agent log moved to the CanvassPosition that
+    answered it, or dropped when the member sent nothing more (`recorder.capture.end_of_stream`)."""
+    ends = [i for i, item in enumerate(keyed) if item[1] == 1 and item[4].type == "LogEndOfStream"
+            and item[4].node not in skip]
+    if not ends:
+        return keyed
+    lives_end: dict[int, list[int]] = {}
+    for item in keyed:
+        if item[4].type in ("MemberCrash", "MemberStop", "End") and item[4].dir == "local":
+            lives_end.setdefault(item[4].node, []).append(item[0])
+    found = end_of_stream_times([(keyed[i][4].node, keyed[i][0]) for i in ends], sends,
+                                {m: sorted(t) for m, t in lives_end.items()})
+    dropped = set()
+    out = list(keyed)
+    for i, new in zip(ends, found, strict=True):
+        if new is None:
+            dropped.add(i)
+        elif new is not True:
+            event = out[i][4]
+            out[i] = (new, *out[i][1:4], dataclasses.replace(event, ts=new, extra={**(event.extra or {}),
+                                                                                   "capturedTs": event.ts}))
+    return [item for i, item in enumerate(out) if i not in dropped]
 
 
 def _queued_until_start(keyed: list, node: int, start: int, *, since: int | None = None) -> list:

@@ -298,6 +298,8 @@ class DatagramDecoder:
         #: sorted, each with its sender (`_nearest_session`)
         self._numbered: list[tuple[int, int]] = []
         self._log_sessions: dict[int, int] = {}
+        #: (leader, log session id) → when a NewLeadershipTerm of that leader first named the session
+        self._log_sessions_named: dict[tuple[int, int], int] = {}
         self._leader_of: dict[int, int] = {}
         self._emitted: set[tuple] = set()
         self._decoded: dict[bytes, tuple[Any, dict[str, Any], str]] = {}  # bytes → (message, fields, type)
@@ -440,9 +442,13 @@ class DatagramDecoder:
 
     def log_publications(self) -> dict[tuple[int, int], int]:
         """(leader, log session id) -> when the capture first saw that log publication (its SETUP or first
-        frame): the leader's driver had added it by then.  A catch-up replay from the leader's archive
-        shares the session id and comes later: the earliest is the publication."""
-        out: dict[tuple[int, int], int] = {}
+        frame), or a NewLeadershipTerm of the leader naming its session, if earlier: the leader's driver had
+        added it by then (the session id is the publication's, so no NewLeadershipTerm can name it before
+        `addLogPublication` returned).  In j_short_timeouts_leader_kill, leader 1's first NewLeadershipTerm
+        naming session 1195139053 left at 19:27:45.8746, 0.1 ms after its agent log's LEADER_LOG_REPLICATION
+        (the call returned), its log's first SETUP only at 19:27:45.9640.  A catch-up replay from the
+        leader's archive shares the session id and comes later: the earliest is the publication."""
+        out: dict[tuple[int, int], int] = dict(self._log_sessions_named)
         for publication in self._publications.values():
             if publication.sender is None or publication.key[3] != self.streams.log:
                 continue
@@ -821,6 +827,9 @@ class DatagramDecoder:
             if type_name == "NewLeadershipTerm":
                 self._leader_of[stream.receiver] = message.leader_member_id
                 self._learn_log_session(message.log_session_id, message.leader_member_id, out)
+                named = (message.leader_member_id, message.log_session_id)
+                if named not in self._log_sessions_named or ts < self._log_sessions_named[named]:
+                    self._log_sessions_named[named] = ts
             if sender is not None:
                 if publication.sender is None:
                     self._identify(publication, sender, f"{type_name} names its sender", out)
