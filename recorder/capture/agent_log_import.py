@@ -25,7 +25,9 @@ module's session are taken: the session that asked the archive for something on 
 (``alias=log``) or for a replication; a service's snapshot recordings are its own.  A STOP that answers
 the module's own request to stop a recording (CMD_IN_STOP_RECORDING_SUBSCRIPTION / _BY_IDENTITY, as a
 leader's module does once TERMINATING) is left out: it is the echo of what the model does itself, and
-Aeron's module, no longer ACTIVE by then, does nothing with it.
+Aeron's module, no longer ACTIVE by then, does nothing with it.  So is a STOP that the module's close
+(STATE_CHANGE -> CLOSED) follows with no CLUSTER line between: the closing module never polled it
+(`_without_unpolled_stops`).
 
 Fields keep the names Aeron prints.  Booleans are written as Aeron's BooleanType names ("TRUE",
 "FALSE"), as the decoded messages' columns hold them, so a column such as ``isStartup`` has one type
@@ -400,9 +402,29 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     node = min(members, key=lambda m: (-members[m], m)) if members else None
     for segment in segments:
         segment.alignment = from_log_started(segment.started)
+        segment.records = _without_unpolled_stops(segment.records)
     return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped,
                           dialect=log.dialect.name, implied_versions=log.dialect.versions,
                           aeron_version=log.aeron_version)
+
+
+def _without_unpolled_stops(records: list) -> list:
+    """``records`` less each STOP signal that the module's close (STATE_CHANGE -> CLOSED) follows with no
+    CLUSTER line between: Aeron's module, ACTIVE with no election, enters one in the duty cycle that polls
+    a STOP of its log recording (NEW_ELECTION "log recording stopped"), so a module that closed without
+    it had stopped its duty cycles (its process was closing) before the signal could be polled.  In
+    h_five_members_leader_kill, SIGTERM to all: member 3's archive signalled STOP at 1725.737 (leader 0's
+    log ended) and its module was closing (log subscription closed 1725.744, CLOSED 1725.762); member 4's
+    signal came at 1725.739, its module polled it and logged NEW_ELECTION at 1725.744 before closing."""
+    out = []
+    for index, record in enumerate(records):
+        if (record.context == "ARCHIVE" and record.event == "RECORDING_SIGNAL" and record.fields.get("signal") == "STOP"
+                and index + 1 < len(records)):
+            following = records[index + 1]
+            if following.event == "STATE_CHANGE" and following.fields.get("to") == "CLOSED":
+                continue
+        out.append(record)
+    return out
 
 
 def _note_snapshot(segment: Segment, record: AgentLogRecord, pending: dict[str, int]) -> None:
