@@ -542,6 +542,65 @@ def receipt_order(received: Sequence[Event], logged: Sequence[Event]) -> dict[in
     return moved
 
 
+#: A message its member's agent log shows polled this much after its driver's stall ended waited on in
+#: the module, not in the driver (far beyond the clock alignment's uncertainty, 1 ms).
+LATE_RECEIPT_NS = 20_000_000
+
+
+def late_receipts(received: Sequence[Event], logged: Sequence[Event], stalls: Sequence[tuple[int, int]]
+                  ) -> dict[int, int]:
+    """New times for captured messages that reached a member while its media driver was stalled
+    (`recorder.capture.driver_stalls`: ``stalls``, (from, until)) and that its agent log shows polled
+    more than `LATE_RECEIPT_NS` after the stall ended: when the driver read them again the module was
+    busy elsewhere.  Which is a race the capture cannot show (the module may find the image the
+    driver just made, and block joining its log, before or after it polls what the driver reads next);
+    the agent log's receipt line (CANVASS_POSITION, COMMIT_POSITION, ... `recorder.capture.align.RECEIPTS`)
+    can.  In i_restart_all_one_member_behind, member 1's driver stalled from 19:26:57.316 to .425 (the
+    catch-up image); leader 0's CommitPosition of .324 was polled at .485, once the module had joined the
+    log, in FOLLOWER_CATCHUP (where it sets the catch-up's commit position); in
+    g_leader_sigterm_reelection_rejoin, member 0's three CommitPositions waiting in its stalled driver were
+    polled as the stall ended, before it joined.  Where a member's receipt lines of one content (type
+    and logged fields) are as many as its captured messages of that content, the k-th line logs the
+    k-th message.  ``received`` are the member's inbound captured events, ``logged`` its agent-log
+    events, both in time order.  Returns ``{index in received: new ts}``."""
+    from recorder.capture.align import RECEIPTS as ALL_RECEIPTS
+
+    if not stalls:
+        return {}
+    logged_times: dict[tuple, list[int]] = {}
+    for line in logged:
+        spec = ALL_RECEIPTS.get(line.fields.get("event")) if line.type == "AgentEvent" else None
+        if spec is None:
+            continue
+        try:
+            content = (spec[0],) + tuple(line.fields[printed] for printed, _ in spec[1])
+        except KeyError:
+            continue
+        logged_times.setdefault(content, []).append(line.ts)
+    by_type = {message: pairs for message, pairs in ALL_RECEIPTS.values()}
+    captured: dict[tuple, list[int]] = {}
+    for index, event in enumerate(received):
+        pairs = by_type.get(event.type)
+        if pairs is None or event.channel != "consensus":
+            continue
+        try:
+            content = (event.type,) + tuple(event.fields[name] for _, name in pairs)
+        except KeyError:
+            continue
+        captured.setdefault(content, []).append(index)
+    moved: dict[int, int] = {}
+    for content, indexes in captured.items():
+        times = logged_times.get(content, [])
+        if len(times) != len(indexes):
+            continue
+        for index, ts in zip(indexes, times, strict=True):
+            arrived = received[index].ts
+            stall = next((until for start, until in stalls if start <= arrived < until), None)
+            if stall is not None and ts > stall + LATE_RECEIPT_NS:
+                moved[index] = ts
+    return moved
+
+
 def read_agent_log_file(path: str | os.PathLike[str]) -> ParsedAgentLog:
     """Read and parse one agent log file (text; bytes that are not UTF-8 are replaced)."""
     path = Path(path)
