@@ -95,26 +95,50 @@ class DriverStallScanner:
         return None
 
     def feed_columns(self, table: PacketColumns, *, capture: int = 0) -> None:
-        """The SETUPs and status messages of ``table`` (datagrams of their lengths to or from a member
-        endpoint), in row order; who sent in a late answer's window is read from the whole table."""
+        """The same over a whole table (one capture file): its log SETUPs to member endpoints are read one by
+        one (they are few), each one's answer and who sent in its window looked up in the table's columns."""
         if not len(table):
             return
         names = table.addresses
         ports = np.array(self._ports, dtype=np.int64)
         near = np.isin(table.dst_port, ports) | np.isin(table.src_port, ports)
-        rows = np.flatnonzero(near & np.isin(table.payload_length, _LENGTHS))
-        for row in rows.tolist():
-            src = (names[table.src[row]], int(table.src_port[row]))
-            closed = self._setup_or_answer(int(table.ts_ns[row]), src, (names[table.dst[row]], int(table.dst_port[row])),
-                                           table.payload(row), capture)
-            if closed is None:
+        rows = np.flatnonzero(near & np.isin(table.payload_length, _LENGTHS) & (table.payload_offset >= 0))
+        if not len(rows):
+            return
+        raw = np.frombuffer(table.data, dtype=np.uint8)
+        at = table.payload_offset[rows].astype(np.int64)
+
+        def int32(offset: int) -> np.ndarray:
+            value = (raw[at + offset].astype(np.int64) | raw[at + offset + 1].astype(np.int64) << 8
+                     | raw[at + offset + 2].astype(np.int64) << 16 | raw[at + offset + 3].astype(np.int64) << 24)
+            return np.where(value >= 1 << 31, value - (1 << 32), value)
+
+        frame_type = raw[at + 6].astype(np.int64) | raw[at + 7].astype(np.int64) << 8
+        flags = raw[at + 5]
+        answers = rows[(frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)]
+        answer_session = int32(8)[(frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)]
+        setups = (frame_type == _TYPE_SETUP) & (int32(16) == self.log_stream_id)
+        opened: dict[tuple, int] = {}
+        for row, session in zip(rows[setups].tolist(), int32(12)[setups].tolist(), strict=True):
+            dst = (names[table.dst[row]], int(table.dst_port[row]))
+            owner = self.members.lookup(*dst)
+            if owner is None:
                 continue
-            start, member, _ = closed
-            until = int(table.ts_ns[row])
-            inside = np.flatnonzero((table.ts_ns > start) & (table.ts_ns < until))
+            ts = int(table.ts_ns[row])
+            key = (table.src[row], table.src_port[row], table.dst[row], table.dst_port[row], session)
+            if key in opened and ts - opened[key][0] <= MAX_WAIT_NS:
+                continue  # a repeat of the SETUP its window already began with
+            answered = answers[(table.src[answers] == table.dst[row]) & (table.src_port[answers] == table.dst_port[row])
+                               & (table.dst[answers] == table.src[row]) & (table.dst_port[answers] == table.src_port[row])
+                               & (answer_session == session) & (table.ts_ns[answers] > ts)]
+            until = int(table.ts_ns[answered[0]]) if len(answered) else None
+            opened[key] = (ts, until)
+            if until is None or not STALL_NS < until - ts <= MAX_WAIT_NS:
+                continue
+            inside = np.flatnonzero((table.ts_ns > ts) & (table.ts_ns < until))
             senders = frozenset((names[s], int(p)) for s, p in
                                 set(zip(table.src[inside].tolist(), table.src_port[inside].tolist(), strict=True)))
-            self._late.append((capture, member, start, until, senders))
+            self._late.append((capture, owner[0], ts, until, senders))
 
     def stalls(self, publication_senders: Mapping[Endpoint, int]) -> dict[int, list[tuple[int, int]]]:
         """Member → the spans (from, until) its driver was stalled, in time order: the late answers in

@@ -134,7 +134,50 @@ class FlowControlScanner:
         names = table.addresses
         ports = np.array(self._ports, dtype=np.int64)
         near = np.isin(table.dst_port, ports) | np.isin(table.src_port, ports)
-        rows = np.flatnonzero(near & (table.payload_length >= 8))
+        rows = np.flatnonzero(near & (table.payload_length >= 24))
+        # Only publications that could have reached their receiver's window are read one by one: one whose
+        # data stayed in its first term below the smallest window its receiver gave never did (a consensus
+        # publication starts at its term's offset 0).  Heartbeats (DATA frames of length 0) never take a
+        # sender past what it sent and are skipped.  Reassembled datagrams (no offset in the file) are all read.
+        offsets = table.payload_offset[rows]
+        direct = offsets >= 0
+        if direct.all() and len(rows):
+            raw = np.frombuffer(table.data, dtype=np.uint8)
+            at = offsets.astype(np.int64)
+
+            def int32(offset: int) -> np.ndarray:
+                value = (raw[at + offset].astype(np.int64) | raw[at + offset + 1].astype(np.int64) << 8
+                         | raw[at + offset + 2].astype(np.int64) << 16 | raw[at + offset + 3].astype(np.int64) << 24)
+                return np.where(value >= 1 << 31, value - (1 << 32), value)
+
+            frame_type = raw[at + 6].astype(np.int64) | raw[at + 7].astype(np.int64) << 8
+            data = (frame_type == _TYPE_DATA) & (int32(0) > 0) & (int32(16) == self.stream_id)
+            status = (frame_type == _TYPE_SM) & (int32(12) == self.stream_id)
+            setup = (frame_type == _TYPE_SETUP) & (int32(16) == self.stream_id)
+            # one key per publication: (sender endpoint, receiver endpoint, session), from either direction
+            src, sport = table.src[rows].astype(np.int64), table.src_port[rows].astype(np.int64)
+            dst, dport = table.dst[rows].astype(np.int64), table.dst_port[rows].astype(np.int64)
+            session = np.where(status, int32(8), int32(12))
+            keys = np.stack([np.where(status, dst, src), np.where(status, dport, sport),
+                             np.where(status, src, dst), np.where(status, sport, dport), session], axis=1)
+            wanted = data | status | setup
+            _, group = np.unique(keys[wanted], axis=0, return_inverse=True)
+            group = group.reshape(-1)
+            groups = int(group.max()) + 1 if len(group) else 0
+            is_data, is_status = data[wanted], status[wanted]
+            term_id, end = int32(20)[wanted], int32(8)[wanted] + table.payload_length[rows][wanted]
+            window = int32(24)[wanted]
+            big = np.iinfo(np.int64).max
+            least_window = np.full(groups, big)
+            np.minimum.at(least_window, group[is_status], window[is_status])
+            first_term = np.full(groups, big)
+            np.minimum.at(first_term, group[is_data], term_id[is_data])
+            last_term = np.full(groups, -big)
+            np.maximum.at(last_term, group[is_data], term_id[is_data])
+            furthest = np.zeros(groups, dtype=np.int64)
+            np.maximum.at(furthest, group[is_data], end[is_data])
+            could = (least_window < big) & ((last_term != first_term) & (last_term > -big) | (furthest >= least_window))
+            rows = rows[wanted][could[group]]
         for row in rows.tolist():
             self.feed(int(table.ts_ns[row]), (names[table.src[row]], int(table.src_port[row])),
                       (names[table.dst[row]], int(table.dst_port[row])), table.payload(row), capture=capture)
