@@ -420,14 +420,18 @@ class _Sender:
     """What node replay knows of one member's consensus publication to one peer (``PublicationStatus``):
     how far its sender has sent (None: everything offered), and the model's sends not on the wire yet:
     ``pending`` (offered this instant: the evidence for this instant may still come) and ``held``
-    (offered past the sender position: they leave when the evidence moves it past them)."""
+    (offered past the sender position: they leave when the evidence moves it past them).  ``offered``:
+    the publication position after the last send decided, where a stall (``sender_stalled``) holds the
+    sender; ``stalled``: whether one does."""
 
-    __slots__ = ("position", "pending", "held")
+    __slots__ = ("position", "pending", "held", "offered", "stalled")
 
     def __init__(self) -> None:
         self.position: int | None = None
         self.pending: list[tuple[int, dict[str, Any]]] = []
         self.held: list[tuple[int, dict[str, Any]]] = []
+        self.offered = 0
+        self.stalled = False
 
 
 @dataclass(slots=True)
@@ -730,7 +734,13 @@ class NodeReplay:
         if sender is None:
             sender = self.senders[key] = _Sender()
         self._decide(key, sender, before=ts)
-        sender.position = status.sender_position
+        if status.sender_stalled:
+            if not sender.stalled:
+                sender.position = sender.offered  # it sent what was offered before the stall, and no more
+            sender.stalled = True
+        else:
+            sender.position = status.sender_position
+            sender.stalled = False
         if sender.held:
             still = []
             for position, record in sender.held:
@@ -753,6 +763,7 @@ class NodeReplay:
             return
         cut = len(pending) if before is None else sum(1 for _, record in pending if record["ts"] < before)
         for position, record in pending[:cut]:
+            sender.offered = max(sender.offered, position)
             if sender.position is None or position <= sender.position:
                 self._actual_send(key[0], record)
             else:

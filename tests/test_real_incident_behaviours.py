@@ -482,3 +482,35 @@ def test_a_rejoining_follower_that_first_reports_its_join_position_had_its_recor
     modelled = [r["fields"]["logPosition"] for r in records if r["kind"] == "send" and r["node"] == 0
                 and r["type"] == "AppendPosition" and r["ts"] > restarted][:2]
     assert modelled == recorded and recorded[0] == 8320 < recorded[1]
+
+
+#: A follower's module (control session 7) records the log; its archive then stops the recording on its own.
+CLOSING_LINES = """\
+[1.000000000] log started 2026-01-01 00:00:00.000+0000
+[1.100000000] CLUSTER: ELECTION_STATE_CHANGE [79/79]: memberId=3 INIT -> CANVASS leaderId=-1 candidateTermId=-1 \
+leadershipTermId=-1 logPosition=0 logLeadershipTermId=-1 appendPosition=0 catchupPosition=-1 reason=
+[1.200000000] ARCHIVE: CMD_IN_EXTEND_RECORDING2 [149/149]: controlSessionId=7 correlationId=84 recordingId=0 \
+streamId=100 sourceLocation=REMOTE autoStop=TRUE channel=aeron:udp?control-mode=manual|session-id=3|alias=log-cm
+[1.300000000] ARCHIVE: RECORDING_SIGNAL [52/52]: controlSessionId=7 correlationId=84 recordingId=0 \
+subscriptionId=85 position=10720 signal=STOP
+"""
+
+
+@pytest.mark.parametrize("then, kept", [
+    ("[1.400000000] CLUSTER: STATE_CHANGE [24/24]: memberId=3 ACTIVE -> CLOSED\n", False),
+    ("[1.350000000] CLUSTER: NEW_ELECTION [63/63]: memberId=3 leadershipTermId=2 logPosition=10720 "
+     "appendPosition=10720 reason=log recording stopped: eos=true\n"
+     "[1.400000000] CLUSTER: STATE_CHANGE [24/24]: memberId=3 ACTIVE -> CLOSED\n", True),
+])
+def test_a_log_recording_stop_the_closing_module_never_polled_is_not_an_input(then, kept):
+    events = agent_log_events(parse_agent_log(CLOSING_LINES + then, source="n3.log"))
+    assert bool([e for e in events if e.type == "RecordingSignal" and e.fields["signal"] == "STOP"]) is kept
+
+
+def test_a_follower_closing_when_its_archive_stops_the_log_recording_starts_no_election():
+    """h_five_members_leader_kill, SIGTERM to all: member 3's archive signalled STOP at 19:25:48.68 (leader
+    0's log ended) while its module was closing (CLOSED next, no NEW_ELECTION): Aeron's module enters an
+    election only in a duty cycle that polls the signal.  Member 4's module polled its own and did."""
+    events, records = _replayed("h_five_members_leader_kill")
+    assert _model_states(records, 3)[-1][1:] == _logged_states(events, 3)[-1][1:] == ("FOLLOWER_READY", "CLOSED")
+    assert _model_states(records, 4)[-1][1:] == _logged_states(events, 4)[-1][1:] == ("INIT", "CANVASS")

@@ -93,7 +93,8 @@ def input_of(event: Any) -> Input | None:
             return None
         position = fields.get("senderPosition")
         return PublicationStatus(
-            peer=peer, connected=bool(fields.get("connected")), sender_position=position if _is_int(position) else None
+            peer=peer, connected=bool(fields.get("connected")), sender_position=position if _is_int(position) else None,
+            sender_stalled=fields.get("senderStalled") is True,
         )
     return None
 

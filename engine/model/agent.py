@@ -420,11 +420,12 @@ class ConsensusModuleAgent:
             if member.id != self.member_id:
                 self.emit(Send(self.output_ts, self.member_id, member.id, "consensus", message))
 
-    def on_publication_status(self, peer_id: int, connected: bool, sender_position: int | None) -> None:
+    def on_publication_status(self, peer_id: int, connected: bool, sender_position: int | None,
+                              sender_stalled: bool = False) -> None:
         """Evidence: the driver's view of the consensus publication to ``peer_id`` from now on."""
         publication = self.publications.get(peer_id)
         if publication is not None:
-            publication.on_status(connected, sender_position)
+            publication.on_status(connected, sender_position, sender_stalled)
 
     def set_role(self, new_role: Role) -> None:
         if new_role is not self.role:

@@ -89,11 +89,18 @@ class PublicationStatus:
     sent; what was offered past it waits in the publication, not yet on the wire.  None: it has sent
     everything offered.  A member started with ``MemberStart.connected_peers`` refuses, as Aeron does,
     what the driver would have refused.
+
+    ``sender_stalled``: the sender has reached its receiver's flow-control limit (the receiver's
+    consumption position, from its status messages, plus its window) and sends nothing more until a
+    status without it: the sender position is where the member's own publication stands when the
+    stall begins (a capture's wire positions are not the model's), and stays there through later
+    statuses that keep the stall (the publication may meanwhile lose and regain its receiver).
     """
 
     peer: int
     connected: bool
     sender_position: int | None = None
+    sender_stalled: bool = False
 
 
 @dataclass(frozen=True, slots=True)

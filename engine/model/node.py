@@ -180,7 +180,7 @@ class Node:
             # The driver's counters change beside the agent; what a refusal held back (a ballot, an
             # AppendPosition) is tried again in the agent's next duty cycle, which is now.
             agent.set_time(now_ns, now_ns)
-            agent.on_publication_status(item.peer, item.connected, item.sender_position)
+            agent.on_publication_status(item.peer, item.connected, item.sender_position, item.sender_stalled)
             self._tick(now_ns)
         elif kind is not End:
             raise TypeError(f"Node.step takes an engine.model.inputs value, got {kind.__name__}")

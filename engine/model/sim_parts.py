@@ -236,15 +236,24 @@ class SimPublication:
     starts at position 0, not connected: Aeron refuses offers until the first status message.
     """
 
-    __slots__ = ("connected", "position", "limit")
+    __slots__ = ("connected", "position", "limit", "stalled_at")
 
     def __init__(self) -> None:
         self.connected = False
         self.position = 0
         self.limit: int | None = None
+        #: Where the sender stopped at its receiver's flow-control limit (`PublicationStatus.sender_stalled`):
+        #: this publication's position when the stall began.
+        self.stalled_at: int | None = None
 
-    def on_status(self, connected: bool, sender_position: int | None) -> None:
+    def on_status(self, connected: bool, sender_position: int | None, sender_stalled: bool = False) -> None:
         self.connected = connected
+        if sender_stalled:
+            if self.stalled_at is None:
+                self.stalled_at = self.position
+            sender_position = self.stalled_at
+        else:
+            self.stalled_at = None
         self.limit = None if sender_position is None else sender_position + CONSENSUS_TERM_WINDOW
 
     def offer(self, message_length: int) -> bool:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -305,7 +305,7 @@ def load_captures(
                                        **segment.alignment.to_json()})
 
     if logs and captured is not None:
-        keyed = _in_receipt_order(keyed)
+        keyed = _in_receipt_order(keyed, getattr(captured, "driver_stalls", None))
     capture_start = captured.first_ts_ns if captured is not None else None
     liveness = captured.liveness if captured is not None else {}
     # Each member's lives (`lifecycle`): from its agent log where it has one, else from the wire.
@@ -797,9 +797,10 @@ def _segment_at(parsed: Any, ts: int) -> Any:
     return found
 
 
-def _in_receipt_order(keyed: list) -> list:
-    """Captured messages a member's agent log shows it handled in another order get their times swapped."""
-    from recorder.capture.agent_log_import import receipt_order
+def _in_receipt_order(keyed: list, driver_stalls: Mapping[int, Sequence[tuple[int, int]]] | None = None) -> list:
+    """Captured messages a member's agent log shows it handled in another order get their times swapped,
+    and those that waited in a stalled driver and were polled long after it, their receipt lines' times."""
+    from recorder.capture.agent_log_import import late_receipts, receipt_order
 
     out = list(keyed)
     for node in sorted({item[4].node for item in keyed if item[1] == 2}):
@@ -811,6 +812,14 @@ def _in_receipt_order(keyed: list) -> list:
             k, item = received[index]
             event = dataclasses.replace(item[4], ts=ts, extra={**(item[4].extra or {}), "capturedTs": item[4].ts})
             out[k] = (ts, *item[1:4], event)
+        stalls = (driver_stalls or {}).get(node)
+        if stalls:
+            received = [(k, out[k]) for k, _ in received]
+            for index, ts in late_receipts([item[4] for _, item in received], logged, stalls).items():
+                k, item = received[index]
+                extra = {**(item[4].extra or {}), "receivedLate": "polled as its agent log's receipt line shows"}
+                extra.setdefault("capturedTs", item[4].ts)
+                out[k] = (ts, *item[1:4], dataclasses.replace(item[4], ts=ts, extra=extra))
     return out
 
 

@@ -25,7 +25,9 @@ module's session are taken: the session that asked the archive for something on 
 (``alias=log``) or for a replication; a service's snapshot recordings are its own.  A STOP that answers
 the module's own request to stop a recording (CMD_IN_STOP_RECORDING_SUBSCRIPTION / _BY_IDENTITY, as a
 leader's module does once TERMINATING) is left out: it is the echo of what the model does itself, and
-Aeron's module, no longer ACTIVE by then, does nothing with it.
+Aeron's module, no longer ACTIVE by then, does nothing with it.  So is a STOP that the module's close
+(STATE_CHANGE -> CLOSED) follows with no CLUSTER line between: the closing module never polled it
+(`_without_unpolled_stops`).
 
 Fields keep the names Aeron prints.  Booleans are written as Aeron's BooleanType names ("TRUE",
 "FALSE"), as the decoded messages' columns hold them, so a column such as ``isStartup`` has one type
@@ -400,9 +402,29 @@ def parse_agent_log(text: str, *, source: str) -> ParsedAgentLog:
     node = min(members, key=lambda m: (-members[m], m)) if members else None
     for segment in segments:
         segment.alignment = from_log_started(segment.started)
+        segment.records = _without_unpolled_stops(segment.records)
     return ParsedAgentLog(source, node, [s for s in segments if s.records or s.started], problems, skipped,
                           dialect=log.dialect.name, implied_versions=log.dialect.versions,
                           aeron_version=log.aeron_version)
+
+
+def _without_unpolled_stops(records: list) -> list:
+    """``records`` less each STOP signal that the module's close (STATE_CHANGE -> CLOSED) follows with no
+    CLUSTER line between: Aeron's module, ACTIVE with no election, enters one in the duty cycle that polls
+    a STOP of its log recording (NEW_ELECTION "log recording stopped"), so a module that closed without
+    it had stopped its duty cycles (its process was closing) before the signal could be polled.  In
+    h_five_members_leader_kill, SIGTERM to all: member 3's archive signalled STOP at 1725.737 (leader 0's
+    log ended) and its module was closing (log subscription closed 1725.744, CLOSED 1725.762); member 4's
+    signal came at 1725.739, its module polled it and logged NEW_ELECTION at 1725.744 before closing."""
+    out = []
+    for index, record in enumerate(records):
+        if (record.context == "ARCHIVE" and record.event == "RECORDING_SIGNAL" and record.fields.get("signal") == "STOP"
+                and index + 1 < len(records)):
+            following = records[index + 1]
+            if following.event == "STATE_CHANGE" and following.fields.get("to") == "CLOSED":
+                continue
+        out.append(record)
+    return out
 
 
 def _note_snapshot(segment: Segment, record: AgentLogRecord, pending: dict[str, int]) -> None:
@@ -517,6 +539,65 @@ def receipt_order(received: Sequence[Event], logged: Sequence[Event]) -> dict[in
         for i, ts in zip(matched, times, strict=True):
             if received[i].ts != ts:
                 moved[i] = ts
+    return moved
+
+
+#: A message its member's agent log shows polled this much after its driver's stall ended waited on in
+#: the module, not in the driver (far beyond the clock alignment's uncertainty, 1 ms).
+LATE_RECEIPT_NS = 20_000_000
+
+
+def late_receipts(received: Sequence[Event], logged: Sequence[Event], stalls: Sequence[tuple[int, int]]
+                  ) -> dict[int, int]:
+    """New times for captured messages that reached a member while its media driver was stalled
+    (`recorder.capture.driver_stalls`: ``stalls``, (from, until)) and that its agent log shows polled
+    more than `LATE_RECEIPT_NS` after the stall ended: when the driver read them again the module was
+    busy elsewhere.  Which is a race the capture cannot show (the module may find the image the
+    driver just made, and block joining its log, before or after it polls what the driver reads next);
+    the agent log's receipt line (CANVASS_POSITION, COMMIT_POSITION, ... `recorder.capture.align.RECEIPTS`)
+    can.  In i_restart_all_one_member_behind, member 1's driver stalled from 19:26:57.316 to .425 (the
+    catch-up image); leader 0's CommitPosition of .324 was polled at .485, once the module had joined the
+    log, in FOLLOWER_CATCHUP (where it sets the catch-up's commit position); in
+    g_leader_sigterm_reelection_rejoin, member 0's three CommitPositions waiting in its stalled driver were
+    polled as the stall ended, before it joined.  Where a member's receipt lines of one content (type
+    and logged fields) are as many as its captured messages of that content, the k-th line logs the
+    k-th message.  ``received`` are the member's inbound captured events, ``logged`` its agent-log
+    events, both in time order.  Returns ``{index in received: new ts}``."""
+    from recorder.capture.align import RECEIPTS as ALL_RECEIPTS
+
+    if not stalls:
+        return {}
+    logged_times: dict[tuple, list[int]] = {}
+    for line in logged:
+        spec = ALL_RECEIPTS.get(line.fields.get("event")) if line.type == "AgentEvent" else None
+        if spec is None:
+            continue
+        try:
+            content = (spec[0],) + tuple(line.fields[printed] for printed, _ in spec[1])
+        except KeyError:
+            continue
+        logged_times.setdefault(content, []).append(line.ts)
+    by_type = {message: pairs for message, pairs in ALL_RECEIPTS.values()}
+    captured: dict[tuple, list[int]] = {}
+    for index, event in enumerate(received):
+        pairs = by_type.get(event.type)
+        if pairs is None or event.channel != "consensus":
+            continue
+        try:
+            content = (event.type,) + tuple(event.fields[name] for _, name in pairs)
+        except KeyError:
+            continue
+        captured.setdefault(content, []).append(index)
+    moved: dict[int, int] = {}
+    for content, indexes in captured.items():
+        times = logged_times.get(content, [])
+        if len(times) != len(indexes):
+            continue
+        for index, ts in zip(indexes, times, strict=True):
+            arrived = received[index].ts
+            stall = next((until for start, until in stalls if start <= arrived < until), None)
+            if stall is not None and ts > stall + LATE_RECEIPT_NS:
+                moved[index] = ts
     return moved
 
 

@@ -263,6 +263,9 @@ class ConsensusPublicationSeen(NamedTuple):
     first_seen_ns: int  #: its first SETUP or frame
     first_data_ns: int | None  #: its first message
     status_messages: tuple[tuple[int, bool], ...]  #: (ts, end of stream) of each status message its receiver sent
+    #: (from, until) spans its sender sat at its receiver's flow-control limit (`recorder.capture.flow_control`;
+    #: until None: to the end of the capture)
+    stalls: tuple[tuple[int, int | None], ...] = ()
 
 
 class DatagramDecoder:

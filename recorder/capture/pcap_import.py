@@ -51,6 +51,8 @@ from recorder.capture.datagrams import (
     Streams,
     survey_datagrams,
 )
+from recorder.capture.driver_stalls import DriverStallScanner
+from recorder.capture.flow_control import FlowControlScanner
 from recorder.capture.lifecycle import WireLiveness
 from recorder.capture.members import MemberMap, infer_members, local_members
 
@@ -98,13 +100,14 @@ class PcapImport:
     ``log_images`` ((member, log session id) -> when its driver had an image of it)."""
 
     __slots__ = ("columns", "files", "members", "summary", "problems", "notes", "liveness", "consensus_publications",
-                 "log_publications", "log_images", "_events")
+                 "log_publications", "log_images", "driver_stalls", "_events")
 
     def __init__(self, columns: EventColumns, files: list[CaptureFile], members: MemberMap, summary: DecodeSummary,
                  problems: list[Problem], notes: list[str], liveness: dict[int, WireLiveness] | None = None,
                  consensus_publications: list[ConsensusPublicationSeen] | None = None,
                  log_publications: dict[tuple[int, int], int] | None = None,
-                 log_images: dict[tuple[int, int], list[int]] | None = None) -> None:
+                 log_images: dict[tuple[int, int], list[int]] | None = None,
+                 driver_stalls: dict[int, list[tuple[int, int]]] | None = None) -> None:
         self.columns = columns
         self.files = files
         self.members = members
@@ -115,6 +118,8 @@ class PcapImport:
         self.consensus_publications = consensus_publications if consensus_publications is not None else []
         self.log_publications = log_publications if log_publications is not None else {}
         self.log_images = log_images if log_images is not None else {}
+        #: member → the spans its media driver read nothing (`recorder.capture.driver_stalls`)
+        self.driver_stalls = driver_stalls if driver_stalls is not None else {}
         self._events: list[Event] | None = None
 
     @property
@@ -197,6 +202,8 @@ def _decode_in_bulk(
     decoder = DatagramDecoder(members, streams=streams, local_members=local,
                               sources={i: name for i, (name, _, _) in enumerate(readers)})
     feeder = BulkDecoder(decoder)
+    flow = FlowControlScanner(members, streams.consensus)
+    busy = DriverStallScanner(members, streams.log)
     problems: list[Problem] = []
     unreachable: list[PortUnreachable] = []
     for index, (name, reader, _) in enumerate(readers):
@@ -204,6 +211,8 @@ def _decode_in_bulk(
         table = tables[index]
         if len(table):
             file.first_ts_ns, file.last_ts_ns = table.time(0), table.time(len(table) - 1)
+        flow.feed_columns(table, capture=index)
+        busy.feed_columns(table, capture=index)
         del table
         # Handed over, not kept here: the walk lets the capture's columns go as soon as it can.
         feeder.feed(tables.pop(index), capture=index, progress=progress,
@@ -222,7 +231,7 @@ def _decode_in_bulk(
     columns = feeder.finish()
     give_back_memory()
     problems += decoder.problems
-    return _imported(columns, files, members, decoder, problems, notes + decoder.notes, unreachable)
+    return _imported(columns, files, members, decoder, problems, notes + decoder.notes, unreachable, flow, busy)
 
 
 def _read_through(data: bytes | bytearray | memoryview, start: int = 0, end: int | None = None) -> None:
@@ -240,7 +249,8 @@ def _read_through(data: bytes | bytearray | memoryview, start: int = 0, end: int
 
 
 def _imported(columns: EventColumns, files: list[CaptureFile], members: MemberMap, decoder: DatagramDecoder,
-              problems: list[Problem], notes: list[str], unreachable: Sequence[PortUnreachable]) -> PcapImport:
+              problems: list[Problem], notes: list[str], unreachable: Sequence[PortUnreachable],
+              flow: FlowControlScanner | None = None, busy: DriverStallScanner | None = None) -> PcapImport:
     if not len(columns):
         names = ", ".join(f.path for f in files)
         udp = sum(f.udp_packets for f in files)
@@ -250,8 +260,22 @@ def _imported(columns: EventColumns, files: list[CaptureFile], members: MemberMa
             source=names,
         )
     return PcapImport(columns, files, members, DecodeSummary.of(decoder), problems, notes,
-                      _liveness(decoder, members, unreachable), decoder.consensus_publications(),
-                      decoder.log_publications(), decoder.log_images())
+                      _liveness(decoder, members, unreachable), _with_stalls(decoder.consensus_publications(), flow),
+                      decoder.log_publications(), decoder.log_images(),
+                      busy.stalls(decoder.publication_senders()) if busy is not None else {})
+
+
+def _with_stalls(publications: list[ConsensusPublicationSeen], flow: FlowControlScanner | None
+                 ) -> list[ConsensusPublicationSeen]:
+    """Each consensus publication with the spans its sender sat at its receiver's flow-control limit."""
+    stalls = flow.stalls() if flow is not None else {}
+    if not stalls:
+        return publications
+    return [p._replace(stalls=tuple(stalls.get((p.receiver, _signed(p.session_id)), ()))) for p in publications]
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _fill_times(table: PacketColumns) -> int:
@@ -351,6 +375,8 @@ def _decode_captures(
     keyed: list[tuple[tuple, Event]] = []
     problems: list[Problem] = []
     unreachable: list[PortUnreachable] = []
+    flow = FlowControlScanner(members, streams.consensus)
+    busy = DriverStallScanner(members, streams.log)
     for index, (name, reader, size) in enumerate(readers):
         file = files[index]
         feed = decoder.feed_keyed
@@ -362,6 +388,11 @@ def _decode_captures(
             if first_ts is None:
                 first_ts = packet.ts_ns
             keyed += feed(packet, packet.index, capture=index, payload_offset=packet.payload_offset)
+            if packet.ts_ns is not None:
+                flow.feed(packet.ts_ns, (packet.src_ip, packet.src_port), (packet.dst_ip, packet.dst_port), packet.payload,
+                          capture=index)
+                busy.feed(packet.ts_ns, (packet.src_ip, packet.src_port), (packet.dst_ip, packet.dst_port), packet.payload,
+                          capture=index)
             if progress is not None and count % PROGRESS_EVERY == 0:
                 progress(packet.file_offset - done)
                 done = packet.file_offset
@@ -384,7 +415,7 @@ def _decode_captures(
     problems += decoder.problems
     notes += decoder.notes
     return _imported(EventColumns.from_events(map(itemgetter(1), keyed)), files, members, decoder, problems, notes,
-                     unreachable)
+                     unreachable, flow, busy)
 
 
 def _liveness(decoder: DatagramDecoder, members: MemberMap, unreachable: Sequence[PortUnreachable]

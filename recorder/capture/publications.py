@@ -30,10 +30,14 @@ gets them as ``logPublicationsReadyNs`` (when each log publication it added was 
 member did (`engine.model.agent`), and without an image the capture never shows, FOLLOWER_LOG_AWAIT
 times out as the real one did.
 
-Only whether a publication is connected is read from captures, not how far its sender got (flow
-control): the model's own sends differ from the real member's, so their positions would not line
-up, and at the loads seen so far no consensus publication was back-pressured.  The simulator, whose
-publications are exactly the model's, reports both.
+How far a sender got is read from captures only as its flow-control stalls
+(`recorder.capture.flow_control`: the spans its sender sat at its receiver's window, on the
+publication's ``stalls``), as ``senderStalled`` on the ``PublicationStatus`` events of that peer,
+never as a position: the model's own sends differ from the real member's by a few heartbeats, so
+their positions would not line up; the model holds its sender where its own publication stood when
+the stall began (in h_five_members_leader_kill, leader 0's CommitPositions to the blocked member 3
+waited in the publication from 19:25:11.90 to 19:25:39.93).  The simulator, whose publications are
+exactly the model's, reports positions.
 
 Pure: the decoder's findings and the members' lives in, events and start fields out.
 """
@@ -119,19 +123,28 @@ def publication_evidence(publications: Sequence[ConsensusPublicationSeen], lives
                if (life.since_ns is None or p.first_seen_ns > life.since_ns)
                and (life.end_ns is None or p.first_seen_ns <= life.end_ns)]
         spans: dict[int, list[tuple[int, int]]] = {}
+        stalls: dict[int, list[tuple[int, int | None]]] = {}
         for publication in own:
             spans.setdefault(publication.receiver, []).extend(connected_spans(publication, timeout_ns))
+            stalls.setdefault(publication.receiver, []).extend(publication.stalls)
         connected = tuple(sorted(peer for peer, peer_spans in spans.items()
                                  if any(a <= life.start_ns < b for a, b in peer_spans)))
         changes = []
         for peer in sorted(spans):
-            for ts, is_connected in _changes(spans[peer]):
-                if ts > life.start_ns and (life.end_ns is None or ts < life.end_ns):
-                    changes.append(Event(ts=ts, node=life.member, dir="local", peer=peer, channel="local",
-                                         type="PublicationStatus",
-                                         fields={"channel": "consensus", "connected": is_connected,
-                                                 "senderPosition": None},
-                                         extra={"evidence": _evidence(is_connected, peer, ts)}))
+            is_connected, stalled = peer in connected, False
+            for ts, now_connected, now_stalled in _status_changes(_changes(spans[peer]), stalls[peer]):
+                if ts <= life.start_ns or (life.end_ns is not None and ts >= life.end_ns):
+                    continue
+                if stalls[peer] and (now_connected, now_stalled) == (is_connected, stalled):
+                    continue
+                why = (_stall_evidence(peer, now_stalled) if now_stalled != stalled and now_connected == is_connected
+                       else _evidence(now_connected, peer, ts))
+                is_connected, stalled = now_connected, now_stalled
+                fields = {"channel": "consensus", "connected": is_connected, "senderPosition": None}
+                if stalled or stalls[peer]:
+                    fields["senderStalled"] = stalled
+                changes.append(Event(ts=ts, node=life.member, dir="local", peer=peer, channel="local",
+                                     type="PublicationStatus", fields=fields, extra={"evidence": why}))
         changes.sort(key=lambda event: (event.ts, event.peer))
         ready = tuple(sorted(ts for (member, _), ts in (log_publications or {}).items()
                              if member == life.member and _within(life, ts)))
@@ -165,6 +178,26 @@ def _changes(spans: list[tuple[int, int]]) -> list[tuple[int, bool]]:
     if end is not None:
         changes.append((end, False))
     return changes
+
+
+def _status_changes(connected: list[tuple[int, bool]], stalls: Sequence[tuple[int, int | None]]
+                    ) -> list[tuple[int, bool, bool]]:
+    """(time, connected, sender stalled) at each change of either, from the connected changes and the
+    spans the sender sat at its flow-control limit."""
+    times = sorted({ts for ts, _ in connected} | {a for a, _ in stalls} | {b for _, b in stalls if b is not None})
+    out = []
+    for ts in times:
+        now_connected = next((c for t, c in reversed(connected) if t <= ts), False)
+        now_stalled = any(a <= ts and (b is None or ts < b) for a, b in stalls)
+        out.append((ts, now_connected, now_stalled))
+    return out
+
+
+def _stall_evidence(peer: int, stalled: bool) -> str:
+    if stalled:
+        return (f"the sender reached member {peer}'s flow-control limit (its status messages' consumption position"
+                " plus window) and sent no more: what is offered waits in the publication")
+    return f"the sender went past its flow-control limit to member {peer}: what waited in the publication left"
 
 
 def _evidence(connected: bool, peer: int, ts: int) -> str:

@@ -1,0 +1,156 @@
+"""When a member's media driver read nothing from its sockets, from the wire (`DriverStall` evidence).
+
+A media driver whose conductor, sender and receiver share one thread (Aeron's SHARED threading mode,
+which the captures' members run) does nothing else while its conductor creates an image: it maps a
+new log buffer, and a 64 MiB log takes ~100 ms.  Meanwhile it sends nothing (no heartbeat, no status
+message) and reads no datagram: what reaches the member waits in its sockets.  Whether its consensus
+module then polls those messages before or after it finds the new image (and blocks joining its log)
+is a race the capture cannot show; the member's agent log can (`agent_log_import.late_receipts` takes
+the receipt lines' times for messages that arrived in a stall).  In i_restart_all_one_member_behind,
+member 1's driver got leader 0's catch-up SETUP at 19:26:57.316 and sent nothing until it answered it
+at .425 (its publications heartbeat every 100 ms otherwise); leader 0's CommitPosition of .324 was
+polled at .485, once the module had found the image and joined the log.
+
+`DriverStallScanner` reads the log stream's SETUPs to member endpoints (a new log or catch-up image,
+whose 64 MiB buffers take that long to map; a consensus image's 64 KiB do not, and a consensus SETUP
+answered late found no subscription yet, not a busy driver) and the status messages that answer
+them: a SETUP answered more than `STALL_NS` later (and less than `MAX_WAIT_NS`: longer is a receiver that
+was not there) by a member whose driver sent nothing in between (from its endpoints or its
+publications, whose ephemeral ports `stalls` is told) is a stall from the SETUP to the answer.  A
+driver with threads of its own goes on sending while its conductor works, and is never taken for
+stalled.
+
+Pure: datagrams in, spans out.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+
+import numpy as np
+
+from formats.pcap import PacketColumns
+from recorder.capture.members import MemberMap
+
+_HEADER = struct.Struct("<iBBH")
+_SESSION = struct.Struct("<i")
+_SESSION_STREAM = struct.Struct("<ii")
+_TYPE_SM, _TYPE_SETUP = 0x03, 0x05
+_SM_SETUP_FLAG = 0x80
+#: A SETUP is normally answered within a millisecond; one answered this much later found the driver busy.
+STALL_NS = 50_000_000
+#: A SETUP unanswered for this long had no receiver (the member was down), not a busy one.
+MAX_WAIT_NS = 1_000_000_000
+#: Datagram lengths of a lone SM (with and without its group tag) and a lone SETUP.
+_LENGTHS = (36, 40, 44)
+
+Endpoint = tuple[str, int]
+
+
+class DriverStallScanner:
+    """Feed the datagrams of a capture in order (`feed`, or `feed_columns` for a whole table); `stalls`."""
+
+    def __init__(self, members: MemberMap, log_stream_id: int) -> None:
+        self.members = members
+        self.log_stream_id = log_stream_id
+        self._ports = sorted({endpoint.port for member in members.members for endpoint in member.endpoints.values()
+                              if endpoint.port})
+        #: (capture, member endpoint, publisher endpoint, session) → [first SETUP time, member, senders since]
+        self._open: dict[tuple, list] = {}
+        #: (capture, member, from, until, endpoints that sent meanwhile) of each SETUP answered late
+        self._late: list[tuple[int, int, int, int, frozenset[Endpoint]]] = []
+
+    def feed(self, ts: int, src: Endpoint, dst: Endpoint, payload: bytes | memoryview, *, capture: int = 0) -> None:
+        closed = self._setup_or_answer(ts, src, dst, payload, capture)
+        if self._open:
+            for window in self._open.values():
+                window[2].add(src)
+        if closed is not None:
+            start, member, senders = closed
+            self._late.append((capture, member, start, ts, frozenset(senders)))
+
+    def _setup_or_answer(self, ts: int, src: Endpoint, dst: Endpoint, payload: bytes | memoryview, capture: int
+                         ) -> tuple[int, int, set[Endpoint]] | None:
+        """Open a window at a SETUP to a member endpoint; at the status message answering it, close it and
+        return (its start, the member, who sent meanwhile) when it was answered late."""
+        if len(payload) < 16:
+            return None
+        _, _, flags, frame_type = _HEADER.unpack_from(payload, 0)
+        if frame_type == _TYPE_SETUP and len(payload) >= 40:
+            owner = self.members.lookup(*dst)
+            if owner is not None:
+                session, stream = _SESSION_STREAM.unpack_from(payload, 12)
+                if stream != self.log_stream_id:
+                    return None
+                key = (capture, dst, src, session)
+                window = self._open.get(key)
+                if window is None or ts - window[0] > MAX_WAIT_NS:
+                    self._open[key] = [ts, owner[0], set()]
+        elif frame_type == _TYPE_SM and not flags & _SM_SETUP_FLAG:
+            (session,) = _SESSION.unpack_from(payload, 8)
+            window = self._open.pop((capture, src, dst, session), None)
+            if window is not None and STALL_NS < ts - window[0] <= MAX_WAIT_NS:
+                return window[0], window[1], window[2]
+        return None
+
+    def feed_columns(self, table: PacketColumns, *, capture: int = 0) -> None:
+        """The same over a whole table (one capture file): its log SETUPs to member endpoints are read one by
+        one (they are few), each one's answer and who sent in its window looked up in the table's columns."""
+        if not len(table):
+            return
+        names = table.addresses
+        ports = np.array(self._ports, dtype=np.int64)
+        near = np.isin(table.dst_port, ports) | np.isin(table.src_port, ports)
+        rows = np.flatnonzero(near & np.isin(table.payload_length, _LENGTHS) & (table.payload_offset >= 0))
+        if not len(rows):
+            return
+        raw = np.frombuffer(table.data, dtype=np.uint8)
+        at = table.payload_offset[rows].astype(np.int64)
+
+        def int32(offset: int) -> np.ndarray:
+            value = (raw[at + offset].astype(np.int64) | raw[at + offset + 1].astype(np.int64) << 8
+                     | raw[at + offset + 2].astype(np.int64) << 16 | raw[at + offset + 3].astype(np.int64) << 24)
+            return np.where(value >= 1 << 31, value - (1 << 32), value)
+
+        frame_type = raw[at + 6].astype(np.int64) | raw[at + 7].astype(np.int64) << 8
+        flags = raw[at + 5]
+        answers = rows[(frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)]
+        answer_session = int32(8)[(frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)]
+        setups = (frame_type == _TYPE_SETUP) & (int32(16) == self.log_stream_id)
+        opened: dict[tuple, int] = {}
+        for row, session in zip(rows[setups].tolist(), int32(12)[setups].tolist(), strict=True):
+            dst = (names[table.dst[row]], int(table.dst_port[row]))
+            owner = self.members.lookup(*dst)
+            if owner is None:
+                continue
+            ts = int(table.ts_ns[row])
+            key = (table.src[row], table.src_port[row], table.dst[row], table.dst_port[row], session)
+            if key in opened and ts - opened[key][0] <= MAX_WAIT_NS:
+                continue  # a repeat of the SETUP its window already began with
+            answered = answers[(table.src[answers] == table.dst[row]) & (table.src_port[answers] == table.dst_port[row])
+                               & (table.dst[answers] == table.src[row]) & (table.dst_port[answers] == table.src_port[row])
+                               & (answer_session == session) & (table.ts_ns[answers] > ts)]
+            until = int(table.ts_ns[answered[0]]) if len(answered) else None
+            opened[key] = (ts, until)
+            if until is None or not STALL_NS < until - ts <= MAX_WAIT_NS:
+                continue
+            inside = np.flatnonzero((table.ts_ns > ts) & (table.ts_ns < until))
+            senders = frozenset((names[s], int(p)) for s, p in
+                                set(zip(table.src[inside].tolist(), table.src_port[inside].tolist(), strict=True)))
+            self._late.append((capture, owner[0], ts, until, senders))
+
+    def stalls(self, publication_senders: Mapping[Endpoint, int]) -> dict[int, list[tuple[int, int]]]:
+        """Member → the spans (from, until) its driver was stalled, in time order: the late answers in
+        whose window nothing came from its endpoints or its publications (``publication_senders``:
+        each publication's source endpoint → its member)."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for _, member, start, until, senders in self._late:
+            if any(self._sender(endpoint, publication_senders) == member for endpoint in senders):
+                continue
+            out.setdefault(member, []).append((start, until))
+        return {member: sorted(set(spans)) for member, spans in sorted(out.items())}
+
+    def _sender(self, endpoint: Endpoint, publication_senders: Mapping[Endpoint, int]) -> int | None:
+        owner = self.members.lookup(*endpoint)
+        return owner[0] if owner is not None else publication_senders.get(endpoint)

@@ -1,0 +1,201 @@
+"""When a consensus publication's sender was held by its receiver's flow control, from the wire.
+
+Aeron's sender sends a publication's data only up to the limit its receiver's status messages set
+(unicast flow control: the highest consumption position plus receiver window any status message
+gave).  A receiver whose consensus module stops polling its subscription keeps answering, but its
+consumption position no longer moves: the sender reaches the limit and sends nothing more (only
+heartbeats at that position) until a status message raises it.  What the consensus module offered
+meanwhile waits in the publication's term buffer (up to the term window past the sender position;
+further offers are refused, BACK_PRESSURED) and leaves the sender in one burst when the window opens.
+In h_five_members_leader_kill, leader 0's consensus publication to member 3 (blocked in
+FOLLOWER_LOG_AWAIT, never polling again) reached member 3's limit (consumption 0 + window 32768) at
+19:25:11.90; its CommitPositions of 19:25:11.9-19:25:34 left in one burst at 19:25:39.93, when
+member 3's new process answered the publication.
+
+`FlowControlScanner` reads the consensus stream's DATA, SETUP and SM frames (nothing else) and
+`stalls` gives, per (receiver member, session id), the spans (from, until) in which the sender sat
+at its flow-control limit: from the datagram that took the sender to the limit to the first one
+that went past it (None: the capture ended first).  Positions are the wire's own, never compared
+with the model's (its stream of sends differs by a few heartbeats); the spans' times are what
+`recorder.capture.publications` turns into ``PublicationStatus`` evidence (``senderStalled``).
+
+Pure: datagrams in, spans out.
+"""
+
+from __future__ import annotations
+
+import struct
+import numpy as np
+
+from formats.pcap import PacketColumns
+from recorder.capture.members import MemberMap
+
+_HEADER = struct.Struct("<iBBH")
+_DATA = struct.Struct("<iiii")  # term offset, session id, stream id, term id
+_SM = struct.Struct("<iiiii")  # session id, stream id, consumption term id, consumption term offset, window
+_SETUP = struct.Struct("<iiiiii")  # term offset, session id, stream id, initial term id, active term id, term length
+_TYPE_DATA, _TYPE_SM, _TYPE_SETUP = 0x01, 0x03, 0x05
+_SM_SETUP_FLAG = 0x80
+FRAME_ALIGNMENT = 32
+#: The consensus channel's term length when no SETUP shows it (Aeron Cluster's default, 64 KiB).
+DEFAULT_TERM_LENGTH = 64 * 1024
+
+
+class _Publication:
+    __slots__ = ("receiver", "session_id", "initial_term_id", "term_length", "sent", "limit", "stalled_at", "spans")
+
+    def __init__(self, receiver: int, session_id: int) -> None:
+        self.receiver = receiver
+        self.session_id = session_id
+        self.initial_term_id: int | None = None
+        self.term_length = DEFAULT_TERM_LENGTH
+        self.sent: int | None = None  # the highest position the sender's data reached
+        self.limit: int | None = None  # the flow-control limit the status messages set
+        self.stalled_at: int | None = None  # the stall's start, while the sender sits at its limit
+        self.spans: list[tuple[int, int | None]] = []
+
+    def position(self, term_id: int, term_offset: int) -> int:
+        if self.initial_term_id is None:
+            self.initial_term_id = term_id
+        terms = ((term_id - self.initial_term_id + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32 wrap
+        return terms * self.term_length + term_offset
+
+    def on_data(self, ts: int, end: int) -> None:
+        if self.sent is not None and end <= self.sent:
+            return
+        self.sent = end
+        if self.stalled_at is not None:
+            self.spans.append((self.stalled_at, ts))
+            self.stalled_at = None
+        if self.limit is not None and end >= self.limit:
+            self.stalled_at = ts
+
+    def on_status(self, limit: int) -> None:
+        if self.limit is None or limit > self.limit:
+            self.limit = limit
+
+    def finish(self) -> list[tuple[int, int | None]]:
+        return self.spans + ([(self.stalled_at, None)] if self.stalled_at is not None else [])
+
+
+class FlowControlScanner:
+    """Feed the datagrams of a capture in order (`feed`, or `feed_columns` for a whole table); `stalls`."""
+
+    def __init__(self, members: MemberMap, stream_id: int) -> None:
+        self.members = members
+        self.stream_id = stream_id
+        self._ports = sorted({endpoint.port for member in members.members
+                              for role, endpoint in member.endpoints.items() if role == "consensus"})
+        self._publications: dict[tuple, _Publication] = {}
+
+    def _consensus_member(self, endpoint: tuple[str, int]) -> int | None:
+        found = self.members.lookup(*endpoint)
+        return found[0] if found is not None and found[1] == "consensus" else None
+
+    def feed(self, ts: int, src: tuple[str, int], dst: tuple[str, int], payload: bytes | memoryview, *,
+             capture: int = 0) -> None:
+        if len(payload) < 8:
+            return
+        frame_length, _, flags, frame_type = _HEADER.unpack_from(payload, 0)
+        if frame_type == _TYPE_DATA and len(payload) >= 24:
+            receiver = self._consensus_member(dst)
+            if receiver is None:
+                return
+            term_offset, session_id, stream_id, term_id = _DATA.unpack_from(payload, 8)
+            if stream_id != self.stream_id:
+                return
+            publication = self._publication(capture, src, dst, receiver, session_id)
+            length = 0 if frame_length <= 0 else -(-len(payload) // FRAME_ALIGNMENT) * FRAME_ALIGNMENT
+            publication.on_data(ts, publication.position(term_id, term_offset) + length)
+        elif frame_type == _TYPE_SM and len(payload) >= 28 and not flags & _SM_SETUP_FLAG:
+            receiver = self._consensus_member(src)
+            if receiver is None:
+                return
+            session_id, stream_id, term_id, term_offset, window = _SM.unpack_from(payload, 8)
+            if stream_id != self.stream_id:
+                return
+            publication = self._publication(capture, dst, src, receiver, session_id)
+            publication.on_status(publication.position(term_id, term_offset) + window)
+        elif frame_type == _TYPE_SETUP and len(payload) >= 32:
+            receiver = self._consensus_member(dst)
+            if receiver is None:
+                return
+            _, session_id, stream_id, initial_term_id, _, term_length = _SETUP.unpack_from(payload, 8)
+            if stream_id != self.stream_id:
+                return
+            publication = self._publication(capture, src, dst, receiver, session_id)
+            if publication.sent is None and publication.limit is None and term_length > 0:
+                publication.initial_term_id, publication.term_length = initial_term_id, term_length
+
+    def feed_columns(self, table: PacketColumns, *, capture: int = 0) -> None:
+        """Every datagram of ``table`` to or from a consensus endpoint, in row order."""
+        if not len(table):
+            return
+        names = table.addresses
+        ports = np.array(self._ports, dtype=np.int64)
+        near = np.isin(table.dst_port, ports) | np.isin(table.src_port, ports)
+        rows = np.flatnonzero(near & (table.payload_length >= 24))
+        # Only publications that could have reached their receiver's window are read one by one: one whose
+        # data stayed in its first term below the smallest window its receiver gave never did (a consensus
+        # publication starts at its term's offset 0).  Heartbeats (DATA frames of length 0) never take a
+        # sender past what it sent and are skipped.  Reassembled datagrams (no offset in the file) are all read.
+        offsets = table.payload_offset[rows]
+        direct = offsets >= 0
+        if direct.all() and len(rows):
+            raw = np.frombuffer(table.data, dtype=np.uint8)
+            at = offsets.astype(np.int64)
+
+            def int32(offset: int) -> np.ndarray:
+                value = (raw[at + offset].astype(np.int64) | raw[at + offset + 1].astype(np.int64) << 8
+                         | raw[at + offset + 2].astype(np.int64) << 16 | raw[at + offset + 3].astype(np.int64) << 24)
+                return np.where(value >= 1 << 31, value - (1 << 32), value)
+
+            frame_type = raw[at + 6].astype(np.int64) | raw[at + 7].astype(np.int64) << 8
+            data = (frame_type == _TYPE_DATA) & (int32(0) > 0) & (int32(16) == self.stream_id)
+            status = (frame_type == _TYPE_SM) & (int32(12) == self.stream_id)
+            setup = (frame_type == _TYPE_SETUP) & (int32(16) == self.stream_id)
+            # one key per publication: (sender endpoint, receiver endpoint, session), from either direction
+            src, sport = table.src[rows].astype(np.int64), table.src_port[rows].astype(np.int64)
+            dst, dport = table.dst[rows].astype(np.int64), table.dst_port[rows].astype(np.int64)
+            session = np.where(status, int32(8), int32(12))
+            keys = np.stack([np.where(status, dst, src), np.where(status, dport, sport),
+                             np.where(status, src, dst), np.where(status, sport, dport), session], axis=1)
+            wanted = data | status | setup
+            _, group = np.unique(keys[wanted], axis=0, return_inverse=True)
+            group = group.reshape(-1)
+            groups = int(group.max()) + 1 if len(group) else 0
+            is_data, is_status = data[wanted], status[wanted]
+            term_id, end = int32(20)[wanted], int32(8)[wanted] + table.payload_length[rows][wanted]
+            window = int32(24)[wanted]
+            big = np.iinfo(np.int64).max
+            least_window = np.full(groups, big)
+            np.minimum.at(least_window, group[is_status], window[is_status])
+            first_term = np.full(groups, big)
+            np.minimum.at(first_term, group[is_data], term_id[is_data])
+            last_term = np.full(groups, -big)
+            np.maximum.at(last_term, group[is_data], term_id[is_data])
+            furthest = np.zeros(groups, dtype=np.int64)
+            np.maximum.at(furthest, group[is_data], end[is_data])
+            could = (least_window < big) & ((last_term != first_term) & (last_term > -big) | (furthest >= least_window))
+            rows = rows[wanted][could[group]]
+        for row in rows.tolist():
+            self.feed(int(table.ts_ns[row]), (names[table.src[row]], int(table.src_port[row])),
+                      (names[table.dst[row]], int(table.dst_port[row])), table.payload(row), capture=capture)
+
+    def _publication(self, capture: int, src: tuple[str, int], dst: tuple[str, int], receiver: int, session_id: int
+                     ) -> _Publication:
+        key = (capture, src, dst, session_id)
+        publication = self._publications.get(key)
+        if publication is None:
+            publication = self._publications[key] = _Publication(receiver, session_id)
+        return publication
+
+    def stalls(self) -> dict[tuple[int, int], list[tuple[int, int | None]]]:
+        """(receiver member, session id) → the spans its sender sat at its flow-control limit, in time order
+        (a publication seen by several captures: the spans each saw)."""
+        out: dict[tuple[int, int], list[tuple[int, int | None]]] = {}
+        for publication in self._publications.values():
+            spans = publication.finish()
+            if spans:
+                out.setdefault((publication.receiver, publication.session_id), []).extend(spans)
+        return {key: sorted(spans, key=lambda span: span[0]) for key, spans in sorted(out.items())}

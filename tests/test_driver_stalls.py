@@ -1,0 +1,87 @@
+"""A member's media driver stalled creating a log image, and the messages that waited in it
+(`recorder.capture.driver_stalls`, `recorder.capture.agent_log_import.late_receipts`).
+
+i_restart_all_one_member_behind showed it: member 1's driver (SHARED threading) got leader 0's catch-up
+SETUP at 19:26:57.316 and sent nothing until it answered at .425; leader 0's CommitPosition of .324 was
+polled (its agent log's COMMIT_POSITION line) only at .485, after FOLLOWER_CATCHUP, where it sets the
+catch-up's commit position, so its next AppendPosition carried term 5 where the model's had said 4.
+"""
+
+from __future__ import annotations
+
+from formats.events import Event
+from formats.udp import SetupFrame, StatusMessage, encode_datagram, heartbeat
+from recorder.capture.agent_log_import import late_receipts
+from recorder.capture.driver_stalls import DriverStallScanner
+from recorder.capture.members import MemberMap
+from tests.test_flow_control_stall import _at
+from tests.test_real_incident_behaviours import _replayed
+
+MS = 1_000_000
+MEMBERS = MemberMap.parse("0,127.0.0.1:20002,127.0.0.1:20003,127.0.0.1:20004,127.0.0.1:20005,127.0.0.1:20001|"
+                          "1,127.0.0.1:20102,127.0.0.1:20103,127.0.0.1:20104,127.0.0.1:20105,127.0.0.1:20101")
+LEADER_REPLAY = ("127.0.0.1", 58761)  # leader 0's catch-up replay publication
+CATCHUP = ("127.0.0.1", 20105)  # member 1's catch-up endpoint
+MEMBER_1_PUBLICATION = ("127.0.0.1", 51460)  # member 1's consensus publication to member 0
+
+
+def _setup(stream: int) -> bytes:
+    return encode_datagram([SetupFrame(term_offset=0, session_id=9, stream_id=stream, initial_term_id=1,
+                                       active_term_id=1, term_length=64 * 1024 * 1024, mtu=1408)])
+
+
+def _answer(stream: int) -> bytes:
+    return encode_datagram([StatusMessage(session_id=9, stream_id=stream, consumption_term_id=1,
+                                          consumption_term_offset=0, receiver_window=128 * 1024, receiver_id=3)])
+
+
+def _scan(stream: int, *, heartbeat_at: int | None) -> dict:
+    scanner = DriverStallScanner(MEMBERS, 100)
+    scanner.feed(316 * MS, LEADER_REPLAY, CATCHUP, _setup(stream))
+    if heartbeat_at is not None:
+        scanner.feed(heartbeat_at, MEMBER_1_PUBLICATION, ("127.0.0.1", 20003),
+                     encode_datagram([heartbeat(session_id=4, stream_id=108, term_id=1, term_offset=0)]))
+    scanner.feed(425 * MS, CATCHUP, LEADER_REPLAY, _answer(stream))
+    return scanner.stalls({MEMBER_1_PUBLICATION: 1})
+
+
+def test_a_log_setup_answered_late_by_a_driver_that_sent_nothing_meanwhile_is_a_stall():
+    assert _scan(100, heartbeat_at=None) == {1: [(316 * MS, 425 * MS)]}
+
+
+def test_a_driver_that_went_on_sending_was_not_stalled():
+    assert _scan(100, heartbeat_at=380 * MS) == {}
+
+
+def test_a_consensus_setup_answered_late_found_no_subscription_not_a_busy_driver():
+    assert _scan(108, heartbeat_at=None) == {}
+
+
+def _commit(ts: int) -> Event:
+    return Event(ts=ts, node=1, dir="in", peer=0, channel="consensus", type="CommitPosition",
+                 fields={"leadershipTermId": 5, "logPosition": 60576, "leaderMemberId": 0})
+
+
+def _receipt(ts: int) -> Event:
+    return Event(ts=ts, node=1, dir="local", peer=None, channel="local", type="AgentEvent",
+                 fields={"event": "COMMIT_POSITION", "memberId": 1, "leadershipTermId": 5, "logPosition": 60576,
+                         "leaderId": 0})
+
+
+def test_a_message_that_waited_in_a_stalled_driver_is_handled_when_the_agent_log_shows_it_polled():
+    received = [_commit(100 * MS), _commit(324 * MS), _commit(523 * MS)]
+    logged = [_receipt(101 * MS), _receipt(485 * MS), _receipt(525 * MS)]
+    assert late_receipts(received, logged, [(316 * MS, 425 * MS)]) == {1: 485 * MS}
+    # Outside a stall, or polled as the stall ended, a message keeps its capture time.
+    assert late_receipts(received, logged, []) == {}
+    assert late_receipts(received, [_receipt(101 * MS), _receipt(430 * MS), _receipt(525 * MS)],
+                         [(316 * MS, 425 * MS)]) == {}
+
+
+def test_a_commit_position_polled_after_the_catchup_began_sets_its_limit():
+    """i_restart_all_one_member_behind with agent logs: member 1's first AppendPosition after the catch-up
+    frame says term 5, as the real one did, and nothing diverges."""
+    events, records = _replayed("i_restart_all_one_member_behind")
+    moved = [e for e in events if e.node == 1 and e.type == "CommitPosition" and (e.extra or {}).get("receivedLate")]
+    assert [(e.extra["capturedTs"], e.ts) for e in moved] == [(_at("19:26:57.323906"), _at("19:26:57.484911139"))]
+    assert not [r for r in records if r["kind"] == "divergence"]
