@@ -31,6 +31,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from formats.pcap import PacketColumns
+from recorder.capture.flow_control import endpoint_pair_keys, header_words
 from recorder.capture.members import MemberMap
 
 _HEADER = struct.Struct("<iBBH")
@@ -105,21 +106,27 @@ class DriverStallScanner:
         rows = np.flatnonzero(near & np.isin(table.payload_length, _LENGTHS) & (table.payload_offset >= 0))
         if not len(rows):
             return
-        raw = np.frombuffer(table.data, dtype=np.uint8)
-        at = table.payload_offset[rows].astype(np.int64)
-
-        def int32(offset: int) -> np.ndarray:
-            value = (raw[at + offset].astype(np.int64) | raw[at + offset + 1].astype(np.int64) << 8
-                     | raw[at + offset + 2].astype(np.int64) << 16 | raw[at + offset + 3].astype(np.int64) << 24)
-            return np.where(value >= 1 << 31, value - (1 << 32), value)
-
-        frame_type = raw[at + 6].astype(np.int64) | raw[at + 7].astype(np.int64) << 8
-        flags = raw[at + 5]
-        answers = rows[(frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)]
-        answer_session = int32(8)[(frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)]
-        setups = (frame_type == _TYPE_SETUP) & (int32(16) == self.log_stream_id)
-        opened: dict[tuple, int] = {}
-        for row, session in zip(rows[setups].tolist(), int32(12)[setups].tolist(), strict=True):
+        words = header_words(table, rows)
+        frame_type = (words[:, 1] >> 16) & 0xFFFF
+        flags = (words[:, 1] >> 8) & 0xFF
+        answer = (frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)
+        answers = rows[answer]
+        setups = (frame_type == _TYPE_SETUP) & (words[:, 4] == self.log_stream_id)
+        setup_rows = rows[setups]
+        # One key per (sender endpoint, receiver endpoint, session): the answers' own, and each SETUP's seen
+        # from its answer's side (receiver -> sender).  A SETUP's answer is the first of the answers with its
+        # key after it, in row order (kept within a key by the stable sort).
+        keys = endpoint_pair_keys(np.concatenate([table.src[answers], table.dst[setup_rows]]),
+                                  np.concatenate([table.src_port[answers], table.dst_port[setup_rows]]),
+                                  np.concatenate([table.dst[answers], table.src[setup_rows]]),
+                                  np.concatenate([table.dst_port[answers], table.src_port[setup_rows]]),
+                                  np.concatenate([words[answer, 2], words[setups, 3]]))
+        answer_keys, wanted_keys = keys[: len(answers)], keys[len(answers):]
+        order = np.argsort(answer_keys, kind="stable")
+        answer_keys, answers = answer_keys[order], answers[order]
+        opened: dict[tuple, tuple[int, int | None]] = {}
+        for row, session, wanted in zip(setup_rows.tolist(), words[setups, 3].tolist(), wanted_keys.tolist(),
+                                        strict=True):
             dst = (names[table.dst[row]], int(table.dst_port[row]))
             owner = self.members.lookup(*dst)
             if owner is None:
@@ -128,9 +135,9 @@ class DriverStallScanner:
             key = (table.src[row], table.src_port[row], table.dst[row], table.dst_port[row], session)
             if key in opened and ts - opened[key][0] <= MAX_WAIT_NS:
                 continue  # a repeat of the SETUP its window already began with
-            answered = answers[(table.src[answers] == table.dst[row]) & (table.src_port[answers] == table.dst_port[row])
-                               & (table.dst[answers] == table.src[row]) & (table.dst_port[answers] == table.src_port[row])
-                               & (answer_session == session) & (table.ts_ns[answers] > ts)]
+            low, high = np.searchsorted(answer_keys, wanted, side="left"), np.searchsorted(answer_keys, wanted, side="right")
+            candidates = answers[low:high]
+            answered = candidates[table.ts_ns[candidates] > ts]
             until = int(table.ts_ns[answered[0]]) if len(answered) else None
             opened[key] = (ts, until)
             if until is None or not STALL_NS < until - ts <= MAX_WAIT_NS:

@@ -25,6 +25,7 @@ Pure: datagrams in, spans out.
 from __future__ import annotations
 
 import struct
+
 import numpy as np
 
 from formats.pcap import PacketColumns
@@ -39,6 +40,32 @@ _SM_SETUP_FLAG = 0x80
 FRAME_ALIGNMENT = 32
 #: The consensus channel's term length when no SETUP shows it (Aeron Cluster's default, 64 KiB).
 DEFAULT_TERM_LENGTH = 64 * 1024
+
+
+def header_words(table: PacketColumns, rows: np.ndarray) -> np.ndarray:
+    """The first 32 bytes of each row's payload as eight little-endian int32 words, one gather for all
+    (Aeron's frame header: word 0 the frame length, byte 5 the flags, bytes 6-7 the type, then the
+    frame's own fields).  Rows must have their payload in the file (``payload_offset >= 0``); bytes
+    past a short payload are whatever follows it in the file (read no field beyond a frame's length)."""
+    raw = np.frombuffer(table.data, dtype=np.uint8)
+    if not len(rows) or not len(raw):
+        return np.zeros((len(rows), 8), dtype=np.int32)
+    at = table.payload_offset[rows].astype(np.int64)
+    index = np.minimum(at[:, None] + np.arange(32, dtype=np.int64), len(raw) - 1)
+    return np.ascontiguousarray(raw[index]).view("<i4")
+
+
+def endpoint_pair_keys(src: np.ndarray, src_port: np.ndarray, dst: np.ndarray, dst_port: np.ndarray,
+                       session: np.ndarray) -> np.ndarray:
+    """One int64 per (source endpoint, destination endpoint, session id): the endpoints numbered densely
+    (an address's number and port), the session id's 32 bits below them."""
+    ends = np.concatenate([src.astype(np.int64) << 16 | src_port.astype(np.int64),
+                           dst.astype(np.int64) << 16 | dst_port.astype(np.int64)])
+    _, dense = np.unique(ends, return_inverse=True)
+    dense = dense.reshape(-1).astype(np.int64)
+    count = int(dense.max()) + 1 if len(dense) else 1
+    a, b = dense[: len(src)], dense[len(src):]
+    return (a * count + b) << 32 | (session.astype(np.int64) & 0xFFFFFFFF)
 
 
 class _Publication:
@@ -139,34 +166,27 @@ class FlowControlScanner:
         # data stayed in its first term below the smallest window its receiver gave never did (a consensus
         # publication starts at its term's offset 0).  Heartbeats (DATA frames of length 0) never take a
         # sender past what it sent and are skipped.  Reassembled datagrams (no offset in the file) are all read.
-        offsets = table.payload_offset[rows]
-        direct = offsets >= 0
+        direct = table.payload_offset[rows] >= 0
         if direct.all() and len(rows):
-            raw = np.frombuffer(table.data, dtype=np.uint8)
-            at = offsets.astype(np.int64)
-
-            def int32(offset: int) -> np.ndarray:
-                value = (raw[at + offset].astype(np.int64) | raw[at + offset + 1].astype(np.int64) << 8
-                         | raw[at + offset + 2].astype(np.int64) << 16 | raw[at + offset + 3].astype(np.int64) << 24)
-                return np.where(value >= 1 << 31, value - (1 << 32), value)
-
-            frame_type = raw[at + 6].astype(np.int64) | raw[at + 7].astype(np.int64) << 8
-            data = (frame_type == _TYPE_DATA) & (int32(0) > 0) & (int32(16) == self.stream_id)
-            status = (frame_type == _TYPE_SM) & (int32(12) == self.stream_id)
-            setup = (frame_type == _TYPE_SETUP) & (int32(16) == self.stream_id)
-            # one key per publication: (sender endpoint, receiver endpoint, session), from either direction
-            src, sport = table.src[rows].astype(np.int64), table.src_port[rows].astype(np.int64)
-            dst, dport = table.dst[rows].astype(np.int64), table.dst_port[rows].astype(np.int64)
-            session = np.where(status, int32(8), int32(12))
-            keys = np.stack([np.where(status, dst, src), np.where(status, dport, sport),
-                             np.where(status, src, dst), np.where(status, sport, dport), session], axis=1)
+            words = header_words(table, rows)
+            frame_type = (words[:, 1] >> 16) & 0xFFFF
+            data = (frame_type == _TYPE_DATA) & (words[:, 0] > 0) & (words[:, 4] == self.stream_id)
+            status = (frame_type == _TYPE_SM) & (words[:, 3] == self.stream_id)
+            setup = (frame_type == _TYPE_SETUP) & (words[:, 4] == self.stream_id)
             wanted = data | status | setup
-            _, group = np.unique(keys[wanted], axis=0, return_inverse=True)
+            rows, words = rows[wanted], words[wanted]
+            is_data, is_status = data[wanted], status[wanted]
+            # one key per publication: (sender endpoint, receiver endpoint, session), from either direction
+            src, sport, dst, dport = table.src[rows], table.src_port[rows], table.dst[rows], table.dst_port[rows]
+            session = np.where(is_status, words[:, 2], words[:, 3])
+            keys = endpoint_pair_keys(np.where(is_status, dst, src), np.where(is_status, dport, sport),
+                                      np.where(is_status, src, dst), np.where(is_status, sport, dport), session)
+            _, group = np.unique(keys, return_inverse=True)
             group = group.reshape(-1)
             groups = int(group.max()) + 1 if len(group) else 0
-            is_data, is_status = data[wanted], status[wanted]
-            term_id, end = int32(20)[wanted], int32(8)[wanted] + table.payload_length[rows][wanted]
-            window = int32(24)[wanted]
+            term_id = words[:, 5].astype(np.int64)
+            end = words[:, 2].astype(np.int64) + table.payload_length[rows]
+            window = words[:, 6].astype(np.int64)
             big = np.iinfo(np.int64).max
             least_window = np.full(groups, big)
             np.minimum.at(least_window, group[is_status], window[is_status])
@@ -177,7 +197,7 @@ class FlowControlScanner:
             furthest = np.zeros(groups, dtype=np.int64)
             np.maximum.at(furthest, group[is_data], end[is_data])
             could = (least_window < big) & ((last_term != first_term) & (last_term > -big) | (furthest >= least_window))
-            rows = rows[wanted][could[group]]
+            rows = rows[could[group]]
         for row in rows.tolist():
             self.feed(int(table.ts_ns[row]), (names[table.src[row]], int(table.src_port[row])),
                       (names[table.dst[row]], int(table.dst_port[row])), table.payload(row), capture=capture)
