@@ -48,11 +48,17 @@ def header_words(table: PacketColumns, rows: np.ndarray) -> np.ndarray:
     frame's own fields).  Rows must have their payload in the file (``payload_offset >= 0``); bytes
     past a short payload are whatever follows it in the file (read no field beyond a frame's length)."""
     raw = np.frombuffer(table.data, dtype=np.uint8)
+    out = np.zeros((len(rows), 32), dtype=np.uint8)
     if not len(rows) or not len(raw):
-        return np.zeros((len(rows), 8), dtype=np.int32)
+        return out.view("<i4")
     at = table.payload_offset[rows].astype(np.int64)
-    index = np.minimum(at[:, None] + np.arange(32, dtype=np.int64), len(raw) - 1)
-    return np.ascontiguousarray(raw[index]).view("<i4")
+    whole = at <= len(raw) - 32
+    if len(raw) >= 32:  # 32-byte windows over the file's bytes, a view: only the rows' headers are copied
+        out[whole] = np.lib.stride_tricks.sliding_window_view(raw, 32)[at[whole]]
+    for i in np.flatnonzero(~whole).tolist():  # a datagram in the file's last 32 bytes
+        tail = raw[at[i]:]
+        out[i, : len(tail)] = tail
+    return out.view("<i4")
 
 
 def endpoint_pair_keys(src: np.ndarray, src_port: np.ndarray, dst: np.ndarray, dst_port: np.ndarray,
