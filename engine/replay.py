@@ -1335,6 +1335,12 @@ class ReplaySession:
         """Each started member's `MemberView` now."""
         return self._driver.views()
 
+    @property
+    def members(self) -> Mapping[int, Member]:
+        """The cluster driver's members now (each one's model `node`), for a caller that inspects more
+        than a `MemberView` shows (`recorder.conformance`: what a member never polled)."""
+        return self._driver.members
+
 
 def replay(
     events: Iterable[Event] | OrderedEvents,

@@ -15,8 +15,11 @@ them too) and against the capture:
   line prints (leaderId, candidateTermId, leadershipTermId, logPosition, logLeadershipTermId,
   appendPosition, catchupPosition);
 * ``ROLE_CHANGE``: the sequence of role changes;
-* ``NEW_LEADERSHIP_TERM``: the NewLeadershipTerm messages the member handled (the agent logs them on
-  receipt), against those the replay delivered to it while it was running;
+* ``NEW_LEADERSHIP_TERM``: the NewLeadershipTerm messages the member handled (the agent logs them as
+  `ConsensusModuleAgent.onNewLeadershipTerm` begins, i.e. when its consensus subscription polls them),
+  against those the replay delivered to it while it was running, less those its model never polled
+  (still held when the life ended, its module waiting for ever on something else:
+  `replay_noting_unpolled`);
 * RequestVote, Vote and NewLeadershipTerm that each member *sent*, per receiver: the capture's own
   record of them (``out`` events), against the model's sends (fields compared without ``timestamp``
   and ``logSessionId``, which a replay cannot know).
@@ -273,21 +276,77 @@ def read_witness(path: str | os.PathLike[str], member: int) -> Witness:
     return Witness(tuple(states), tuple(roles), tuple(new_terms))
 
 
-def _running_deliveries(events: Iterable[Event], member: int) -> list[tuple[Any, ...]]:
-    """The NewLeadershipTerms the replay delivered to ``member`` while its process ran."""
+def _running_deliveries(events: Iterable[Event], member: int,
+                        unpolled: Sequence[Sequence[tuple[Any, ...]]] = ()) -> list[tuple[Any, ...]]:
+    """The NewLeadershipTerms the replay delivered to ``member`` while its process ran and its model
+    polled: ``unpolled`` holds, for each of its lives in order, those the model still held when the life
+    ended (its module waiting, for ever, on something else: `replay_noting_unpolled`), which are the
+    life's last deliveries and are left out, as the real module never logged them either."""
     running = False
-    out = []
+    out: list[tuple[Any, ...]] = []
+    life_start = 0
+    lives = iter(unpolled)
+
+    def end_life() -> None:
+        held = list(next(lives, ()))
+        if held and out[len(out) - len(held):] == held and len(out) - len(held) >= life_start:
+            del out[len(out) - len(held):]
+
     for event in events:
         if event.node != member:
             continue
         if event.dir == "local":
             if event.type == "MemberStart":
+                if running:
+                    end_life()
                 running = True
-            elif event.type in ("MemberCrash", "MemberStop"):
+                life_start = len(out)
+            elif event.type in ("MemberCrash", "MemberStop") and running:
                 running = False
+                end_life()
         elif running and event.dir == "in" and event.type == "NewLeadershipTerm":
             out.append(tuple(_normal(event.fields.get(k)) for k in NEW_TERM_FIELDS))
+    if running:
+        end_life()
     return out
+
+
+def _message_term_key(message: Any) -> tuple[Any, ...]:
+    """A decoded NewLeadershipTerm's `NEW_TERM_FIELDS`, as `_running_deliveries` keys a delivered one."""
+    def plain(name: str) -> Any:
+        value = getattr(message, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower(), None)
+        return _normal(getattr(value, "name", value))
+    return tuple(plain(k) for k in NEW_TERM_FIELDS)
+
+
+def replay_noting_unpolled(events: Sequence[Event]) -> tuple[list[dict[str, Any]], dict[int, list[list[tuple[Any, ...]]]]]:
+    """`engine.replay.replay` of ``events``, and for each member, per life in order, the NewLeadershipTerms
+    its model was delivered and never polled: still held when the life ended (at its MemberCrash or
+    MemberStop, or at the end of the replay), because its module waited for ever on something else
+    (h_five_members_leader_kill: member 3 in `awaitServicesReady` from 19:23:59.4 until it was killed,
+    which its agent log shows by logging no NEW_LEADERSHIP_TERM, nor anything else, in those 90 s)."""
+    from engine.replay import ReplaySession
+
+    session = ReplaySession(events)
+    records: list[dict[str, Any]] = []
+    unpolled: dict[int, list[list[tuple[Any, ...]]]] = {}
+
+    def note(member: int) -> None:
+        one = session.members.get(member)
+        held = [] if one is None else [_message_term_key(m) for m in one.node.held
+                                       if type(m).__name__ == "NewLeadershipTerm"]
+        unpolled.setdefault(member, []).append(held)
+
+    while session.position < len(session):
+        event, _ = session.event(session.position)
+        if event.dir == "local" and event.type in ("MemberCrash", "MemberStop"):
+            note(event.node)
+        records.extend(session.step())
+    for member in sorted(session.members):
+        if session.members[member].node.is_running:
+            note(member)
+    records.extend(session.finish())
+    return records, unpolled
 
 
 def _normal(value: Any) -> Any:
@@ -310,10 +369,11 @@ def _runs(values: Iterable[Any]) -> list[Any]:
     return out
 
 
-def compare(events: Sequence[Event], records: Sequence[Mapping[str, Any]], witnesses: Mapping[int, Witness]
-            ) -> tuple[MemberReport, ...]:
+def compare(events: Sequence[Event], records: Sequence[Mapping[str, Any]], witnesses: Mapping[int, Witness],
+            unpolled: Mapping[int, Sequence[Sequence[tuple[Any, ...]]]] | None = None) -> tuple[MemberReport, ...]:
     """Each member that has a witness: the replay's ``records`` against its agent log, and the
-    capture's sends (``out`` events in ``events``) against the model's."""
+    capture's sends (``out`` events in ``events``) against the model's; ``unpolled``: what
+    `replay_noting_unpolled` found each member's model never polled."""
     reports = []
     for member in sorted(witnesses):
         witness = witnesses[member]
@@ -345,7 +405,7 @@ def compare(events: Sequence[Event], records: Sequence[Mapping[str, Any]], witne
             states=Score.of(logged_pairs, modelled_pairs),
             states_with_fields=Score.of(list(witness.states), modelled_states),
             roles=Score.of(list(witness.roles), modelled_roles),
-            new_terms=Score.of(list(witness.new_terms), _running_deliveries(events, member)),
+            new_terms=Score.of(list(witness.new_terms), _running_deliveries(events, member, (unpolled or {}).get(member, ()))),
             sends=sends,
             first_difference=first,
         ))
@@ -357,13 +417,12 @@ def run_capture(folder: CaptureFolder, *, agent_logs: bool = True, config: Mappi
     """Convert ``folder`` (with or without its agent logs), replay it, and `compare`."""
     import time
 
-    from engine.replay import replay
     from recorder.convert import build
 
     started = time.perf_counter()
     built = build(folder.inputs(agent_logs=agent_logs), config=config)
     converted = time.perf_counter()
-    records = list(replay(built.events))
+    records, unpolled = replay_noting_unpolled(built.events)
     replayed = time.perf_counter()
     witnesses = {m: read_witness(path, m) for m, path in folder.agent_logs.items()}
     summary = records[-1] if records and records[-1].get("kind") == "summary" else {}
@@ -377,7 +436,7 @@ def run_capture(folder: CaptureFolder, *, agent_logs: bool = True, config: Mappi
         divergences=int(summary.get("divergences", 0)),
         divergence_checks=int(summary.get("divergenceChecks", summary.get("divergences", 0))),
         causes=causes,
-        members=compare(built.events, records, witnesses),
+        members=compare(built.events, records, witnesses, unpolled),
         convert_s=converted - started,
         replay_s=replayed - converted,
         notes=tuple(built.notes) + tuple(built.captured.notes if built.captured is not None else ()),

@@ -53,6 +53,25 @@ def test_a_driver_that_went_on_sending_was_not_stalled():
     assert _scan(100, heartbeat_at=380 * MS) == {}
 
 
+def test_a_driver_heard_after_the_setup_and_then_silent_until_its_answer_was_stalled_from_then():
+    scanner = DriverStallScanner(MEMBERS, 100)
+    scanner.feed(316 * MS, LEADER_REPLAY, CATCHUP, _setup(100))
+    scanner.feed(380 * MS, MEMBER_1_PUBLICATION, ("127.0.0.1", 20003),
+                 encode_datagram([heartbeat(session_id=4, stream_id=108, term_id=1, term_offset=0)]))
+    for at in (416, 516, 616):  # the publisher repeats its SETUP until it is answered
+        scanner.feed(at * MS, LEADER_REPLAY, CATCHUP, _setup(100))
+    scanner.feed(1_900 * MS, CATCHUP, LEADER_REPLAY, _answer(100))
+    assert scanner.stalls({MEMBER_1_PUBLICATION: 1}) == {1: [(416 * MS, 1_900 * MS)]}
+    # silent for longer than MAX_SILENCE_NS: not a stall
+    late = DriverStallScanner(MEMBERS, 100)
+    late.feed(316 * MS, LEADER_REPLAY, CATCHUP, _setup(100))
+    late.feed(380 * MS, MEMBER_1_PUBLICATION, ("127.0.0.1", 20003),
+              encode_datagram([heartbeat(session_id=4, stream_id=108, term_id=1, term_offset=0)]))
+    late.feed(416 * MS, LEADER_REPLAY, CATCHUP, _setup(100))
+    late.feed(2_500 * MS, CATCHUP, LEADER_REPLAY, _answer(100))
+    assert late.stalls({MEMBER_1_PUBLICATION: 1}) == {}
+
+
 def test_a_consensus_setup_answered_late_found_no_subscription_not_a_busy_driver():
     assert _scan(108, heartbeat_at=None) == {}
 
@@ -85,3 +104,44 @@ def test_a_commit_position_polled_after_the_catchup_began_sets_its_limit():
     moved = [e for e in events if e.node == 1 and e.type == "CommitPosition" and (e.extra or {}).get("receivedLate")]
     assert [(e.extra["capturedTs"], e.ts) for e in moved] == [(_at("19:26:57.323906"), _at("19:26:57.484911139"))]
     assert not [r for r in records if r["kind"] == "divergence"]
+
+
+def test_new_leadership_terms_that_waited_in_stalled_drivers_are_polled_image_by_image_as_logged():
+    """h_five_members_leader_kill with agent logs: members 3 and 4's drivers sent nothing from 19:23:57.54
+    until they answered member 1's term-1 log SETUP at 59.33/59.36; what reached them meanwhile (leader 1's
+    NewLeadershipTerms from 57.64, leader 0's from 58.46) their modules polled image by image, leader
+    0's first (Subscription.poll, ConsensusAdapter's fragment limit of 10), as their agent logs show.  With
+    the stall found, those messages are handled at their receipt lines' times, in the logged order."""
+    from pathlib import Path
+
+    from recorder.conformance import read_witness, run_capture
+    from tests.test_real_capture_conformance import CAPTURES, _require
+
+    _require(CAPTURES)
+    events, _ = _replayed("h_five_members_leader_kill")
+    for member in (3, 4):
+        moved = [e for e in events if e.node == member and e.type == "NewLeadershipTerm"
+                 and (e.extra or {}).get("receivedLate")]
+        assert [e.peer for e in moved].count(1) == 5
+        # in the order handled: leader 0's image first (as they arrived), then leader 1's, then leader 0's next
+        stalled = sorted((e for e in events if e.node == member and e.type == "NewLeadershipTerm"
+                          and _at("19:23:57.5633") <= e.ts <= max(m.ts for m in moved)), key=lambda e: e.ts)
+        peers = [e.peer for e in stalled]
+        assert peers[:6] == [0] * 6 and peers[6:11] == [1] * 5 and peers[11:] == [0]
+    from recorder.conformance import find_capture_folders
+    folder = next(f for f in find_capture_folders(CAPTURES) if f.name == "h_five_members_leader_kill")
+    report = run_capture(folder, agent_logs=True)
+    assert report.total("new_terms").exact and report.conforms
+    assert Path(folder.agent_logs[3]).exists() and read_witness(folder.agent_logs[3], 3).new_terms
+
+
+def test_both_decode_paths_find_the_same_stalls():
+    """`feed` (a datagram at a time) and `feed_columns` (a whole table) agree, the silences included."""
+    from recorder.capture.pcap_import import decode_captures
+    from tests.test_real_capture_conformance import CAPTURES, _require
+
+    path = _require(CAPTURES / "h_five_members_leader_kill") / "capture.pcap"
+    data = path.read_bytes()
+    bulk = decode_captures([(str(path), data)], bulk=True).driver_stalls
+    assert bulk == decode_captures([(str(path), data)], bulk=False).driver_stalls
+    assert (_at("19:23:57.563290"), _at("19:23:59.326449")) in bulk[3]

@@ -31,8 +31,11 @@ from recorder.conformance import (
     BASELINE_KEYS,
     CaptureReport,
     Score,
+    _running_deliveries,
     find_capture_folders,
     in_order,
+    read_witness,
+    replay_noting_unpolled,
     run_capture,
 )
 from tests.conftest import REFERENCE, _require
@@ -120,3 +123,59 @@ def test_a_change_the_member_never_made_counts_against_the_reproduced_count():
     assert (score.in_order, score.extra, score.reproduced, score.exact) == (2, 1, 1, False)
     assert Score.of(logged, logged).exact and Score.of(logged, []).reproduced == 0
     assert in_order(logged, list(reversed(logged))) == 1  # order matters
+
+
+def test_what_a_dead_members_model_never_polled_is_not_counted_as_handled():
+    """NewLeadershipTerms still held when a life ends (its module waiting on something else) are the
+    life's last deliveries: they are left out of what it handled, those of other lives are not."""
+    from formats.events import Event
+
+    def nlt(ts: int, term: int) -> Event:
+        return Event(ts=ts, node=3, dir="in", peer=0, channel="consensus", type="NewLeadershipTerm",
+                     fields={"leadershipTermId": term, "leaderMemberId": 0})
+
+    def local(ts: int, kind: str) -> Event:
+        return Event(ts=ts, node=3, dir="local", peer=None, channel="local", type=kind, fields={})
+
+    events = [local(0, "MemberStart"), nlt(1, 1), nlt(2, 2), nlt(3, 2), local(4, "MemberCrash"), nlt(5, 2),
+              local(6, "MemberStart"), nlt(7, 2)]
+    key = {k: None for k in ("logLeadershipTermId", "nextLeadershipTermId", "nextTermBaseLogPosition",
+                             "nextLogPosition", "termBaseLogPosition", "logPosition", "leaderRecordingId",
+                             "isStartup")}
+
+    def keyed(term: int) -> tuple:
+        from recorder.conformance import NEW_TERM_FIELDS
+        return tuple({**key, "leadershipTermId": term, "leaderMemberId": 0}[k] for k in NEW_TERM_FIELDS)
+
+    assert len(_running_deliveries(events, 3)) == 4
+    assert _running_deliveries(events, 3, [[keyed(2), keyed(2)], []]) == [keyed(1), keyed(2)]
+    # held messages that are not the life's last deliveries are not what was delivered: nothing is dropped
+    assert len(_running_deliveries(events, 3, [[keyed(1)], []])) == 4
+
+
+def test_a_module_blocked_for_ever_handles_no_more_new_leadership_terms():
+    """h_five_members_leader_kill, member 3: its module joined member 1's term-1 log at 19:23:59.4 and
+    waited in `awaitServicesReady` until it was killed 90 s later; its agent log has no CLUSTER line at
+    all in between, and the 45 NewLeadershipTerms leader 0 sent it meanwhile are not in it.  The model
+    waits as it did (`engine.model.agent.try_join_log_as_follower`, a recorded 'never'), and the count
+    takes what the model polled, not what reached the member: 34 handled as logged, none extra."""
+    _require(CAPTURES)
+    folder = next(f for f in find_capture_folders(CAPTURES) if f.name == "h_five_members_leader_kill")
+    from recorder.convert import build
+
+    built = build(folder.inputs(agent_logs=True))
+    _, unpolled = replay_noting_unpolled(built.events)
+    logged = read_witness(folder.agent_logs[3], 3).new_terms
+    first_life = _running_deliveries(built.events, 3)
+    assert [len(held) for held in unpolled[3]] == [45, 0]
+    assert len(logged) == 34 and len(_running_deliveries(built.events, 3, unpolled[3])) == 34
+    assert len(first_life) == 79  # what reached it while its process ran
+    text = folder.agent_logs[3].read_text()
+    lines = [line for line in text.splitlines() if "CLUSTER:" in line and "memberId=3" in line]
+    stamps = [float(line[1:line.index("]")]) for line in lines]
+    last_nlt = max(t for t, line in zip(stamps, lines, strict=True)
+                   if "NEW_LEADERSHIP_TERM" in line and t < 1700)
+    # (the CanvassPosition polled with that last NewLeadershipTerm aside) nothing until its kill, 90 s on
+    assert not [t for t in stamps if last_nlt + 0.05 < t < 1700], "member 3 logged something while blocked"
+    report = _report("h_five_members_leader_kill", "withAgentLogs").members[3]
+    assert report.new_terms.modelled == report.new_terms.expected == 34

@@ -514,3 +514,42 @@ def test_a_follower_closing_when_its_archive_stops_the_log_recording_starts_no_e
     events, records = _replayed("h_five_members_leader_kill")
     assert _model_states(records, 3)[-1][1:] == _logged_states(events, 3)[-1][1:] == ("FOLLOWER_READY", "CLOSED")
     assert _model_states(records, 4)[-1][1:] == _logged_states(events, 4)[-1][1:] == ("INIT", "CANVASS")
+
+
+# --- a member whose module closed handles nothing more ----------------------------------------------------
+
+CLOSED_AT_THE_END = """\
+[1.000000000] log started 2026-01-01 00:00:00.000+0000
+[1.100000000] CLUSTER: ELECTION_STATE_CHANGE [79/79]: memberId=0 INIT -> CANVASS leaderId=-1 candidateTermId=-1 \
+leadershipTermId=-1 logPosition=0 logLeadershipTermId=-1 appendPosition=0 catchupPosition=-1 reason=
+[1.400000000] CLUSTER: STATE_CHANGE [24/24]: memberId=0 ACTIVE -> CLOSED
+"""
+
+
+def test_a_last_life_that_stopped_cleanly_ends_in_a_member_stop():
+    from recorder.capture import _final_stop
+
+    parsed = parse_agent_log(CLOSED_AT_THE_END, source="n0.log")
+    stop = _final_stop(parsed, ())
+    closed = next(e for e in agent_log_events(parsed) if e.type == "StateChange" and e.fields["to"] == "CLOSED")
+    assert (stop.type, stop.node, stop.ts) == ("MemberStop", 0, closed.ts + 1)
+    assert "reached CLOSED" in stop.extra["evidence"][0]
+    assert _final_stop(parsed, (closed.ts + 100 * MS,)) is None  # a death already found there (`_restarts`)
+    assert _final_stop(parse_agent_log(CLOSED_AT_THE_END.replace("ACTIVE -> CLOSED", "ACTIVE -> SUSPENDED"),
+                                       source="n0.log"), ()) is None
+
+
+def test_a_leader_whose_module_closed_answers_no_canvass_position():
+    """h_five_members_leader_kill, SIGTERM to all at 19:25:48.57: leader 0's module reached CLOSED at
+    48.6526 (its agent log's STATE_CHANGE); member 4, whose log recording then stopped at the end of
+    leader 0's log, entered an election and its CanvassPosition reached member 0 at 48.7076.  The real
+    leader sent nothing more; the model, still running it, answered with a NewLeadershipTerm (the one
+    extra send of h's conformance figures)."""
+    events, records = _replayed("h_five_members_leader_kill")
+    stop = [e for e in events if e.node == 0 and e.type == "MemberStop"]
+    closed = [e for e in events if e.node == 0 and e.type == "StateChange" and e.fields.get("to") == "CLOSED"]
+    assert len(stop) == 1 and stop[0].ts == closed[-1].ts + 1
+    assert not [e for e in events if e.node == 0 and e.dir == "in" and e.ts >= stop[0].ts]
+    recorded = [e.ts for e in events if e.node == 0 and e.dir == "out" and e.type == "NewLeadershipTerm"]
+    modelled = [r["ts"] for r in records if r["kind"] == "send" and r["node"] == 0 and r["type"] == "NewLeadershipTerm"]
+    assert max(recorded) < stop[0].ts and max(modelled) < stop[0].ts

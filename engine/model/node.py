@@ -272,6 +272,12 @@ class Node:
     def now_ns(self) -> int:
         return self._now_ns
 
+    @property
+    def held(self) -> tuple[Any, ...]:
+        """The inputs (messages) that arrived while the agent waited and that it has not polled yet,
+        in arrival order; a process that dies waiting never polls them."""
+        return tuple(message for message, _ in self._held)
+
     # -- internals -----------------------------------------------------------------------------------------
 
     def _boot(

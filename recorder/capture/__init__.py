@@ -358,6 +358,18 @@ def load_captures(
         name = next((os.path.basename(p.source) for p in logs if p.node == restart.member), None)
         keyed += [_with_restart_state(item, wire, logged, ends, logs)
                   for item in _lifecycle_events(restart, load.cluster_members, name or _capture_name(kinds))]
+    for parsed in logs:
+        stop = _final_stop(parsed, ends.get(parsed.node, ()))
+        if stop is not None:
+            node = parsed.node
+            late = [item for item in keyed if item[4].node == node and item[4].dir == "in" and item[0] >= stop.ts]
+            if late:
+                gone = {id(item) for item in late}
+                keyed = [item for item in keyed if id(item) not in gone]
+            keyed.append((stop.ts, 3, node, 0, stop))
+            load.notes.append(f"{parsed.source}: member {node} stopped cleanly at {stop.ts - 1} (its consensus"
+                              " module reached CLOSED) and did not start again"
+                              + (f"; {len(late)} message(s) that reached it afterwards were not delivered" if late else ""))
     _archive_dirs_noted(load, kinds["archive-dir"])
 
     if captured is not None and member_map is not None:
@@ -633,6 +645,32 @@ def _restarts(parsed: Any, keyed: list, liveness: WireLiveness | None) -> tuple[
         notes.append(f"{parsed.source}: member {node} {'stopped' if closed else 'crashed'} (last seen at {end - 1})"
                      f" and started again at {restart} (a new 'log started' clock)")
     return out, notes
+
+
+def _final_stop(parsed: Any, ends: Sequence[int]) -> Event | None:
+    """The clean stop that ends a member's last life, where its agent log shows its consensus module
+    reaching CLOSED in that life (a restart's stop is `_restarts`'s): a ``MemberStop`` just after the
+    CLOSED line, so that nothing reaching the member afterwards is handled by a module that was gone.
+    h_five_members_leader_kill: at the SIGTERM that ends the capture, leader 0's module was CLOSED at
+    19:25:48.6526 (agent log) when member 4's CanvassPosition of 48.7076 reached it; the model, still
+    ACTIVE, answered with a NewLeadershipTerm the real one never sent."""
+    lives = [segment for segment in parsed.segments if segment.records]
+    if not lives:
+        return None
+    last = lives[-1]
+    offset = last.alignment.offset_ns if last.alignment is not None else 0
+    node = parsed.node
+    closed = [r for r in last.records
+              if r.event == "STATE_CHANGE" and r.fields.get("to") == "CLOSED" and r.fields.get("memberId") == node]
+    if not closed:
+        return None
+    at = closed[-1].ts_ns + offset + 1
+    if any(end >= at for end in ends):
+        return None  # a death `_restarts` already found there
+    name = os.path.basename(parsed.source)
+    return Event(ts=at, node=node, dir="local", peer=None, channel="local", type="MemberStop", fields={},
+                 extra={"source": name, "evidence": [
+                     f"its consensus module reached CLOSED ({name} line {closed[-1].line_number}): a clean stop"]})
 
 
 def _lifecycle_events(restart: Restart, cluster_members: str | None, source: str) -> list[tuple]:

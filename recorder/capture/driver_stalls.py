@@ -17,8 +17,14 @@ answered late found no subscription yet, not a busy driver) and the status messa
 them: a SETUP answered more than `STALL_NS` later (and less than `MAX_WAIT_NS`: longer is a receiver that
 was not there) by a member whose driver sent nothing in between (from its endpoints or its
 publications, whose ephemeral ports `stalls` is told) is a stall from the SETUP to the answer.  A
-driver with threads of its own goes on sending while its conductor works, and is never taken for
-stalled.
+driver heard after the SETUP was running then; when it then fell silent, from a later sending of the
+SETUP (the publisher repeats it until answered) to the answer, for more than `STALL_NS` and at most
+`MAX_SILENCE_NS`, that silence is a stall: in h_five_members_leader_kill, members 3 and 4 heartbeat
+until 19:23:57.54, then neither sent anything until they answered member 1's term-1 log SETUP at
+59.33 and 59.36 (the SETUP had first reached them before they had the destination; their agent logs
+show the image at 59.30 and 59.34 and nothing polled in between, then leader 0's and leader 1's
+NewLeadershipTerms polled image by image, leader 0's first).  A driver with threads of its own goes
+on sending while its conductor works, and is never taken for stalled.
 
 Pure: datagrams in, spans out.
 """
@@ -43,6 +49,10 @@ _SM_SETUP_FLAG = 0x80
 STALL_NS = 50_000_000
 #: A SETUP unanswered for this long had no receiver (the member was down), not a busy one.
 MAX_WAIT_NS = 1_000_000_000
+#: A driver heard after the SETUP (it was running, its publications heartbeating) and silent from a later
+#: sending of it to the answer was stalled for up to this long: h_five_members_leader_kill's members 3 and 4,
+#: silent 19:23:57.56 -> 59.33 and -> 59.36 while they created the image of member 1's term-1 log.
+MAX_SILENCE_NS = 2_000_000_000
 #: Datagram lengths of a lone SM (with and without its group tag) and a lone SETUP.
 _LENGTHS = (36, 40, 44)
 
@@ -57,24 +67,27 @@ class DriverStallScanner:
         self.log_stream_id = log_stream_id
         self._ports = sorted({endpoint.port for member in members.members for endpoint in member.endpoints.values()
                               if endpoint.port})
-        #: (capture, member endpoint, publisher endpoint, session) → [first SETUP time, member, senders since]
+        #: (capture, member endpoint, publisher endpoint, session) → [first SETUP time, member,
+        #: {endpoint that sent since: its last time}, [the SETUP's times since the last answer]]
         self._open: dict[tuple, list] = {}
-        #: (capture, member, from, until, endpoints that sent meanwhile) of each SETUP answered late
-        self._late: list[tuple[int, int, int, int, frozenset[Endpoint]]] = []
+        #: (capture, member, the SETUP's times, the answer's, {endpoint that sent meanwhile: its last time}) of
+        #: each SETUP answered late
+        self._late: list[tuple[int, int, list[int], int, dict[Endpoint, int]]] = []
 
     def feed(self, ts: int, src: Endpoint, dst: Endpoint, payload: bytes | memoryview, *, capture: int = 0) -> None:
         closed = self._setup_or_answer(ts, src, dst, payload, capture)
         if self._open:
             for window in self._open.values():
-                window[2].add(src)
+                window[2][src] = ts
         if closed is not None:
-            start, member, senders = closed
-            self._late.append((capture, member, start, ts, frozenset(senders)))
+            setups, member, senders = closed
+            self._late.append((capture, member, setups, ts, senders))
 
     def _setup_or_answer(self, ts: int, src: Endpoint, dst: Endpoint, payload: bytes | memoryview, capture: int
-                         ) -> tuple[int, int, set[Endpoint]] | None:
-        """Open a window at a SETUP to a member endpoint; at the status message answering it, close it and
-        return (its start, the member, who sent meanwhile) when it was answered late."""
+                         ) -> tuple[list[int], int, dict[Endpoint, int]] | None:
+        """Open a window at a SETUP to a member endpoint (its repeats noted in it); at the status message
+        answering it, close it and return (the SETUP's times, the member, who sent meanwhile) when it was
+        answered late."""
         if len(payload) < 16:
             return None
         _, _, flags, frame_type = _HEADER.unpack_from(payload, 0)
@@ -86,13 +99,15 @@ class DriverStallScanner:
                     return None
                 key = (capture, dst, src, session)
                 window = self._open.get(key)
-                if window is None or ts - window[0] > MAX_WAIT_NS:
-                    self._open[key] = [ts, owner[0], set()]
+                if window is None:
+                    self._open[key] = [ts, owner[0], {}, [ts]]
+                else:
+                    window[3].append(ts)  # a repeat: the publisher sends it until it is answered
         elif frame_type == _TYPE_SM and not flags & _SM_SETUP_FLAG:
             (session,) = _SESSION.unpack_from(payload, 8)
             window = self._open.pop((capture, src, dst, session), None)
-            if window is not None and STALL_NS < ts - window[0] <= MAX_WAIT_NS:
-                return window[0], window[1], window[2]
+            if window is not None and STALL_NS < ts - window[0]:
+                return window[3], window[1], window[2]
         return None
 
     def feed_columns(self, table: PacketColumns, *, capture: int = 0) -> None:
@@ -124,7 +139,8 @@ class DriverStallScanner:
         answer_keys, wanted_keys = keys[: len(answers)], keys[len(answers):]
         order = np.argsort(answer_keys, kind="stable")
         answer_keys, answers = answer_keys[order], answers[order]
-        opened: dict[tuple, tuple[int, int | None]] = {}
+        opened: dict[tuple, tuple[int | None, list[int]]] = {}  # key -> (its answer, the SETUPs it answers)
+        windows: list[tuple[int, int, list[int]]] = []
         for row, session, wanted in zip(setup_rows.tolist(), words[setups, 3].tolist(), wanted_keys.tolist(),
                                         strict=True):
             dst = (names[table.dst[row]], int(table.dst_port[row]))
@@ -133,28 +149,42 @@ class DriverStallScanner:
                 continue
             ts = int(table.ts_ns[row])
             key = (table.src[row], table.src_port[row], table.dst[row], table.dst_port[row], session)
-            if key in opened and ts - opened[key][0] <= MAX_WAIT_NS:
-                continue  # a repeat of the SETUP its window already began with
+            if key in opened and (opened[key][0] is None or ts < opened[key][0]):
+                opened[key][1].append(ts)  # a repeat: the publisher sends it until it is answered
+                continue
             low, high = np.searchsorted(answer_keys, wanted, side="left"), np.searchsorted(answer_keys, wanted, side="right")
             candidates = answers[low:high]
             answered = candidates[table.ts_ns[candidates] > ts]
             until = int(table.ts_ns[answered[0]]) if len(answered) else None
-            opened[key] = (ts, until)
-            if until is None or not STALL_NS < until - ts <= MAX_WAIT_NS:
-                continue
-            inside = np.flatnonzero((table.ts_ns > ts) & (table.ts_ns < until))
-            senders = frozenset((names[s], int(p)) for s, p in
-                                set(zip(table.src[inside].tolist(), table.src_port[inside].tolist(), strict=True)))
-            self._late.append((capture, owner[0], ts, until, senders))
+            opened[key] = (until, [ts])
+            if until is not None and STALL_NS < until - ts:
+                windows.append((owner[0], until, opened[key][1]))
+        for member, until, times in windows:
+            inside = np.flatnonzero((table.ts_ns > times[0]) & (table.ts_ns < until))
+            senders: dict[Endpoint, int] = {}
+            for s, p, t in zip(table.src[inside].tolist(), table.src_port[inside].tolist(),
+                               table.ts_ns[inside].tolist(), strict=True):
+                senders[(names[s], int(p))] = int(t)  # in time order: each one's last
+            self._late.append((capture, member, times, until, senders))
 
     def stalls(self, publication_senders: Mapping[Endpoint, int]) -> dict[int, list[tuple[int, int]]]:
-        """Member → the spans (from, until) its driver was stalled, in time order: the late answers in
-        whose window nothing came from its endpoints or its publications (``publication_senders``:
-        each publication's source endpoint → its member)."""
+        """Member → the spans (from, until) its driver was stalled, in time order: from the first sending
+        of the SETUP after which nothing came from the member's endpoints or its publications
+        (``publication_senders``: each publication's source endpoint → its member) to the late answer."""
         out: dict[int, list[tuple[int, int]]] = {}
-        for _, member, start, until, senders in self._late:
-            if any(self._sender(endpoint, publication_senders) == member for endpoint in senders):
-                continue
+        for _, member, setups, until, senders in self._late:
+            last = max((ts for endpoint, ts in senders.items()
+                        if self._sender(endpoint, publication_senders) == member), default=None)
+            # The SETUP's window began at its first sending, again at the first one more than MAX_WAIT_NS on.
+            start = setups[0]
+            for ts in setups:
+                if ts - start > MAX_WAIT_NS:
+                    start = ts
+            if not ((last is None or last < start) and STALL_NS < until - start <= MAX_WAIT_NS):
+                # heard in it, the driver was running: stalled from a later sending to the answer, if silent
+                start = next((ts for ts in setups if last is not None and ts > last), None)
+                if start is None or not STALL_NS < until - start <= MAX_SILENCE_NS:
+                    continue
             out.setdefault(member, []).append((start, until))
         return {member: sorted(set(spans)) for member, spans in sorted(out.items())}
 
