@@ -1183,7 +1183,7 @@ class _InMemory:
         return len(self._events)
 
     def read(self, start: int = 0) -> Iterator[tuple[Event, Any]]:
-        return zip(itertools.islice(self._events, start, None), itertools.islice(self._refs, start, None))
+        return zip(itertools.islice(self._events, start, None), itertools.islice(self._refs, start, None), strict=True)
 
     def at(self, k: int) -> tuple[Event, Any]:
         return self._events[k], self._refs[k]

@@ -375,7 +375,7 @@ class _FileEvents:
                 # A slice of the batch at a time: the Python values of SLICE events are what is held.
                 stop = min(count, position + self.SLICE, first + file.batches[number].num_rows)
                 events, seqs = file.events(number, slice(position - first, stop - first))
-                yield from zip(events, seqs)
+                yield from zip(events, seqs, strict=True)
                 position = stop
                 if position == first + file.batches[number].num_rows:
                     release()
