@@ -449,7 +449,6 @@ def test_a_long_index_takes_what_it_built_out_of_the_collectors_view_and_indexes
     assert len(settled) > 600 and frozen > 0
     assert settled.index.summary["traceSha256"] == plain.index.summary["traceSha256"]
     assert list(settled.index.counts) == list(plain.index.counts)
-    assert settled.index.checkpoint_positions == plain.index.checkpoint_positions
     last = len(settled) - 1
     assert settled.moment(last) == plain.moment(last)
 
@@ -467,3 +466,29 @@ def test_a_moment_makes_the_screens_dicts_only_when_asked_and_equals_one_made_at
     while stepper.position < position + 1:
         stepper.step()
     assert states == stepper.states()
+
+
+def test_a_heavy_step_gets_a_checkpoint_after_it_and_a_seek_past_it_restores_that(monkeypatch):
+    """A step of the index that took longer than `HEAVY_STEP_S` of CPU is followed by a checkpoint of its
+    own (besides those every block), and a seek just past it restores that checkpoint rather than stepping
+    through it again: here every step counts as heavy, so any moment is one event's re-execution; the
+    index and the states are those of the plain index."""
+    from cli.tui import session as session_module
+
+    plain = Session.open(_require(FAILOVER), block_size=64)
+    plain.build_index()
+    monkeypatch.setattr(session_module, "HEAVY_STEP_S", -1.0)
+    heavy = Session.open(_require(FAILOVER), block_size=64)
+    heavy.build_index()
+    assert heavy.index.summary["traceSha256"] == plain.index.summary["traceSha256"]
+    assert heavy.index.checkpoint_positions == list(range(len(heavy) + 1))  # the start, and after every event
+    steps = []
+    step = session_module.Stepper.step
+    monkeypatch.setattr(session_module.Stepper, "step", lambda self: (steps.append(self.position), step(self))[1])
+    for position in (10, 11, 200, len(heavy) // 2, len(heavy) // 2 + 3):
+        heavy.moment(position - 5)  # the screen's stepper a few events before
+        assert heavy.steps_to(position) <= 1
+        steps.clear()
+        moment = heavy.moment(position)
+        assert len(steps) <= 1 and heavy._stepper.position == position + 1
+        assert moment == plain.moment(position)

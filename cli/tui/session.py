@@ -837,6 +837,10 @@ def _lane(position: int, ts: int, view: MemberView) -> LaneSegment:
 
 #: Events indexed between two `_settle_heap` calls.
 SETTLE_HEAP_EVERY = 20_000
+#: A step of the index that took longer than this (CPU) gets a checkpoint right after it, besides the
+#: one every block: a seek past it then restores that checkpoint instead of stepping through it again
+#: (an election's log replay, a catch-up: tens of milliseconds each on a 1M-event replay).
+HEAVY_STEP_S = 0.004
 
 
 def _settle_heap() -> None:
@@ -879,9 +883,11 @@ def build_index(
             if k & 63 == 0:
                 while should_pause() and not should_stop():
                     time.sleep(0.002)
+            started = time.thread_time()
             records = stepper.step()
+            heavy = time.thread_time() - started > HEAVY_STEP_S
             _note(index, source, stepper, k, records, last_lane)
-            if (k + 1) % block == 0:
+            if (k + 1) % block == 0 or heavy:
                 index.add_checkpoint(stepper.checkpoint(index.shared))
             if (k + 1) % SETTLE_HEAP_EVERY == 0:
                 _settle_heap()
@@ -1131,7 +1137,10 @@ class Session:
             stepper = self._fresh(count)
         else:
             checkpoint = self._checkpoint_at_or_before(count)
-            if checkpoint is not None and checkpoint.position - stepper.position > RESTORE_AFTER:
+            if checkpoint is not None and (
+                checkpoint.position - stepper.position > RESTORE_AFTER
+                or checkpoint.position > stepper.position and checkpoint.position % self.source.block_size
+            ):  # far ahead, or just past a heavy step (`HEAVY_STEP_S`): restored, not stepped to
                 stepper = Stepper.restore(self.source, checkpoint)
         self._stepper = stepper
         stepped = self._stepped
@@ -1243,7 +1252,10 @@ class Session:
         checkpoint = self._checkpoint_at_or_before(count)
         start = checkpoint.position if checkpoint is not None else 0
         stepper = self._stepper
-        if stepper is not None and start - RESTORE_AFTER <= stepper.position <= count:
+        heavy = checkpoint is not None and checkpoint.position % self.source.block_size != 0
+        if stepper is not None and start - RESTORE_AFTER <= stepper.position <= count and not (
+            heavy and stepper.position < start
+        ):
             start = stepper.position  # it steps on (past a checkpoint close ahead, see `_stepper_at`)
         return count - start + (0 if position - 1 in self._moments else 1)
 
