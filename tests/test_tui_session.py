@@ -471,8 +471,8 @@ def test_a_moment_makes_the_screens_dicts_only_when_asked_and_equals_one_made_at
 def test_a_heavy_step_gets_a_checkpoint_after_it_and_a_seek_past_it_restores_that(monkeypatch):
     """A step of the index that took longer than `HEAVY_STEP_S` of CPU is followed by a checkpoint of its
     own (besides those every block), and a seek just past it restores that checkpoint rather than stepping
-    through it again: here every step counts as heavy, so any moment is one event's re-execution; the
-    index and the states are those of the plain index."""
+    through it again, the step's records kept from the index: here every step counts as heavy, so any
+    moment is one event's re-execution; the index, the records and the states are the plain index's."""
     from cli.tui import session as session_module
 
     plain = Session.open(_require(FAILOVER), block_size=64)
@@ -482,6 +482,9 @@ def test_a_heavy_step_gets_a_checkpoint_after_it_and_a_seek_past_it_restores_tha
     heavy.build_index()
     assert heavy.index.summary["traceSha256"] == plain.index.summary["traceSha256"]
     assert heavy.index.checkpoint_positions == list(range(len(heavy) + 1))  # the start, and after every event
+    assert [heavy.records_at(k) for k in range(len(heavy))] == [plain.records_at(k) for k in range(len(plain))]
+    blocks = range(-(-len(heavy) // 64))
+    assert [heavy._replay_block(b) for b in blocks] == [plain._replay_block(b) for b in blocks]
     steps = []
     step = session_module.Stepper.step
     monkeypatch.setattr(session_module.Stepper, "step", lambda self: (steps.append(self.position), step(self))[1])

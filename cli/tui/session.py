@@ -807,6 +807,9 @@ class Index:
     checkpoints: list[Checkpoint] = field(default_factory=list)
     #: Where each checkpoint is (events fed), for bisecting.
     checkpoint_positions: list[int] = field(default_factory=list)
+    #: The records of each heavy step (`HEAVY_STEP_S`), a checkpoint after each: re-executing a block
+    #: takes them from here and restores that checkpoint instead of running the step again.
+    heavy_records: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     shared: SharedParts = field(default_factory=SharedParts)
     summary: dict[str, Any] | None = None
 
@@ -887,6 +890,8 @@ def build_index(
             records = stepper.step()
             heavy = time.thread_time() - started > HEAVY_STEP_S
             _note(index, source, stepper, k, records, last_lane)
+            if heavy:
+                index.heavy_records[k] = [r for r in records if r.get("kind") != "divergence"]
             if (k + 1) % block == 0 or heavy:
                 index.add_checkpoint(stepper.checkpoint(index.shared))
             if (k + 1) % SETTLE_HEAP_EVERY == 0:
@@ -1309,6 +1314,9 @@ class Session:
         pinned = self._pinned_records.get(position)
         if pinned is not None:
             return pinned
+        heavy = self.index.heavy_records.get(position)
+        if heavy is not None and position != len(self) - 1:
+            return heavy + self._problems_at(position)
         stepped = self._stepped.get(position)
         if stepped is None or len(stepped) + self._problem_count(position) != self.record_count(position):
             return None
@@ -1329,7 +1337,15 @@ class Session:
             stepper.step()
         out: list[list[dict[str, Any]]] = []
         done = self.index.done  # the index stopped there if the replay hit bad input: so does this
+        heavy = self.index.heavy_records
         for k in range(start, end):
+            kept = heavy.get(k) if k < done and k != len(self) - 1 else None
+            if kept is not None:  # a heavy step: its records from the index, the checkpoint after it restored
+                checkpoint = self._checkpoint_at_or_before(k + 1)
+                if checkpoint is not None and checkpoint.position == k + 1:
+                    stepper = Stepper.restore(self.source, checkpoint)
+                    out.append(kept + [r for r in self.index.notable.get(k, ()) if r.get("kind") == "divergence"])
+                    continue
             records = stepper.step() if k < done else []
             if k == len(self) - 1 and self.index.finished and self.index.error is None:
                 records = records + [r for r in stepper.finish() if r.get("kind") != "summary"]
