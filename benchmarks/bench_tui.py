@@ -37,6 +37,16 @@ the cursor, 'seeking…' at once, landmarks worked out ahead), two runs after:
     over 100 ms with 'seeking…' shown: 235 of 469  ->  376 of 383, 165 of 172
     index 276 s wall (load ~7) -> 173 s, 216 s wall; 93-101 s of CPU; peak memory 543 -> 632, 595 MB;
     first screen 1562 -> 1265, 1123 ms; quit while indexing 712, 659 ms after (not measured before).
+
+Then (the sixth session, machine quiet, load 0.4-1.2; p50 / p99 ms): the index freezes what it built out of
+the garbage collector's view every 20,000 events (full collections had been the slowest seeks), recount
+runs the collector at (50000, 10, 10), moments convert views when asked, a seek prepares half a screen
+either way, and heavy steps get a checkpoint (and their records kept) after them:
+
+    jump 55-58 / 123-135, jump back 53-60 / 121-172, k 9 / 56-64, d 70-74, D 26-29 / 46-275 (n = 7),
+    s 23 / 127-241 (n = 15), S 22-25 / 55-67; moves over 200 ms: 2-5 of 487; over 100 ms with
+    'seeking…' shown: 19 of 19, 24 of 25; index 56.5-58.6 s of CPU (55.7-57.7 s wall); peak memory
+    591-601 MB; first screen 0.49-0.63 s; quit 109-157 ms while indexing.
 """
 
 from __future__ import annotations
