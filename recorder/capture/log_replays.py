@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from formats.events import Event
-from recorder.capture.publications import lives_of
+from recorder.capture.publications import Life, with_start_evidence
 
 
 def replay_bounds(sends: Mapping[int, tuple[Sequence[int], Sequence[str]]]) -> dict[int, list[tuple[int, int]]]:
@@ -45,22 +45,12 @@ def with_log_replay_evidence(keyed: list[tuple], bounds: Mapping[int, list[tuple
     a member not in ``skip`` (its agent log gave the replays' durations) whose life holds such bounds."""
     if not bounds:
         return keyed
-    skipped = set(skip)
-    lives = {(life.member, life.start_ns): life for life in lives_of(item[-1] for item in keyed)}
-    out = []
-    for item in keyed:
-        start = item[-1]
-        life = lives.get((start.node, start.ts)) if start.type == "MemberStart" and start.dir == "local" else None
-        if life is not None and start.node not in skipped and not start.fields.get("logReplayDurationsNs"):
-            found = [[since, done] for since, done in bounds.get(start.node, ())
-                     if since >= life.start_ns and (life.end_ns is None or done <= life.end_ns)]
-            if found:
-                start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
-                              type=start.type, fields={**start.fields, "logReplaysDoneNs": found},
-                              payload=start.payload,
-                              extra={**(start.extra or {}), "logReplaysDoneNs": "each CatchupPosition it sent and"
-                                     " its consensus message before it, on the wire: a log replay between is done"
-                                     " by then"})
-                item = (*item[:-1], start)
-        out.append(item)
-    return out
+
+    def find(start: Event, life: Life) -> list[list[int]] | None:
+        if start.fields.get("logReplayDurationsNs"):
+            return None
+        return [[since, done] for since, done in bounds.get(start.node, ())
+                if since >= life.start_ns and (life.end_ns is None or done <= life.end_ns)]
+
+    return with_start_evidence(keyed, "logReplaysDoneNs", "each CatchupPosition it sent and its consensus message"
+                               " before it, on the wire: a log replay between is done by then", skip, find)

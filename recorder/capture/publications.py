@@ -44,8 +44,9 @@ Pure: the decoder's findings and the members' lives in, events and start fields 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from formats.events import Event
 from recorder.capture.datagrams import ConsensusPublicationSeen
@@ -257,4 +258,26 @@ def with_publication_evidence(keyed: list[tuple], publications: Sequence[Consens
         out.append(item)
     for found in evidence.values():
         out += [(change.ts, group, change.node, 0, change) for change in found.changes]
+    return out
+
+
+def with_start_evidence(keyed: list[tuple], name: str, note: str, skip: Iterable[int],
+                        find: Callable[[Event, Life], Any]) -> list[tuple]:
+    """``keyed`` (sort key tuples ending with their event) with ``fields[name]`` (and ``note`` in its extra,
+    saying where it came from) on each local MemberStart of a member not in ``skip`` whose life ``find``
+    gives evidence for (anything true: the value); ``find(start, life)`` decides too whether the start
+    already has it."""
+    skipped = set(skip)
+    lives = {(life.member, life.start_ns): life for life in lives_of(item[-1] for item in keyed)}
+    out = []
+    for item in keyed:
+        start = item[-1]
+        life = lives.get((start.node, start.ts)) if start.type == "MemberStart" and start.dir == "local" else None
+        found = find(start, life) if life is not None and start.node not in skipped else None
+        if found:
+            start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
+                          type=start.type, fields={**start.fields, name: found}, payload=start.payload,
+                          extra={**(start.extra or {}), name: note})
+            item = (*item[:-1], start)
+        out.append(item)
     return out

@@ -26,7 +26,7 @@ import numpy as np
 
 from formats.event_columns import EventColumns
 from formats.events import DIRECTIONS, Event
-from recorder.capture.publications import lives_of
+from recorder.capture.publications import Life, with_start_evidence
 
 #: Columns of what a member sent: ts, member, term, position, flags, peer (-1: none).
 AppendRows = np.ndarray
@@ -75,23 +75,14 @@ def with_replication_evidence(keyed: list[tuple], appends: AppendRows, terms: Ma
     (the starts' ``logImagesNs``)."""
     if not len(appends):
         return keyed
-    skipped = set(skip)
-    lives = {(life.member, life.start_ns): life for life in lives_of(item[-1] for item in keyed)}
-    out = []
-    for item in keyed:
-        start = item[-1]
-        life = lives.get((start.node, start.ts)) if start.type == "MemberStart" and start.dir == "local" else None
-        if life is not None and start.node not in skipped and "replicationPositionsNs" not in start.fields:
-            found = _replication_positions(appends, life, start.fields.get("logImagesNs") or [], terms)
-            if found:
-                start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
-                              type=start.type, fields={**start.fields, "replicationPositionsNs": found},
-                              payload=start.payload,
-                              extra={**(start.extra or {}), "replicationPositionsNs": "its AppendPositions of a term"
-                                     " before it had the image of that term's log, on the wire"})
-                item = (*item[:-1], start)
-        out.append(item)
-    return out
+
+    def find(start: Event, life: Life) -> list[list[int]] | None:
+        if "replicationPositionsNs" in start.fields:
+            return None
+        return _replication_positions(appends, life, start.fields.get("logImagesNs") or [], terms)
+
+    return with_start_evidence(keyed, "replicationPositionsNs", "its AppendPositions of a term before it had the"
+                               " image of that term's log, on the wire", skip, find)
 
 
 def _replication_positions(appends: AppendRows, life, images: list, terms: Mapping[int, int]) -> list[list[int]]:

@@ -25,7 +25,7 @@ Pure: events and the members' lives in, start fields out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from formats.events import Event
 from recorder.capture.publications import Life, lives_of
@@ -39,17 +39,23 @@ def _is_snapshot(event: Event) -> bool:
     return fields.get("action") == "SNAPSHOT" and fields.get("flags") in (0, None, -2147483648)
 
 
-def shutdown_snapshots(events: Iterable[Event], lives: Sequence[Life]) -> dict[tuple[int, int], tuple[int, str]]:
-    """(member, life start) → (the index of the shutdown's snapshot in that life, the evidence), for each
-    life whose member sent a TerminationPosition at the end of a SNAPSHOT action it met in that life."""
+def _terminations(events: Iterable[Event], lives: Sequence[Life]) -> Iterator[tuple[Life, list[Event], Event]]:
+    """Each life whose member sent a TerminationPosition in it: the life, its messages of `TYPES` (in and out,
+    in order), and the first TerminationPosition it sent."""
     relevant = [e for e in events if e.type in TYPES and e.dir in ("in", "out")]
-    out: dict[tuple[int, int], tuple[int, str]] = {}
     for life in lives:
         mine = [e for e in relevant if e.node == life.member and e.ts >= life.start_ns
                 and (life.end_ns is None or e.ts <= life.end_ns)]
         termination = next((e for e in mine if e.type == "TerminationPosition" and e.dir == "out"), None)
-        if termination is None:
-            continue
+        if termination is not None:
+            yield life, mine, termination
+
+
+def shutdown_snapshots(events: Iterable[Event], lives: Sequence[Life]) -> dict[tuple[int, int], tuple[int, str]]:
+    """(member, life start) → (the index of the shutdown's snapshot in that life, the evidence), for each
+    life whose member sent a TerminationPosition at the end of a SNAPSHOT action it met in that life."""
+    out: dict[tuple[int, int], tuple[int, str]] = {}
+    for life, mine, termination in _terminations(events, lives):
         position = termination.fields.get("logPosition")
         snapshots: list[int] = []
         for event in mine:
@@ -71,14 +77,8 @@ def aborts(events: Iterable[Event], lives: Sequence[Life]) -> dict[tuple[int, in
     """(member, life start) → when the member, as leader, sent TerminationPositions at a position no SNAPSHOT
     action it met in that life ends at: a ClusterTool abort (the leader's slow tick that saw the operator's
     ABORT toggle sends every member TerminationPosition at its log's end, without a snapshot)."""
-    relevant = [e for e in events if e.type in TYPES and e.dir in ("in", "out")]
     out: dict[tuple[int, int], int] = {}
-    for life in lives:
-        mine = [e for e in relevant if e.node == life.member and e.ts >= life.start_ns
-                and (life.end_ns is None or e.ts <= life.end_ns)]
-        termination = next((e for e in mine if e.type == "TerminationPosition" and e.dir == "out"), None)
-        if termination is None:
-            continue
+    for life, mine, termination in _terminations(events, lives):
         position = termination.fields.get("logPosition")
         if not any(e.type == "ClusterActionRequest" and _is_snapshot(e) and e.fields.get("logPosition") == position
                    for e in mine):
