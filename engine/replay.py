@@ -83,6 +83,7 @@ for byte once encoded by `engine.trace`.
 from __future__ import annotations
 
 import bisect
+import collections
 import copy
 import heapq
 import itertools
@@ -280,7 +281,9 @@ def comparison_key(type_name: str, fields: Mapping[str, Any]) -> tuple[tuple[Any
 
 
 class _Run:
-    """Consecutive equal sends (or observations) on one side of one (member, peer, type)."""
+    """Consecutive equal sends (or observations) on one side of one (member, peer, type).  ``record`` is
+    the record a divergence shows for it, or a recipe for it (a tuple: its builder and the builder's
+    arguments) that `_record_of` follows the first time it is needed (`engine.steady` makes runs so)."""
 
     __slots__ = ("start", "end", "key", "position", "ref", "record")
 
@@ -291,6 +294,13 @@ class _Run:
         self.position = position
         self.ref = ref
         self.record = record
+
+
+def _record_of(run: _Run) -> dict[str, Any]:
+    record = run.record
+    if type(record) is tuple:
+        record = run.record = record[0](*record[1:])
+    return record
 
 
 class _KeyRuns:
@@ -480,6 +490,10 @@ class NodeReplay:
     `checkpoint` / `restore` copy the whole replay (`ReplaySession.seek` and the TUI use them).
     """
 
+    #: The comparison's classes and key, for `engine.steady` (which does not import this module).
+    COMPARISON = (_Check, _KeyRuns, _Run, _Series)
+    key_fields = staticmethod(_key_fields)
+
     def __init__(
         self,
         facts: RecordingFacts,
@@ -515,6 +529,10 @@ class NodeReplay:
         self.checks: list[tuple[int, int, _Check]] = []
         self.check_seq = 0
         self.settled = 0  # checks settled since the comparison series were last pruned
+        #: Checks of model runs made by the steady-state lane (`engine.steady`), in the order of their
+        #: ``(due, seq)``: ``[due, seq, node, series, run, passed]``, ``passed`` once the recording has shown
+        #: the run's value within its window.  They settle in that order among `checks`, as if pushed there.
+        self.tentative: collections.deque[list[Any]] = collections.deque()
         self.invariants = InvariantChecker()
         self.hasher: TraceHasher | None = TraceHasher() if hash_trace else None
         self.keep_lines = False  # also keep each record's encoded line (`ReplaySession.lines`)
@@ -542,22 +560,33 @@ class NodeReplay:
     # -- feeding ------------------------------------------------------------------------------------
 
     def feed(self, event: Event, ref: Any, ref_kind: str) -> list[dict[str, Any]]:
-        out = self._out = []
-        ts = event.ts
+        self._prologue(event.ts, event.node, event.dir == "in" and event.channel == "log")
+        return self._emit(self._body(event, ref, ref_kind))
+
+    def _prologue(self, ts: int, node_id: int, log_frame: bool) -> None:
+        """What happens before an event at ``ts`` to ``node_id`` is handled: earlier log frames are
+        fed, the senders' pending sends decided, the members' deadlines up to ``ts`` run, and the
+        member's own waiting frames fed unless the event is another one (``log_frame``)."""
+        self._out = []
         self.now = ts
         batches = self._log_batches
         if batches:
             self._feed_log_batches(before=ts)
         if self._undecided:
             self._decide_pending(before=ts)
-        driver = self.driver
-        driver.clock.run_until(ts)
-        node_id = event.node
-        if batches and node_id in batches and not (event.dir == "in" and event.channel == "log"):
+        self.driver.clock.run_until(ts)
+        if batches and node_id in batches and not log_frame:
             self._feed_log_batch(node_id)
+
+    def _body(self, event: Event, ref: Any, ref_kind: str) -> list[Any]:
+        """The event itself, after `_prologue`: the records it led to (not encoded yet)."""
+        out = self._out
+        ts = event.ts
+        driver = self.driver
+        node_id = event.node
         if self.selected is not None and node_id not in self.selected:
             self._resolve_due(ts, out)
-            return self._emit(out)
+            return out
         self.horizon[node_id] = ts
         direction = event.dir
         if direction == "local" and event.type == "MemberStart":
@@ -604,7 +633,7 @@ class NodeReplay:
             if self.senders and event.type in ("MemberCrash", "MemberStop"):
                 self._forget_senders(node_id)
         self._resolve_due(ts, out)
-        return self._emit(out)
+        return out
 
     def advance(self, ts: int) -> list[dict[str, Any]]:
         """Let time pass to ``ts`` without an input: what each live member's own deadlines do by then
@@ -784,17 +813,11 @@ class NodeReplay:
     def _expect_send(self, event: Event, ref: Any) -> None:
         if event.channel not in self.compared_channels.get(event.node, frozenset()):
             return
-        try:
-            fields = event.message().to_fields() if event.payload is not None else dict(event.fields)
-        except DecodeError:
-            fields = dict(event.fields)
+        fields = _sent_fields(event)
         key, position = comparison_key(event.type, fields)
         series = (event.node, event.peer, event.channel, event.type)
-
-        def record() -> dict[str, Any]:
-            return {"ts": event.ts, "node": event.node, "dir": "out", "peer": event.peer, "type": event.type, "fields": fields}
-
-        run = self.expected.setdefault(series, _Series()).add(event.ts, key, position, ref, record)
+        run = self.expected.setdefault(series, _Series()).add(event.ts, key, position, ref,
+                                                              lambda: sent_record(event, fields))
         if run is not None:
             self._schedule("expected", event.node, series, run)
 
@@ -850,12 +873,24 @@ class NodeReplay:
         """Settle the checks whose window has closed (all of them when ``now`` is None), classify the
         failed ones whose timing window has closed, and emit the runs of divergences that ended."""
         checks = self.checks
-        if now is not None and (not checks or checks[0][0] >= now) and not self.found and not self.runs.open:
+        tentative = self.tentative
+        if (now is not None and (not checks or checks[0][0] >= now) and (not tentative or tentative[0][0] >= now)
+                and not self.found and not self.runs.open):
             return  # the common case: nothing due
         settled = 0
-        while checks and (now is None or checks[0][0] < now):
-            _, _, check = heapq.heappop(checks)
-            self._settle(check, complete=now is not None or check.due <= self.horizon.get(check.node, -1))
+        while True:
+            due_check = checks and (now is None or checks[0][0] < now)
+            due_tentative = tentative and (now is None or tentative[0][0] < now)
+            if due_tentative and (not due_check or tentative[0][:2] < list(checks[0][:2])):
+                due, _, node_id, series, run, passed = tentative.popleft()
+                if not passed:
+                    self._settle(_Check(due, "actual", node_id, series, run),
+                                 complete=now is not None or due <= self.horizon.get(node_id, -1))
+            elif due_check:
+                _, _, check = heapq.heappop(checks)
+                self._settle(check, complete=now is not None or check.due <= self.horizon.get(check.node, -1))
+            else:
+                break
             settled += 1
         found = self.found
         if found and (now is None or found[0][0] < now):
@@ -877,6 +912,8 @@ class NodeReplay:
             # The oldest check still pending looks back to its start - tolerance, and a failed one waiting
             # to be classified to its start - the timing window: older runs can go.
             oldest = checks[0][0] if checks else now
+            if tentative and tentative[0][0] < oldest:
+                oldest = tentative[0][0]
             if found:
                 oldest = min(oldest, found[0][0] - 2 * TIMING_WINDOW_NS)
             cutoff = oldest - 3 * self.tolerance_ns
@@ -903,12 +940,12 @@ class NodeReplay:
             return  # the evidence that could match it lies past the end of the replay
         nearest = series.nearest(run.start) if series is not None else None
         if check.side == "actual":
-            expected = nearest.record if nearest is not None else None
-            actual = run.record
+            expected = _record_of(nearest) if nearest is not None else None
+            actual = _record_of(run)
             ref = nearest.ref if nearest is not None else None
         else:
-            expected = run.record
-            actual = nearest.record if nearest is not None else None
+            expected = _record_of(run)
+            actual = _record_of(nearest) if nearest is not None else None
             ref = run.ref
         self.divergence_checks += 1
         record = {
@@ -947,9 +984,9 @@ class NodeReplay:
                 f" than the recording shows",
             )
             if check.side == "actual":  # show the counterpart found, not merely the nearest record
-                record["expected"], record["event"] = _side(match.record), match.ref
+                record["expected"], record["event"] = _side(_record_of(match)), match.ref
             else:
-                record["actual"] = _side(match.record)
+                record["actual"] = _side(_record_of(match))
             partner = self.found_by_run.get(id(match))
             if partner is not None:
                 partner.absorbed = True  # the same difference, seen from the other side
@@ -1025,7 +1062,7 @@ class NodeReplay:
         """This replay, for the duration of the block, as `checkpoint(compare=False)` copies it: no
         comparison state, no trace hash, nothing compared.  Whatever serialises it in the block (a
         debugger's compact checkpoint, without a copy first) sees exactly that; it is put back after."""
-        empty = {"actual": {}, "expected": {}, "checks": [], "hasher": None, "lines": [], "_out": [], "found": [],
+        empty = {"actual": {}, "expected": {}, "checks": [], "tentative": collections.deque(), "hasher": None, "lines": [], "_out": [], "found": [],
                  "found_by_run": {}, "runs": Runs(), "causes": [], "senders": {}, "_undecided": set(),
                  "compare": False, "compared_channels": {}, "observed_kinds": {}}
         kept = {name: getattr(self, name) for name in empty}
@@ -1046,6 +1083,21 @@ class NodeReplay:
         twin = copy.deepcopy(self, self.driver.copy_memo(keep=(self.facts, self.flags)))
         twin.driver.on_ready = twin._on_ready
         return twin
+
+
+def _sent_fields(event: Event) -> dict[str, Any]:
+    """The fields of a recorded send as the comparison reads them (its payload's, when it has one)."""
+    try:
+        return event.message().to_fields() if event.payload is not None else dict(event.fields)
+    except DecodeError:
+        return dict(event.fields)
+
+
+def sent_record(event: Event, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a divergence shows of a recorded send."""
+    if fields is None:
+        fields = _sent_fields(event)
+    return {"ts": event.ts, "node": event.node, "dir": "out", "peer": event.peer, "type": event.type, "fields": fields}
 
 
 def state_fields(view: MemberView, keys: Sequence[str]) -> dict[str, Any]:
@@ -1185,6 +1237,16 @@ class _InMemory:
     def read(self, start: int = 0) -> Iterator[tuple[Event, Any]]:
         return zip(itertools.islice(self._events, start, None), itertools.islice(self._refs, start, None), strict=True)
 
+    def lane_chunks(self, start: int = 0) -> Iterator[tuple[int, list[tuple], Callable[[int], tuple[Event, Any]]]]:
+        """The events from ``start`` as rows of the steady-state lane (`engine.steady`), a chunk at a time."""
+        from engine.steady import rows_of_events
+
+        size = 4096
+        for first in range(start, len(self._events), size):
+            events, refs = self._events[first : first + size], self._refs[first : first + size]
+            rows = list(rows_of_events(zip(events, refs, strict=True)))
+            yield first, rows, lambda i, events=events, refs=refs: (events[i], refs[i])
+
     def at(self, k: int) -> tuple[Event, Any]:
         return self._events[k], self._refs[k]
 
@@ -1256,6 +1318,8 @@ class ReplaySession:
         self.finished = False
         self.checkpoint_every = checkpoint_every
         self._checkpoints: list[tuple[int, NodeReplay]] = []
+        #: The steady-state lane `lines` ran through (`engine.steady`; its ``handled`` counts the events it took).
+        self.steady: Any = None
         if checkpoint_every:
             self._checkpoints.append((0, self._driver.checkpoint()))
 
@@ -1298,9 +1362,20 @@ class ReplaySession:
             yield from self.step()
         yield from self.finish()
 
-    def lines(self) -> Iterator[str]:
+    def lines(self, *, lane: bool = True) -> Iterator[str]:
         """The same trace as canonical JSON lines (`engine.trace`), each encoded once: the bytes the
-        hash is over, then the summary's line."""
+        hash is over, then the summary's line.  A cluster at work goes through the steady-state lane
+        (`engine.steady`; ``lane=False``: every event through `NodeReplay.feed`, the same bytes)."""
+        chunks = getattr(self.source, "lane_chunks", None)
+        if lane and chunks is not None and not self.checkpoint_every and self._driver.hasher is not None:
+            from engine.steady import SteadyLane
+
+            steady = SteadyLane(self._driver, self._sent_record_at)
+            rows = chunks(self.position) if steady.enabled else None
+            if rows is not None:
+                self.steady = steady
+                yield from self._lane_lines(steady, rows)
+                return
         driver = self._driver
         driver.keep_lines = True
         try:
@@ -1314,6 +1389,43 @@ class ReplaySession:
             yield encode_record(summary)
         finally:
             self._driver.keep_lines = False
+
+    def _sent_record_at(self, k: int) -> dict[str, Any]:
+        return sent_record(self.source.at(k)[0])
+
+    def _lane_lines(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]]) -> Iterator[str]:
+        """`lines` through the steady-state lane: each chunk of rows handled by the lane or, event by
+        event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given."""
+        replay = self._driver
+        hasher = replay.hasher
+        handle = steady.handle
+        body = replay._body
+        ref_kind = self.ref_kind
+        encode = encode_record
+        for first, rows, event_at in chunks:
+            out: list[Any] = []
+            replay._out = out  # the lane's lines and `_body`'s records, in the order made
+            k = first
+            for row in rows:
+                steady.position = k
+                if not handle(row, out):
+                    steady.forget()
+                    event, ref = event_at(k - first)
+                    body(event, ref, ref_kind)
+                k += 1
+            self.position = k
+            if out:
+                lines = [one if type(one) is str else encode(one) for one in out]
+                hasher.add_lines(lines)
+                yield from lines
+        replay.keep_lines = True  # the last records are hashed as `finish` emits them
+        try:
+            *records, summary = self.finish()
+            yield from replay.lines
+            replay.lines.clear()
+        finally:
+            replay.keep_lines = False
+        yield encode(summary)
 
     def seek(self, k: int) -> None:
         """Return to the state just after the first ``k`` events."""

@@ -80,6 +80,12 @@ class TraceHasher:
         self._sha.update((line + "\n").encode("utf-8"))
         self.lines += 1
 
+    def add_lines(self, lines: list[str]) -> None:
+        """`add_line` of each, in one update."""
+        if lines:
+            self._sha.update(("\n".join(lines) + "\n").encode("utf-8"))
+            self.lines += len(lines)
+
     def hexdigest(self) -> str:
         return self._sha.hexdigest()
 

@@ -208,6 +208,9 @@ class CaptureReport:
     divergence_checks: int = 0
     #: Divergence records by cause (engine.divergences): "evidence", "timing", "model".
     causes: Mapping[str, int] = field(default_factory=dict)
+    #: The converted events and the trace records their replay gave (for a check that replays them again).
+    events: tuple[Any, ...] = field(default=(), repr=False)
+    records: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
 
     def total(self, what: str) -> Score:
         score = NO_SCORE
@@ -440,4 +443,6 @@ def run_capture(folder: CaptureFolder, *, agent_logs: bool = True, config: Mappi
         convert_s=converted - started,
         replay_s=replayed - converted,
         notes=tuple(built.notes) + tuple(built.captured.notes if built.captured is not None else ()),
+        events=tuple(built.events),
+        records=tuple(records),
     )

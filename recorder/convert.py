@@ -365,6 +365,48 @@ class _FileEvents:
     def at(self, k: int) -> tuple[Event, Any]:
         return next(iter(self.read(k)))
 
+    #: Events built at a time for the rows the steady-state lane gives back to the model's path.
+    LANE_BLOCK = 64
+
+    def lane_chunks(self, start: int = 0) -> Iterator[tuple[int, list[tuple], Any]] | None:
+        """The events from ``start`` as rows of the steady-state lane (`engine.steady`): the typed
+        columns of a slice of a batch at a time (no `Event` built), with a function giving the event
+        of one of its rows (built a block at a time when the lane declines one).  None when the file
+        is not in replay order."""
+        if self._order is not None:
+            return None
+        return self._lane_chunks(start)
+
+    def _lane_chunks(self, start: int) -> Iterator[tuple[int, list[tuple], Any]]:
+        from engine.steady import lane_rows
+
+        file, release, count = self._opened.file, self._opened.release, self._count
+        position = start
+        while position < count:
+            number = file.batch_of(position)
+            first = file.starts[number]
+            stop = min(count, position + self.SLICE, first + file.batches[number].num_rows)
+            batch = file.batches[number].slice(position - first, stop - position)
+            rows = lane_rows(batch)
+            built: dict[int, tuple[Event, Any]] = {}
+
+            def event_at(i: int, number: int = number, offset: int = position - first, built: dict = built,
+                         size: int = stop - position, block: int = self.LANE_BLOCK) -> tuple[Event, Any]:
+                # one event, or a block of them once the lane declines two in a row (an election)
+                one = built.get(i)
+                if one is None:
+                    count = min(block, size - i) if i - 1 in built else 1
+                    events, seqs = file.events(number, slice(offset + i, offset + i + count))
+                    for j in range(count):
+                        built[i + j] = (events[j], seqs[j])
+                    one = built[i]
+                return one
+
+            yield position, rows, event_at
+            position = stop
+            if position == first + file.batches[number].num_rows:
+                release()
+
     def read(self, start: int = 0) -> Iterator[tuple[Event, Any]]:
         file, release, count = self._opened.file, self._opened.release, self._count
         if self._order is None:

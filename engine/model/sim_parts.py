@@ -138,6 +138,10 @@ class LogStore:
             return ends[offset], messages[offset]
         return self._ends[offset], self._messages[offset]
 
+    def end_at_or_before(self, position: int) -> int:
+        """Where the last frame ending at or before ``position`` ends (``base`` when none does)."""
+        return self._end_of(self._index_after(position) - 1)
+
     def _end_of(self, index: int) -> int:
         """Where frame ``index`` ends; ``base`` for index -1."""
         return self._frame(index)[0] if index >= 0 else self.base

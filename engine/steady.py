@@ -1,0 +1,866 @@
+"""The steady-state lane of node replay: the events of a cluster at work, handled without a full duty cycle.
+
+Once an election is over, almost everything a cluster's capture holds is the same few events over and
+over: a client message reaches the leader, the leader appends it and sends the frame to each
+follower, each follower records it and reports its new append position, the leader publishes the new
+commit position.  `NodeReplay.feed` runs each of them through the whole machinery (an `Event`, a typed
+input, `Node.step` with its deadlines, a duty cycle repeated until it changes nothing, output objects,
+their records as dicts, the comparison's generic key, JSON encoding).  This lane does the same work for
+those events directly, on the very objects `NodeReplay` holds (the members' `Node`s and agents, the
+comparison's series and checks, the invariant checker), and writes their trace lines from templates:
+
+* ``in`` AppendPosition to a leader, ``in`` CommitPosition to a follower, ``in`` SessionMessageHeader
+  log frames to a follower, ``in`` ingress to a leader whose log appends are recorded, a leader's own
+  ``out`` SessionMessageHeader log appends, and the recorded ``out`` AppendPosition / CommitPosition
+  (the comparison's expected side);
+* only while the member is in a steady state: no election, ACTIVE, not waiting for its driver or
+  archive, no catch-up, no publication evidence, no slow tick due in the cycle, no deadline of any
+  member due by the event (`_Steady`; any doubt, and the event goes to `NodeReplay.feed`'s own path).
+
+It is the same replay, not an approximation of it: each handler below is the duty cycle of
+`engine.model.agent` restricted to what can happen under its preconditions, and the trace is byte for
+byte the one `NodeReplay.feed` gives (``tests/test_steady_lane.py`` replays every sample, scenario and
+real capture both ways and compares the bytes).  Two shortcuts keep it exact rather than equal step by
+step:
+
+* a member's wakeup timer is not moved after a lane event.  Under the preconditions a lane event only
+  moves a member's deadlines later (the times it last heard or sent move forward), so the timer on the
+  clock is at or before the true deadline; when it fires early, `Node.advance` finds nothing due and
+  the driver schedules the true one, which is what would have happened without the lane;
+* the check of a model run that the recording has not shown yet is kept in `NodeReplay.tentative`
+  (its place in the order of checks, ``(due, seq)``, taken when it is made) instead of the heap; when
+  the recording then shows that very value within the window, it is marked passed and settles without a
+  search.  It settles in the same order, counts for pruning and is the oldest pending check exactly as
+  the heap's would be.
+
+The templates are checked against the model's own records once per replay (`SteadyLane.__init__`):
+a model whose messages are spelled otherwise (another schema) turns the lane off.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from engine.model.agent import ModuleState, Role
+from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
+from engine.model.inputs import ConsensusMessage, IngressMessage, LogFrame, LogFrames, OwnLogAppend
+from engine.model.members import NULL_POSITION, NULL_VALUE
+from engine.model.node import _UNKNOWN, _cause_of
+from engine.model.outputs import Send
+from engine.trace import encode_record
+from formats.cluster_codecs import SCHEMA_VERSION, AppendPosition, CommitPosition, SessionMessageHeader
+from formats.cluster_codecs_ext import decode_cluster
+from formats.errors import DecodeError
+
+MS = 1_000_000
+
+#: A lane row: the values of one event the lane needs, in this order (`rows_of_events`, and
+#: `recorder.convert`'s columns for a replay file).
+TS, NODE, DIR, CHANNEL, TYPE, PEER, TERM, POSITION, FOLLOWER, LEADER, FLAGS, SESSION, TIMESTAMP, EXTRA_POSITION, \
+    PAYLOAD, REF, CODE = range(17)
+
+#: What a row is, for the lane (its ``CODE``): nothing it handles (0), or one of these.
+APPEND_IN, COMMIT_IN, FRAME_IN, INGRESS_IN, OWN_APPEND, RECORDED_SEND = range(1, 7)
+
+
+def code_of(direction: Any, channel: Any, kind: Any) -> int:
+    """A row's ``CODE`` from its direction, channel and type."""
+    if direction == "in":
+        if channel == "consensus":
+            return APPEND_IN if kind == "AppendPosition" else COMMIT_IN if kind == "CommitPosition" else 0
+        if channel == "log":
+            return FRAME_IN
+        return INGRESS_IN if channel == "ingress" else 0
+    if direction == "out":
+        if channel == "log":
+            return OWN_APPEND
+        if channel == "consensus" and kind in ("AppendPosition", "CommitPosition"):
+            return RECORDED_SEND
+    return 0
+
+_APPEND = '{"kind":"send","ts":%d,"node":%d,"peer":%d,"channel":"consensus","type":"AppendPosition","fields":' \
+          '{"leadershipTermId":%d,"logPosition":%d,"followerMemberId":%d,"flags":%d}}'
+_COMMIT = '{"kind":"send","ts":%d,"node":%d,"peer":%d,"channel":"consensus","type":"CommitPosition","fields":' \
+          '{"leadershipTermId":%d,"logPosition":%d,"leaderMemberId":%d}}'
+_LOG_APPEND = '{"kind":"logAppend","ts":%d,"node":%d,"position":%d,"type":"SessionMessageHeader","fields":' \
+              '{"leadershipTermId":%d,"clusterSessionId":%d,"timestamp":%d}}'
+_LOG_SEND = '{"kind":"send","ts":%d,"node":%d,"peer":%d,"channel":"log","type":"SessionMessageHeader","fields":' \
+            '{"leadershipTermId":%d,"clusterSessionId":%d,"timestamp":%d},"logPosition":%d}'
+
+
+def _templates_hold() -> bool:
+    """Do the templates spell what the model's records encode to?  (Checked with values that differ.)"""
+    header = SessionMessageHeader(leadership_term_id=7, cluster_session_id=-3, timestamp=123456789)
+    cases = [
+        (Send(11, 1, 2, "consensus", AppendPosition(leadership_term_id=5, log_position=96, follower_member_id=1,
+                                                    flags=0)), _APPEND % (11, 1, 2, 5, 96, 1, 0)),
+        (Send(12, 2, 0, "consensus", CommitPosition(leadership_term_id=6, log_position=192, leader_member_id=2)),
+         _COMMIT % (12, 2, 0, 6, 192, 2)),
+        (Send(13, 0, 1, "log", header, 288), _LOG_SEND % (13, 0, 1, 7, -3, 123456789, 288)),
+    ]
+    from engine.model.outputs import LogAppend
+
+    cases.append((LogAppend(14, 0, 384, header), _LOG_APPEND % (14, 0, 384, 7, -3, 123456789)))
+    return all(encode_record(output.to_json()) == line for output, line in cases)
+
+
+_STRUCT_CODES = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
+                 "uint64": "Q"}
+#: (SBE header bytes, payload length, class) -> a struct that reads the block's fields, or False (the
+#: model's own decoder refuses such payloads, or gives them otherwise).
+_LAYOUTS: dict[tuple[bytes, int, type], Any] = {}
+
+
+def _values(payload: bytes, cls: type) -> tuple | None:
+    """The block's field values of a recorded ``cls`` payload, in schema order, as `_decoded`'s message
+    holds them (None: not one of the current schema version, or not decodable).  The first payload of each
+    header and length is decoded by the model's own decoder and the layout checked against it; the
+    others of that header and length are read with the same layout (fields of plain integers only, whose
+    decoding cannot fail once the header and length pass)."""
+    key = (payload[:8], len(payload), cls)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _learn(payload, cls, key)
+    if layout is False:
+        return None
+    return layout.unpack_from(payload, 8)
+
+
+def _learn(payload: bytes, cls: type, key: tuple) -> Any:
+    import struct
+
+    if len(_LAYOUTS) > 4096:
+        _LAYOUTS.clear()
+    message = _decoded(payload, cls)
+    layout: Any = False
+    fields = cls.BLOCK.fields
+    if message is not None and all(f.enum is None and getattr(f, "primitive", None) in _STRUCT_CODES for f in fields):
+        codes, at = ["<"], 0
+        for f in fields:
+            if f.offset > at:
+                codes.append(f"{f.offset - at}x")
+            codes.append(_STRUCT_CODES[f.primitive])
+            at = f.offset + struct.calcsize("<" + _STRUCT_CODES[f.primitive])
+        layout = struct.Struct("".join(codes))
+        values = tuple(getattr(message, f.attr) for f in fields)
+        if len(payload) < 8 + layout.size or layout.unpack_from(payload, 8) != values:
+            layout = False
+    _LAYOUTS[key] = layout
+    return layout
+
+
+def _decoded(payload: Any, cls: type) -> Any:
+    """The message of a recorded payload when it is a ``cls`` of the current schema version (what
+    `Event.message` gives), else None: the event goes to the model's own path, which decodes it, or
+    says why it cannot."""
+    try:
+        decoded = decode_cluster(payload)
+    except DecodeError:
+        return None
+    if type(decoded.message) is not cls or decoded.acting_version < SCHEMA_VERSION:
+        return None
+    return decoded.message
+
+
+def _send_record(ts: int, node: int, peer: int, channel: str, message: Any, log_position: int | None) -> dict[str, Any]:
+    return Send(ts, node, peer, channel, message, log_position).to_json()
+
+
+def _append_record(ts: int, node: int, peer: int, term: int, position: int, flags: int) -> dict[str, Any]:
+    message = AppendPosition(leadership_term_id=term, log_position=position, follower_member_id=node, flags=flags)
+    return _send_record(ts, node, peer, "consensus", message, None)
+
+
+def _commit_record(ts: int, node: int, peer: int, term: int, position: int) -> dict[str, Any]:
+    message = CommitPosition(leadership_term_id=term, log_position=position, leader_member_id=node)
+    return _send_record(ts, node, peer, "consensus", message, None)
+
+
+def _log_send_record(ts: int, node: int, peer: int, message: Any, position: int) -> dict[str, Any]:
+    return _send_record(ts, node, peer, "log", message, position)
+
+
+_Check = _KeyRuns = _Run = _Series = None  # the comparison's classes, bound by `_bind_comparison`
+
+
+def _bind_comparison(replay: Any) -> None:
+    """The comparison's classes, as the replay gives them (`engine.replay` uses this module, not the reverse)."""
+    global _Check, _KeyRuns, _Run, _Series
+    _Check, _KeyRuns, _Run, _Series = replay.COMPARISON
+
+
+class SteadyLane:
+    """The lane over one `NodeReplay` (see the module docstring).
+
+    `handle(row, out)` does what ``replay._prologue`` and ``replay._body`` do for the event of ``row``
+    and returns True, or does only the prologue and returns False (then the caller gives the event to
+    ``replay._body``).  Records go to ``out`` as trace lines (str) or, for what the lane left to the
+    model's own path, as record dicts."""
+
+    def __init__(self, replay: Any, record_at: Any) -> None:
+        _bind_comparison(replay)
+        self.replay = replay
+        self.record_at = record_at  # k -> what a divergence shows of the recorded send at position k
+        self.position = 0  # the position of the event being handled (the caller sets it)
+        self.enabled = _templates_hold() and self._keys_hold(replay.key_fields)
+        self.flags = replay.flags
+        #: member -> (role, agent, node, member) while the lane may step it; cleared by anything else.
+        self.steady: dict[int, Any] = {}
+        #: follower -> the log position from which every frame was appended by the lane (no
+        #: NewLeadershipTermEvent or ClusterActionRequest for its log adapter to act on).
+        self.clean_from: dict[int, int] = {}
+        #: series -> the `NodeReplay.tentative` entry of its newest model run the recording has not shown yet.
+        self.waiting: dict[tuple[Any, ...], Any] = {}
+        self.selected = replay.selected is not None  # the lane steps every member or none
+        self.handlers = (None, self._append_position, self._commit_position, self._log_frame, self._ingress,
+                         self._own_append, self._expected)
+        self.causes: dict[Any, Any] = {}
+        self.messages: dict[tuple[int, int, int], Any] = {}
+        self.handled = 0
+
+    @staticmethod
+    def _keys_hold(key_fields: Any) -> bool:
+        """Does the comparison key these messages by the fields the lane gives, in that order?"""
+        return (key_fields("AppendPosition", {}) == ("leadershipTermId", "followerMemberId", "flags")
+                and key_fields("CommitPosition", {}) == ("leadershipTermId", "leaderMemberId")
+                and key_fields("SessionMessageHeader", {}) == ("leadershipTermId", "clusterSessionId"))
+
+    # -- when a member may be stepped here -------------------------------------------------------------
+
+    def forget(self) -> None:
+        """Something outside the lane ran: every member's steadiness is to be checked again."""
+        self.steady.clear()
+        self.clean_from.clear()
+
+    def _member(self, node_id: int) -> Any:
+        """(role, agent, node) of a member the lane may step now, else None."""
+        steady = self.steady.get(node_id)
+        if steady is not None:
+            return steady
+        member = self.replay.driver.members.get(node_id)
+        if member is None or member.ended:
+            return None
+        node = member.node
+        if not node.is_running or node._held or getattr(node, "agent", None) is None:
+            return None
+        agent = node.agent
+        if (agent.election is not None or agent.state is not ModuleState.ACTIVE or agent.blocked_until_ns is not None
+                or agent.follower_recorder_ns is not None or agent.pending_catchup_replays
+                or agent.publication_evidence or not agent.recording_active):
+            return None
+        role = agent.role
+        if role is Role.LEADER:
+            if not agent.has_log_publication or self.flags.active_member_quorum:
+                return None
+            for other in agent.members:
+                if other.catchup_replay_session_id != NULL_VALUE:
+                    return None
+        elif role is Role.FOLLOWER:
+            image = agent.log_image
+            if (image is None or image.is_closed or agent.catchup_log_destination is not None or agent.held_log_frames
+                    or agent.snapshot_done_ns is not None or agent.termination_position != NULL_POSITION
+                    or agent.leader_member is None):
+                return None
+            self.clean_from[node_id] = agent.log.end
+        else:
+            return None
+        steady = self.steady[node_id] = (role, agent, node, member)
+        return steady
+
+    def _cause(self, key: Any, item: Any) -> Any:
+        cause = self.causes.get(key)
+        if cause is None:
+            cause = self.causes[key] = _cause_of(item)
+        return cause
+
+    def _message(self, term: int, session: int, timestamp: int) -> Any:
+        key = (term, session, timestamp)
+        message = self.messages.get(key)
+        if message is None:
+            if len(self.messages) > 64:
+                self.messages.clear()
+            message = self.messages[key] = SessionMessageHeader(
+                leadership_term_id=term, cluster_session_id=session, timestamp=timestamp)
+        return message
+
+    # -- one event ----------------------------------------------------------------------------------------
+
+    def handle(self, row: tuple, out: list) -> bool:
+        """``replay._out`` is ``out`` (the caller's, for the whole chunk): what the lane leaves to
+        `NodeReplay._body` is added there too."""
+        replay = self.replay
+        ts = row[TS]
+        # -- the prologue (`NodeReplay._prologue`), with this lane's frame batches --------------------------
+        replay.now = ts
+        batches = replay._log_batches
+        if batches:
+            if len(batches) == 1:
+                batch_node, (batch_ts, _) = next(iter(batches.items()))
+                if batch_ts < ts:
+                    self._feed_batch(batch_node, out)
+            else:
+                for batch_node in sorted(batches):
+                    if batches[batch_node][0] < ts:
+                        self._feed_batch(batch_node, out)
+        if replay._undecided:
+            self.forget()
+            replay._decide_pending(before=ts)
+        clock = replay.driver.clock
+        queue = clock._queue
+        if queue and queue[0][0] <= ts:
+            self.forget()
+            clock.run_until(ts)
+        elif ts > clock.now_ns:
+            clock.now_ns = ts
+        code = row[CODE]
+        if batches and code != FRAME_IN:
+            node_id = row[NODE]
+            if node_id in batches:
+                self._feed_batch(node_id, out)
+        # -- the event ------------------------------------------------------------------------------------
+        if code == 0 or self.selected:
+            return False
+        if not self.handlers[code](row, out):
+            return False
+        replay.horizon[row[NODE]] = ts
+        checks = replay.checks
+        tentative = replay.tentative
+        if (checks and checks[0][0] < ts) or (tentative and tentative[0][0] < ts) or replay.found or replay.runs.open:
+            replay._resolve_due(ts, out)
+        self.handled += 1
+        return True
+
+    # -- the duty cycle's parts -------------------------------------------------------------------------
+
+    def _time(self, node: Any, agent: Any, ts: int) -> int | None:
+        """The member's time for an input at ``ts`` (Node.step's), or None when its slow tick is due."""
+        now = ts if ts > node._now_ns else node._now_ns
+        now_ms = now - now % MS
+        if now_ms >= agent.slow_tick_deadline_ns:
+            return None
+        return now
+
+    def _enter(self, node: Any, agent: Any, now: int, cause: Any) -> int:
+        node._now_ns = now
+        node._wakeup = _UNKNOWN
+        agent.cause = cause
+        now_ms = now - now % MS
+        agent.now_ns = now_ms
+        agent.output_ts = now
+        if now_ms > node._tick_ns:
+            node._tick_ns = now_ms
+        return now_ms
+
+    def _leader_position(self, node_id: int, agent: Any, now_ms: int, now: int, out: list) -> None:
+        """`update_leader_position(now, log.end)`: the commit position published when it moved or the
+        heartbeat is due."""
+        position = agent.log.end
+        me = agent.this_member
+        me.log_position = position
+        me.time_of_last_append_position_ns = now_ms
+        members = agent.members
+        if len(members) == 3 and len(agent.ranked_positions) == 2:  # the median of three
+            a, b, c = members[0].log_position, members[1].log_position, members[2].log_position
+            if a > b:
+                a, b = b, a
+            quorum = b if c >= b else c if c >= a else a
+        else:
+            quorum = sorted([m.log_position for m in members], reverse=True)[len(agent.ranked_positions) - 1]
+        if quorum < 0:
+            quorum = 0
+        commit = quorum if quorum < position else position
+        if commit > agent.commit_position or now_ms >= agent.time_of_last_log_update_ns + \
+                agent.config.leader_heartbeat_interval_ns:
+            term = agent.leadership_term_id
+            for other in agent.members:
+                if other.id != node_id:
+                    agent.changes += 1
+                    out.append(_COMMIT % (now, node_id, other.id, term, commit, node_id))
+                    self._actual(node_id, other.id, "consensus", "CommitPosition", (term, node_id), commit, now,
+                                 (_commit_record, now, node_id, other.id, term, commit))
+            invariants = self.replay.invariants
+            if commit > invariants.committed:
+                invariants.committed = commit
+            if commit > invariants.committed_terms.get(term, -1):
+                invariants.committed_terms[term] = commit
+            agent.commit_position = commit
+            agent.time_of_last_log_update_ns = now_ms
+
+    def _follower_work(self, node_id: int, agent: Any, now_ms: int, now: int, limit_ok: bool, out: list) -> None:
+        """The follower's `consensus_work`: poll the log up to the commit position it was told (its frames
+        checked by `_poll_ok` first), then `update_follower_position`."""
+        log = agent.log
+        end = log.end
+        limit = agent.notified_commit_position
+        if end < limit:
+            limit = end
+        position = agent.log_adapter_position
+        if limit > position:
+            new = end if limit >= end else log.end_at_or_before(limit)
+            if new > position:
+                agent.log_adapter_position = new
+        if agent.log_adapter_position > agent.commit_position:
+            agent.commit_position = agent.log_adapter_position
+        recorded = end
+        last = agent.last_append_position
+        target = recorded if recorded > last else last
+        if target > last or now_ms >= agent.time_of_last_append_position_send_ns + \
+                agent.config.leader_heartbeat_interval_ns:
+            leader = agent.leader_member.id
+            term = agent.leadership_term_id
+            agent.changes += 1
+            out.append(_APPEND % (now, node_id, leader, term, target, node_id, 0))
+            self._actual(node_id, leader, "consensus", "AppendPosition", (term, node_id, 0), target, now,
+                         (_append_record, now, node_id, leader, term, target, 0))
+            if target > last:
+                agent.last_append_position = target
+                agent.time_of_last_append_position_update_ns = now_ms
+            agent.time_of_last_append_position_send_ns = now_ms
+
+    def _poll_ok(self, node_id: int, agent: Any, limit: int) -> bool:
+        """Would the log adapter, polling up to ``limit``, meet only frames that do nothing but move it?"""
+        position = agent.log_adapter_position
+        if limit <= position or position >= self.clean_from.get(node_id, 1 << 62):
+            return True
+        for _start, _end, message in agent.log.after(position, limit):
+            name = type(message).__name__
+            if name == "NewLeadershipTermEvent" or name == "ClusterActionRequest":
+                return False
+        return True
+
+    # -- the events ---------------------------------------------------------------------------------------
+
+    def _append_position(self, row: tuple, out: list) -> bool:
+        node_id = row[NODE]
+        steady = self._member(node_id)
+        if steady is None or steady[0] is not Role.LEADER:
+            return False
+        _, agent, node, _member = steady
+        payload = row[PAYLOAD]
+        if payload is None:
+            term, position, follower_id, flags = row[TERM], row[POSITION], row[FOLLOWER], row[FLAGS]
+        else:
+            values = _values(payload, AppendPosition)
+            if values is None:
+                return False
+            term, position, follower_id, flags = values
+        peer = row[PEER]
+        if type(term) is not int or type(position) is not int or type(follower_id) is not int or type(flags) is not int:
+            return False
+        if term != agent.leadership_term_id or flags & APPEND_POSITION_FLAG_CATCHUP or flags < 0:
+            return False
+        now = self._time(node, agent, row[TS])
+        if now is None:
+            return False
+        cause = self.causes.get(("append", peer)) or self._cause(("append", peer),
+                                                                 ConsensusMessage(message=_SAMPLE_APPEND, peer=peer))
+        now_ms = self._enter(node, agent, now, cause)
+        follower = agent.member_by_id.get(follower_id)
+        if follower is not None:
+            if self.flags.consistent_follower_positions:
+                follower.leadership_term_id = term
+            follower.log_position = position
+            follower.time_of_last_append_position_ns = now_ms
+        self._leader_position(node_id, agent, now_ms, now, out)
+        return True
+
+    def _commit_position(self, row: tuple, out: list) -> bool:
+        node_id = row[NODE]
+        steady = self._member(node_id)
+        if steady is None or steady[0] is not Role.FOLLOWER:
+            return False
+        _, agent, node, _member = steady
+        payload = row[PAYLOAD]
+        if payload is None:
+            term, position, leader_id = row[TERM], row[POSITION], row[LEADER]
+        else:
+            values = _values(payload, CommitPosition)
+            if values is None:
+                return False
+            term, position, leader_id = values
+        peer = row[PEER]
+        if type(term) is not int or type(position) is not int or type(leader_id) is not int:
+            return False
+        if term != agent.leadership_term_id or leader_id != agent.leader_member.id:
+            return False
+        now = self._time(node, agent, row[TS])
+        if now is None:
+            return False
+        end = agent.log.end
+        if not self._poll_ok(node_id, agent, position if position < end else end):
+            return False
+        invariants = self.replay.invariants
+        if position > invariants.committed:
+            invariants.committed = position
+        if position > invariants.committed_terms.get(term, -1):
+            invariants.committed_terms[term] = position
+        cause = self.causes.get(("commit", peer)) or self._cause(("commit", peer),
+                                                                 ConsensusMessage(message=_SAMPLE_COMMIT, peer=peer))
+        now_ms = self._enter(node, agent, now, cause)
+        agent.time_of_last_leader_update_ns = now_ms
+        agent.notified_commit_position = position
+        agent.time_of_last_log_update_ns = now_ms
+        self._follower_work(node_id, agent, now_ms, now, True, out)
+        return True
+
+    def _log_frame(self, row: tuple, out: list) -> bool:
+        """A frame reaches a follower: it waits in the member's batch, as `NodeReplay.feed` keeps it."""
+        node_id = row[NODE]
+        if row[TYPE] != "SessionMessageHeader":
+            return False
+        steady = self._member(node_id)
+        if steady is None or steady[0] is not Role.FOLLOWER:
+            return False
+        position = row[EXTRA_POSITION]
+        if type(position) is not int:
+            return False
+        payload = row[PAYLOAD]
+        if payload is None:
+            term, session, timestamp = row[TERM], row[SESSION], row[TIMESTAMP]
+            if type(term) is not int or type(session) is not int or type(timestamp) is not int:
+                return False
+            frame = LogFrame(message=self._message(term, session, timestamp), log_position=position, length=None)
+        else:
+            values = _values(payload, SessionMessageHeader)
+            if values is None:
+                return False
+            frame = LogFrame(message=self._message(*values), log_position=position, length=len(payload))
+        batches = self.replay._log_batches
+        batch = batches.get(node_id)
+        if batch is None:
+            batches[node_id] = (row[TS], [frame])
+        else:
+            batch[1].append(frame)
+        return True
+
+    def _feed_batch(self, node_id: int, out: list) -> None:
+        """`NodeReplay._feed_log_batch`: the frames that arrived together, in one go."""
+        replay = self.replay
+        ts, frames = replay._log_batches[node_id]
+        steady = self._member(node_id)
+        ok = steady is not None and steady[0] is Role.FOLLOWER
+        if ok:
+            _, agent, node, _member = steady
+            now = self._time(node, agent, ts)
+            ok = now is not None and all(type(f.message) is SessionMessageHeader and type(f.log_position) is int
+                                         for f in frames)
+            if ok:
+                # frames are appended before the cycle polls: what it polls is what the lane appended
+                limit = agent.notified_commit_position
+                ok = self._poll_ok(node_id, agent, min(limit, agent.log.end))
+        if not ok:
+            self.forget()
+            replay._out = out
+            replay._feed_log_batch(node_id)
+            return
+        del replay._log_batches[node_id]
+        item = frames[-1]
+        now_ms = self._enter(node, agent, now, self._cause(("frame",), item))
+        log = agent.log
+        for frame in frames:
+            end = frame.log_position
+            if end > log.end:
+                log.append(end, frame.message)
+                agent.changes += 1
+        self._follower_work(node_id, agent, now_ms, now, True, out)
+
+    def _ingress(self, row: tuple, out: list) -> bool:
+        node_id = row[NODE]
+        if row[TYPE] != "SessionMessageHeader":
+            return False
+        steady = self._member(node_id)
+        if steady is None or steady[0] is not Role.LEADER or not steady[1].log_evidence:
+            return False
+        _, agent, node, _member = steady
+        now = self._time(node, agent, row[TS])
+        if now is None:
+            return False
+        payload = row[PAYLOAD]
+        if payload is None:
+            if type(row[TERM]) is not int or type(row[SESSION]) is not int or type(row[TIMESTAMP]) is not int:
+                return False
+        elif _values(payload, SessionMessageHeader) is None:  # the model's path decodes it: so must this
+            return False
+        now_ms = self._enter(node, agent, now, self._cause(("ingress",), _SAMPLE_INGRESS))
+        self._leader_position(node_id, agent, now_ms, now, out)
+        return True
+
+    def _own_append(self, row: tuple, out: list) -> bool:
+        node_id = row[NODE]
+        if row[TYPE] != "SessionMessageHeader":
+            return False
+        steady = self._member(node_id)
+        if steady is None or steady[0] is not Role.LEADER:
+            return False
+        _, agent, node, _member = steady
+        end = row[EXTRA_POSITION]
+        payload = row[PAYLOAD]
+        if payload is None:
+            term, session, timestamp = row[TERM], row[SESSION], row[TIMESTAMP]
+            if type(term) is not int or type(session) is not int or type(timestamp) is not int:
+                return False
+            message = None
+        else:
+            values = _values(payload, SessionMessageHeader)
+            if values is None:
+                return False
+            term, session, timestamp = values
+            message = None
+        if type(end) is not int:
+            return False
+        now = self._time(node, agent, row[TS])
+        if now is None:
+            return False
+        replay = self.replay
+        now_ms = self._enter(node, agent, now, self._cause(("own",), _SAMPLE_OWN))
+        log = agent.log
+        if end > log.end:
+            if message is None:
+                message = self._message(term, session, timestamp)
+            log.append(end, message)
+            agent.changes += 1
+            out.append(_LOG_APPEND % (now, node_id, end, term, session, timestamp))
+            compared = "log" in replay.compared_channels.get(node_id, ())
+            for other in agent.members:
+                if other.id != node_id:
+                    agent.changes += 1
+                    out.append(_LOG_SEND % (now, node_id, other.id, term, session, timestamp, end))
+                    if compared:
+                        self._actual(node_id, other.id, "log", "SessionMessageHeader", (term, session), None, now,
+                                     (_log_send_record, now, node_id, other.id, message, end))
+        self._leader_position(node_id, agent, now_ms, now, out)
+        if replay.compare:
+            self._expect(row, "log", (term, session), None)
+        return True
+
+    def _expected(self, row: tuple, out: list) -> bool:
+        """A recorded AppendPosition or CommitPosition: the comparison's expected side (`_expect_send`)."""
+        kind = row[TYPE]
+        payload = row[PAYLOAD]
+        if payload is not None:
+            if kind == "AppendPosition":
+                values = _values(payload, AppendPosition)
+                if values is None:
+                    return False
+                term, position, member, flags = values
+                key = (term, member, flags)
+            else:
+                values = _values(payload, CommitPosition)
+                if values is None:
+                    return False
+                term, position, member = values
+                key = (term, member)
+            if self.replay.compare:
+                self._expect(row, "consensus", key, position)
+            return True
+        term, position = row[TERM], row[POSITION]
+        if kind == "AppendPosition":
+            member, flags = row[FOLLOWER], row[FLAGS]
+            if type(member) is not int or type(flags) is not int:
+                return False
+            key = (term, member, flags)
+        else:
+            member = row[LEADER]
+            if type(member) is not int:
+                return False
+            key = (term, member)
+        if type(term) is not int or type(position) is not int:
+            return False
+        if self.replay.compare:
+            self._expect(row, "consensus", key, position)
+        return True
+
+    # -- the comparison -------------------------------------------------------------------------------
+
+    def _expect(self, row: tuple, channel: str, key: tuple, position: int | None) -> None:
+        replay = self.replay
+        node_id = row[NODE]
+        if channel not in replay.compared_channels.get(node_id, ()):
+            return
+        series_key = (node_id, row[PEER], channel, row[TYPE])
+        series = replay.expected.get(series_key)
+        ts = row[TS]
+        if series is None:
+            series = replay.expected[series_key] = _Series()
+        else:
+            runs = series.runs
+            if runs:
+                last = runs[-1]
+                if last.key == key and last.position == position:  # the same value again: its run goes on
+                    last.end = ts
+                    series.by_key[key].ends[-1] = ts
+                    return
+        run = _add(series, ts, key, position, row[REF], (self.record_at, self.position))
+        tolerance = replay.tolerance_ns
+        waiting = self.waiting.get(series_key)
+        if waiting is not None:
+            model_run = waiting[4]
+            if (model_run.key == key and model_run.position == position
+                    and model_run.start - tolerance <= ts <= model_run.start + tolerance):
+                # each run shows the other's value within its window: neither check can fail
+                waiting[5] = True
+                del self.waiting[series_key]
+                return
+        other = replay.actual.get(series_key)
+        if other is not None and _newest_is(other, key, position, ts - tolerance, ts + tolerance):
+            return  # `_schedule` would find it covered
+        replay._schedule("expected", node_id, series_key, run)
+
+    def _actual(self, node_id: int, peer: int, channel: str, kind: str, key: tuple, position: int | None, ts: int,
+                record: tuple) -> None:
+        replay = self.replay
+        series_key = (node_id, peer, channel, kind)
+        series = replay.actual.get(series_key)
+        if series is None:
+            if not replay.compare or channel not in replay.compared_channels.get(node_id, ()):
+                return
+            series = replay.actual[series_key] = _Series()
+        else:
+            runs = series.runs
+            if runs:
+                last = runs[-1]
+                if last.key == key and last.position == position:  # the same value again: its run goes on
+                    last.end = ts
+                    series.by_key[key].ends[-1] = ts
+                    return
+        run = _add(series, ts, key, position, None, record)
+        if ts < replay.facts.first_start.get(peer, ts):
+            return
+        tolerance = replay.tolerance_ns
+        other = replay.expected.get(series_key)
+        if other is not None:
+            low, high = ts - tolerance, ts + tolerance
+            if _newest_is(other, key, position, low, high):
+                return  # the recording's newest run is this very value, within the window
+            index = other.by_key.get(key)
+            if index is not None:
+                positions = index.positions
+                # positions that never went down and end below this one cannot cover it
+                below = position is not None and index.monotonic and positions[-1] is not None and positions[-1] < position
+                if not below and index.covers(position, low, high):
+                    return
+        due = ts + tolerance
+        replay.check_seq += 1
+        tentative = replay.tentative
+        if tentative and tentative[-1][0] > due:  # out of order: the check goes where `_schedule` puts it
+            check = _Check(due, "actual", node_id, series_key, run)
+            heapq.heappush(replay.checks, (due, replay.check_seq, check))
+            self.waiting.pop(series_key, None)
+            return
+        entry = [due, replay.check_seq, node_id, series_key, run, False]
+        tentative.append(entry)
+        self.waiting[series_key] = entry
+
+
+def _newest_is(series: Any, key: Any, position: int | None, low: int, high: int) -> bool:
+    """Is the series' newest run this key and position, overlapping [low, high]?  (Then it covers them.)"""
+    runs = series.runs
+    if not runs:
+        return False
+    last = runs[-1]
+    return last.key == key and last.position == position and last.end >= low and last.start <= high
+
+
+def _add(series: Any, ts: int, key: Any, position: int | None, ref: Any, record: tuple) -> Any:
+    """`_Series.add` with the run's record left as a recipe (`engine.replay._record_of`)."""
+    runs = series.runs
+    if runs:
+        last = runs[-1]
+        if last.key == key and last.position == position:
+            last.end = ts
+            series.by_key[key].ends[-1] = ts
+            return None
+    run = _Run(ts, key, position, ref, record)
+    runs.append(run)
+    series.starts.append(ts)
+    index = series.by_key.get(key)
+    if index is None:
+        index = series.by_key[key] = _KeyRuns()
+    positions = index.positions  # `_KeyRuns.add`
+    if positions and position is not None and positions[-1] is not None and position < positions[-1]:
+        index.monotonic = False
+    index.starts.append(ts)
+    index.ends.append(ts)
+    positions.append(position)
+    return run
+
+
+_SAMPLE_APPEND = AppendPosition(leadership_term_id=0, log_position=0, follower_member_id=0, flags=0)
+_SAMPLE_COMMIT = CommitPosition(leadership_term_id=0, log_position=0, leader_member_id=0)
+_SAMPLE_HEADER = SessionMessageHeader(leadership_term_id=0, cluster_session_id=0, timestamp=0)
+_SAMPLE_INGRESS = IngressMessage(message=_SAMPLE_HEADER, length=None)
+_SAMPLE_OWN = OwnLogAppend(message=_SAMPLE_HEADER, log_position=None, length=None)
+_ = LogFrames
+
+
+def rows_of_events(pairs: Any) -> Any:
+    """Lane rows of ``(event, ref)`` pairs (an in-memory recording)."""
+    for event, ref in pairs:
+        fields = event.fields
+        get = fields.get
+        extra = event.extra
+        position = extra.get("logPosition") if extra else None
+        yield (event.ts, event.node, event.dir, event.channel, event.type, event.peer, get("leadershipTermId"),
+               get("logPosition"), get("followerMemberId"), get("leaderMemberId"), get("flags"),
+               get("clusterSessionId"), get("timestamp"), position if type(position) is int else None,
+               event.payload, ref, code_of(event.dir, event.channel, event.type))
+
+
+_EXTRA_POSITION = '{"logPosition":'
+_ROW_INTS = ("leadershipTermId", "logPosition", "followerMemberId", "leaderMemberId", "flags", "clusterSessionId",
+             "timestamp")
+
+
+def _strings(column: Any) -> list[Any]:
+    """A dictionary-encoded (or plain) string column's values."""
+    if hasattr(column, "indices"):
+        names = column.dictionary.to_pylist()
+        indices = column.indices
+        if column.null_count:
+            names.append(None)  # index -1
+            indices = indices.fill_null(-1)
+        return list(map(names.__getitem__, indices.to_numpy(zero_copy_only=False).tolist()))
+    return column.to_pylist()
+
+
+def _extra_position(text: str | None) -> int | None:
+    """The top-level ``logPosition`` of an ``extra`` JSON object, as `input_of` reads it."""
+    if not text:
+        return None
+    if text.startswith(_EXTRA_POSITION) and text.endswith("}") and text[15:-1].isdigit():
+        return int(text[15:-1])
+    import json
+
+    value = json.loads(text)
+    position = value.get("logPosition") if isinstance(value, dict) else None
+    return position if type(position) is int else None
+
+
+def lane_rows(batch: Any) -> list[tuple]:
+    """Lane rows of a replay file's record batch (contract §2: its typed columns, ``extra`` and ``payload``)."""
+    count = batch.num_rows
+    names = batch.schema.names
+    column = batch.column
+
+    def ints(name: str) -> list[Any]:
+        if name not in names:
+            return [None] * count
+        values = column(name)
+        if values.null_count == 0:
+            return values.to_numpy(zero_copy_only=False).tolist()
+        return values.to_pylist()
+
+    extra = column("extra").to_pylist() if "extra" in names else [None] * count
+    positions = [_extra_position(text) if text else None for text in extra]
+    payload = column("payload").to_pylist() if "payload" in names else [None] * count
+    directions, channels, kinds = _strings(column("dir")), _strings(column("channel")), _strings(column("type"))
+    codes: dict[tuple, int] = {}
+    code = []
+    for triple in zip(directions, channels, kinds, strict=True):
+        one = codes.get(triple)
+        if one is None:
+            one = codes[triple] = code_of(*triple)
+        code.append(one)
+    return list(zip(ints("ts"), ints("node"), directions, channels, kinds, ints("peer"), *(ints(name) for name in _ROW_INTS),
+                    positions, payload, ints("seq"), code, strict=True))

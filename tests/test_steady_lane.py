@@ -1,0 +1,180 @@
+"""The steady-state lane (engine.steady) is the same replay as NodeReplay.feed, byte for byte.
+
+`ReplaySession.lines()` sends the events of a cluster at work through the lane and the rest through the
+model's own path; ``lines(lane=False)`` sends everything through the model's path.  Each test here
+replays one recording both ways and demands the same lines (the summary's trace hash included), and
+that the lane took part (a lane that never engages would pass any comparison).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.replay import ReplaySession
+from engine.steady import SteadyLane, _templates_hold, lane_rows
+from engine.trace import encode_record
+from recorder import convert as loader
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = sorted(ROOT.glob("samples/*/incident.arrow"))
+
+
+def _both(events, refs=None, **options) -> tuple[list[str], list[str], int]:
+    """The lines of a replay through the lane and without it, and how many events the lane took."""
+    laned = ReplaySession(events, refs=refs, **options)
+    fast = list(laned.lines())
+    slow = list(ReplaySession(events, refs=refs, **options).lines(lane=False))
+    return fast, slow, laned.steady.handled if laned.steady is not None else 0
+
+
+def _first_difference(fast: list[str], slow: list[str]) -> str:
+    for i, (a, b) in enumerate(zip(fast, slow, strict=False)):
+        if a != b:
+            return f"line {i}:\n lane {a[:300]}\n feed {b[:300]}"
+    return f"{len(fast)} lines through the lane, {len(slow)} without"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_replay", ROOT / "benchmarks" / "bench_replay.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_replay", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_templates_spell_what_the_model_records_encode_to():
+    assert _templates_hold()
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.parent.name for p in SAMPLES])
+def test_a_sample_replays_to_the_same_bytes_through_the_lane(path):
+    loaded = loader.load(path)
+    fast, slow, handled = _both(loaded.events, refs=loaded.refs, ref_kind=loaded.ref_kind)
+    assert fast == slow, _first_difference(fast, slow)
+    assert handled > 0
+
+
+@pytest.mark.parametrize("path", SAMPLES[:3], ids=[p.parent.name for p in SAMPLES[:3]])
+def test_a_streamed_replay_file_replays_to_the_same_bytes_through_the_lane(path):
+    """The file read a slice at a time (its typed columns as lane rows, events built only where the lane
+    declines), as `recount replay FILE --json` reads it."""
+    opened = loader.ReplayFileInput(path) if hasattr(loader, "ReplayFileInput") else None
+    assert opened is not None
+    session = ReplaySession(opened.ordered(None))
+    fast = list(session.lines())
+    slow = list(ReplaySession(loader.ReplayFileInput(path).ordered(None)).lines(lane=False))
+    assert fast == slow, _first_difference(fast, slow)
+    assert session.steady is not None and session.steady.handled > 0
+
+
+def _mutated(events, *, drop_every: int = 0, shift_node: int | None = None, shift_ns: int = 0):
+    """Recorded sends taken away, or one member's sends moved in time: divergences inside steady stretches."""
+    out = []
+    count = 0
+    for event in events:
+        if event.dir == "out" and event.channel == "consensus" and event.type in ("AppendPosition", "CommitPosition"):
+            count += 1
+            if drop_every and count % drop_every == 0:
+                continue
+            if shift_node is not None and event.node == shift_node:
+                event = dataclasses.replace(event, ts=event.ts + shift_ns)
+        out.append(event)
+    return out
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.parent.name for p in SAMPLES])
+@pytest.mark.parametrize("mutation", [dict(drop_every=3), dict(drop_every=7), dict(shift_node=0, shift_ns=700_000_000),
+                                      dict(shift_node=1, shift_ns=-650_000_000)],
+                         ids=["drop3", "drop7", "late0", "early1"])
+def test_divergences_in_steady_stretches_come_out_the_same(path, mutation):
+    loaded = loader.load(path)
+    events = _mutated(loaded.events, **mutation)
+    fast, slow, handled = _both(events)
+    assert fast == slow, _first_difference(fast, slow)
+    assert handled > 0
+    assert '"kind":"divergence"' in "".join(slow)  # the mutation made some: they are what is compared
+
+
+def test_steady_traffic_without_payloads_replays_to_the_same_bytes():
+    bench = _bench()
+    events = bench.capture(3_000, outs=True)
+    fast, slow, handled = _both(events)
+    assert fast == slow, _first_difference(fast, slow)
+    assert handled > 0.9 * len(events)
+
+
+def test_steady_traffic_with_recorded_sends_missing_and_late():
+    bench = _bench()
+    events = bench.capture(3_000, outs=True)
+    events = _mutated(events, drop_every=11)
+    events = _mutated(events, shift_node=2, shift_ns=800_000_000)
+    fast, slow, handled = _both(events)
+    assert fast == slow, _first_difference(fast, slow)
+    assert handled > 0.5 * len(events)
+    assert '"kind":"divergence"' in "".join(slow)
+
+
+def test_lane_rows_read_a_batch_as_the_events_are_read(tmp_path):
+    """The typed columns the lane reads give the values the events built from the same batch hold."""
+    path = SAMPLES[0]
+    opened = loader.ReplayFileInput(path)
+    file = opened.file
+    batch = file.batches[0]
+    rows = lane_rows(batch)
+    events, seqs = file.events(0)
+    for row, event, seq in zip(rows, events, seqs, strict=True):
+        assert row[0] == event.ts and row[1] == event.node and row[2:5] == (event.dir, event.channel, event.type)
+        assert row[5] == event.peer and row[15] == seq
+        assert (row[14] is None) == (event.payload is None)
+        position = (event.extra or {}).get("logPosition")
+        assert row[13] == (position if type(position) is int else None)
+
+
+def test_a_user_model_spelling_messages_otherwise_turns_the_lane_off(monkeypatch):
+    import engine.steady as steady
+
+    monkeypatch.setattr(steady, "_COMMIT", steady._COMMIT.replace("leaderMemberId", "leaderId"))
+    assert not steady._templates_hold()
+    loaded = loader.load(SAMPLES[0])
+    session = ReplaySession(loaded.events, refs=loaded.refs)
+    lines = list(session.lines())
+    assert session.steady is None
+    assert lines == list(ReplaySession(loaded.events, refs=loaded.refs).lines(lane=False))
+
+
+def test_the_lane_declines_what_it_does_not_model():
+    """A member in an election, or any event of a kind the lane has no handler for, goes to the model."""
+    loaded = loader.load(SAMPLES[0])
+    session = ReplaySession(loaded.events, refs=loaded.refs)
+    lane = SteadyLane(session._driver, lambda k: {})
+    row = (0, 0, "local", None, "MemberStart", None) + (None,) * 10 + (0,)
+    assert lane.handle(row, []) is False
+
+
+# -- the real captures (../shared), both runs ---------------------------------------------------------------
+
+def _capture_params() -> list:
+    from tests.test_real_capture_conformance import _params
+
+    return _params_plain(_params())
+
+
+def _params_plain(params) -> list:
+    return [pytest.param(*p.values, id=p.id) for p in params]
+
+
+@pytest.mark.parametrize(("name", "run"), _capture_params())
+def test_a_real_capture_replays_to_the_same_bytes_through_the_lane(name, run):
+    from tests.test_real_capture_conformance import _report
+
+    report = _report(name, run)
+    laned = ReplaySession(list(report.events))
+    fast = list(laned.lines())
+    slow = [encode_record(record) for record in report.records]
+    assert fast == slow, _first_difference(fast, slow)
+    assert laned.steady is not None and laned.steady.handled > 0
