@@ -1367,7 +1367,8 @@ class ReplaySession:
         hash is over, then the summary's line.  A cluster at work goes through the steady-state lane
         (`engine.steady`; ``lane=False``: every event through `NodeReplay.feed`, the same bytes)."""
         chunks = getattr(self.source, "lane_chunks", None)
-        if lane and chunks is not None and not self.checkpoint_every and self._driver.hasher is not None:
+        if (lane and chunks is not None and not self.checkpoint_every and self._driver.hasher is not None
+                and self._driver.selected is None):
             from engine.steady import SteadyLane
 
             steady = SteadyLane(self._driver, self._sent_record_at)
@@ -1398,22 +1399,12 @@ class ReplaySession:
         event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given."""
         replay = self._driver
         hasher = replay.hasher
-        handle = steady.handle
-        body = replay._body
         ref_kind = self.ref_kind
         encode = encode_record
         for first, rows, event_at in chunks:
-            out: list[Any] = []
-            replay._out = out  # the lane's lines and `_body`'s records, in the order made
-            k = first
-            for row in rows:
-                steady.position = k
-                if not handle(row, out):
-                    steady.forget()
-                    event, ref = event_at(k - first)
-                    body(event, ref, ref_kind)
-                k += 1
-            self.position = k
+            out: list[Any] = []  # the lane's lines and `_body`'s records, in the order made
+            steady.run(rows, first, out, event_at, ref_kind)
+            self.position = first + len(rows)
             if out:
                 lines = [one if type(one) is str else encode(one) for one in out]
                 hasher.add_lines(lines)

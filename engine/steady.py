@@ -212,7 +212,6 @@ class SteadyLane:
         self.clean_from: dict[int, int] = {}
         #: series -> the `NodeReplay.tentative` entry of its newest model run the recording has not shown yet.
         self.waiting: dict[tuple[Any, ...], Any] = {}
-        self.selected = replay.selected is not None  # the lane steps every member or none
         self.handlers = (None, self._append_position, self._commit_position, self._log_frame, self._ingress,
                          self._own_append, self._expected)
         self.causes: dict[Any, Any] = {}
@@ -262,7 +261,7 @@ class SteadyLane:
                     or agent.snapshot_done_ns is not None or agent.termination_position != NULL_POSITION
                     or agent.leader_member is None):
                 return None
-            self.clean_from[node_id] = agent.log.end
+            self.clean_from[node_id] = _end(agent.log)
         else:
             return None
         steady = self.steady[node_id] = (role, agent, node, member)
@@ -283,6 +282,26 @@ class SteadyLane:
             message = self.messages[key] = SessionMessageHeader(
                 leadership_term_id=term, cluster_session_id=session, timestamp=timestamp)
         return message
+
+    # -- one chunk of events -----------------------------------------------------------------------------
+
+    def run(self, rows: list[tuple], first: int, out: list, event_at: Any, ref_kind: str) -> None:
+        """Every row of a chunk (the first at position ``first``): through the lane, or, where it declines,
+        through `NodeReplay._body` (its event from ``event_at(i)``).  Records go to ``out``, which is
+        ``replay._out`` throughout."""
+        replay = self.replay
+        replay._out = out
+        handle = self.handle
+        body = replay._body
+        forget = self.forget
+        k = first
+        for row in rows:
+            self.position = k
+            if not handle(row, out):
+                forget()
+                event, ref = event_at(k - first)
+                body(event, ref, ref_kind)
+            k += 1
 
     # -- one event ----------------------------------------------------------------------------------------
 
@@ -319,7 +338,7 @@ class SteadyLane:
             if node_id in batches:
                 self._feed_batch(node_id, out)
         # -- the event ------------------------------------------------------------------------------------
-        if code == 0 or self.selected:
+        if code == 0:
             return False
         if not self.handlers[code](row, out):
             return False
@@ -355,7 +374,7 @@ class SteadyLane:
     def _leader_position(self, node_id: int, agent: Any, now_ms: int, now: int, out: list) -> None:
         """`update_leader_position(now, log.end)`: the commit position published when it moved or the
         heartbeat is due."""
-        position = agent.log.end
+        position = _end(agent.log)
         me = agent.this_member
         me.log_position = position
         me.time_of_last_append_position_ns = now_ms
@@ -391,7 +410,7 @@ class SteadyLane:
         """The follower's `consensus_work`: poll the log up to the commit position it was told (its frames
         checked by `_poll_ok` first), then `update_follower_position`."""
         log = agent.log
-        end = log.end
+        end = _end(log)
         limit = agent.notified_commit_position
         if end < limit:
             limit = end
@@ -433,7 +452,7 @@ class SteadyLane:
 
     def _append_position(self, row: tuple, out: list) -> bool:
         node_id = row[NODE]
-        steady = self._member(node_id)
+        steady = self.steady.get(node_id) or self._member(node_id)
         if steady is None or steady[0] is not Role.LEADER:
             return False
         _, agent, node, _member = steady
@@ -467,7 +486,7 @@ class SteadyLane:
 
     def _commit_position(self, row: tuple, out: list) -> bool:
         node_id = row[NODE]
-        steady = self._member(node_id)
+        steady = self.steady.get(node_id) or self._member(node_id)
         if steady is None or steady[0] is not Role.FOLLOWER:
             return False
         _, agent, node, _member = steady
@@ -487,7 +506,7 @@ class SteadyLane:
         now = self._time(node, agent, row[TS])
         if now is None:
             return False
-        end = agent.log.end
+        end = _end(agent.log)
         if not self._poll_ok(node_id, agent, position if position < end else end):
             return False
         invariants = self.replay.invariants
@@ -509,7 +528,7 @@ class SteadyLane:
         node_id = row[NODE]
         if row[TYPE] != "SessionMessageHeader":
             return False
-        steady = self._member(node_id)
+        steady = self.steady.get(node_id) or self._member(node_id)
         if steady is None or steady[0] is not Role.FOLLOWER:
             return False
         position = row[EXTRA_POSITION]
@@ -538,7 +557,7 @@ class SteadyLane:
         """`NodeReplay._feed_log_batch`: the frames that arrived together, in one go."""
         replay = self.replay
         ts, frames = replay._log_batches[node_id]
-        steady = self._member(node_id)
+        steady = self.steady.get(node_id) or self._member(node_id)
         ok = steady is not None and steady[0] is Role.FOLLOWER
         if ok:
             _, agent, node, _member = steady
@@ -548,7 +567,7 @@ class SteadyLane:
             if ok:
                 # frames are appended before the cycle polls: what it polls is what the lane appended
                 limit = agent.notified_commit_position
-                ok = self._poll_ok(node_id, agent, min(limit, agent.log.end))
+                ok = self._poll_ok(node_id, agent, min(limit, _end(agent.log)))
         if not ok:
             self.forget()
             replay._out = out
@@ -560,8 +579,8 @@ class SteadyLane:
         log = agent.log
         for frame in frames:
             end = frame.log_position
-            if end > log.end:
-                log.append(end, frame.message)
+            if end > _end(log):
+                log._push(end, frame.message)  # `LogStore.append` past its end
                 agent.changes += 1
         self._follower_work(node_id, agent, now_ms, now, True, out)
 
@@ -569,7 +588,7 @@ class SteadyLane:
         node_id = row[NODE]
         if row[TYPE] != "SessionMessageHeader":
             return False
-        steady = self._member(node_id)
+        steady = self.steady.get(node_id) or self._member(node_id)
         if steady is None or steady[0] is not Role.LEADER or not steady[1].log_evidence:
             return False
         _, agent, node, _member = steady
@@ -590,7 +609,7 @@ class SteadyLane:
         node_id = row[NODE]
         if row[TYPE] != "SessionMessageHeader":
             return False
-        steady = self._member(node_id)
+        steady = self.steady.get(node_id) or self._member(node_id)
         if steady is None or steady[0] is not Role.LEADER:
             return False
         _, agent, node, _member = steady
@@ -615,10 +634,10 @@ class SteadyLane:
         replay = self.replay
         now_ms = self._enter(node, agent, now, self._cause(("own",), _SAMPLE_OWN))
         log = agent.log
-        if end > log.end:
+        if end > _end(log):
             if message is None:
                 message = self._message(term, session, timestamp)
-            log.append(end, message)
+            log._push(end, message)  # `LogStore.append` past its end
             agent.changes += 1
             out.append(_LOG_APPEND % (now, node_id, end, term, session, timestamp))
             compared = "log" in replay.compared_channels.get(node_id, ())
@@ -751,6 +770,12 @@ class SteadyLane:
         entry = [due, replay.check_seq, node_id, series_key, run, False]
         tentative.append(entry)
         self.waiting[series_key] = entry
+
+
+def _end(log: Any) -> int:
+    """`LogStore.end`, from its open chunk when it has one (the hot path)."""
+    ends = log._ends
+    return ends[-1] if ends else log.end
 
 
 def _newest_is(series: Any, key: Any, position: int | None, low: int, high: int) -> bool:

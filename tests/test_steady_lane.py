@@ -178,3 +178,12 @@ def test_a_real_capture_replays_to_the_same_bytes_through_the_lane(name, run):
     slow = [encode_record(record) for record in report.records]
     assert fast == slow, _first_difference(fast, slow)
     assert laned.steady is not None and laned.steady.handled > 0
+
+
+def test_a_replay_of_some_members_only_does_not_take_the_lane():
+    """``--node``: the lane steps every member or none, so a replay of some members stays on the model's path."""
+    loaded = loader.load(SAMPLES[0])
+    session = ReplaySession(loaded.events, refs=loaded.refs, nodes=[1])
+    lines = list(session.lines())
+    assert session.steady is None
+    assert lines == list(ReplaySession(loaded.events, refs=loaded.refs, nodes=[1]).lines(lane=False))
