@@ -87,6 +87,7 @@ import collections
 import copy
 import heapq
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -1356,27 +1357,39 @@ class ReplaySession:
         self._reader = None
         return self._driver.finish()
 
-    def records(self) -> Iterator[dict[str, Any]]:
-        """Every trace record from here to the summary."""
+    def records(self, *, lane: bool = True) -> Iterator[dict[str, Any]]:
+        """Every trace record from here to the summary (through the steady-state lane as `lines` is)."""
+        laned = self._laned(lane)
+        if laned is not None:
+            yield from self._lane_out(*laned, as_records=True)
+            return
         while self.position < self._count:
             yield from self.step()
         yield from self.finish()
+
+    def _laned(self, lane: bool) -> tuple[Any, Iterator[tuple[int, list[tuple], Any]]] | None:
+        """(the steady-state lane, the source's lane chunks) when the rest of the replay can take it."""
+        chunks = getattr(self.source, "lane_chunks", None)
+        if (not lane or chunks is None or self.checkpoint_every or self._driver.hasher is None
+                or self._driver.selected is not None):
+            return None
+        from engine.steady import SteadyLane
+
+        steady = SteadyLane(self._driver, self._sent_record_at)
+        rows = chunks(self.position) if steady.enabled else None
+        if rows is None:
+            return None
+        self.steady = steady
+        return steady, rows
 
     def lines(self, *, lane: bool = True) -> Iterator[str]:
         """The same trace as canonical JSON lines (`engine.trace`), each encoded once: the bytes the
         hash is over, then the summary's line.  A cluster at work goes through the steady-state lane
         (`engine.steady`; ``lane=False``: every event through `NodeReplay.feed`, the same bytes)."""
-        chunks = getattr(self.source, "lane_chunks", None)
-        if (lane and chunks is not None and not self.checkpoint_every and self._driver.hasher is not None
-                and self._driver.selected is None):
-            from engine.steady import SteadyLane
-
-            steady = SteadyLane(self._driver, self._sent_record_at)
-            rows = chunks(self.position) if steady.enabled else None
-            if rows is not None:
-                self.steady = steady
-                yield from self._lane_lines(steady, rows)
-                return
+        laned = self._laned(lane)
+        if laned is not None:
+            yield from self._lane_out(*laned, as_records=False)
+            return
         driver = self._driver
         driver.keep_lines = True
         try:
@@ -1394,21 +1407,33 @@ class ReplaySession:
     def _sent_record_at(self, k: int) -> dict[str, Any]:
         return sent_record(self.source.at(k)[0])
 
-    def _lane_lines(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]]) -> Iterator[str]:
-        """`lines` through the steady-state lane: each chunk of rows handled by the lane or, event by
-        event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given."""
+    def _lane_out(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]], *, as_records: bool
+                  ) -> Iterator[Any]:
+        """`lines` (or `records`) through the steady-state lane: each chunk of rows handled by the lane or,
+        event by event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given.
+        A lane record is the line decoded (ints and names only: the same dict the model's record is)."""
         replay = self._driver
         hasher = replay.hasher
         ref_kind = self.ref_kind
         encode = encode_record
+        loads = json.loads
         for first, rows, event_at in chunks:
             out: list[Any] = []  # the lane's lines and `_body`'s records, in the order made
             steady.run(rows, first, out, event_at, ref_kind)
             self.position = first + len(rows)
-            if out:
+            if not out:
+                continue
+            if as_records:
+                records = [loads(one) if type(one) is str else canonical(one) for one in out]
+                hasher.add_lines([one if type(one) is str else encode(record) for one, record in zip(out, records, strict=True)])
+                yield from records
+            else:
                 lines = [one if type(one) is str else encode(one) for one in out]
                 hasher.add_lines(lines)
                 yield from lines
+        if as_records:
+            yield from self.finish()
+            return
         replay.keep_lines = True  # the last records are hashed as `finish` emits them
         try:
             *records, summary = self.finish()

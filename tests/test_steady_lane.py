@@ -187,3 +187,25 @@ def test_a_replay_of_some_members_only_does_not_take_the_lane():
     lines = list(session.lines())
     assert session.steady is None
     assert lines == list(ReplaySession(loaded.events, refs=loaded.refs, nodes=[1]).lines(lane=False))
+
+
+@pytest.mark.parametrize("path", SAMPLES[:4], ids=[p.parent.name for p in SAMPLES[:4]])
+def test_records_through_the_lane_are_the_model_records(path):
+    """`records()` (what the text timeline and `replay()` read) through the lane: equal dicts, in order, with
+    the same summary (its hash over the same lines)."""
+    loaded = loader.load(path)
+    events = _mutated(loaded.events, drop_every=5)
+    laned = ReplaySession(events)
+    fast = list(laned.records())
+    slow = list(ReplaySession(events).records(lane=False))
+    assert fast == slow
+    assert [encode_record(r) for r in fast] == [encode_record(r) for r in slow]
+    assert laned.steady is not None and laned.steady.handled > 0
+
+
+def test_records_of_steady_traffic_through_the_lane():
+    bench = _bench()
+    events = bench.capture(2_000, outs=True)
+    fast = list(ReplaySession(events).records())
+    slow = list(ReplaySession(events).records(lane=False))
+    assert fast == slow
