@@ -288,20 +288,62 @@ class SteadyLane:
     def run(self, rows: list[tuple], first: int, out: list, event_at: Any, ref_kind: str) -> None:
         """Every row of a chunk (the first at position ``first``): through the lane, or, where it declines,
         through `NodeReplay._body` (its event from ``event_at(i)``).  Records go to ``out``, which is
-        ``replay._out`` throughout."""
+        ``replay._out`` throughout.  `handle`'s work, with what it looks up held for the whole chunk
+        (the replay's containers keep their identity while it runs)."""
         replay = self.replay
         replay._out = out
-        handle = self.handle
         body = replay._body
         forget = self.forget
-        k = first
+        feed_batch = self._feed_batch
+        handlers = self.handlers
+        batches = replay._log_batches
+        undecided = replay._undecided
+        clock = replay.driver.clock
+        queue = clock._queue
+        horizon = replay.horizon
+        checks = replay.checks
+        tentative = replay.tentative
+        found = replay.found
+        runs = replay.runs
+        k = first - 1
         for row in rows:
+            k += 1
             self.position = k
-            if not handle(row, out):
+            ts = row[0]  # TS
+            # -- the prologue (`NodeReplay._prologue`), with this lane's frame batches ----------------------
+            replay.now = ts
+            if batches:
+                if len(batches) == 1:
+                    batch_node, (batch_ts, _) = next(iter(batches.items()))
+                    if batch_ts < ts:
+                        feed_batch(batch_node, out)
+                else:
+                    for batch_node in sorted(batches):
+                        if batches[batch_node][0] < ts:
+                            feed_batch(batch_node, out)
+            if undecided:
+                forget()
+                replay._decide_pending(before=ts)
+            if queue and queue[0][0] <= ts:
+                forget()
+                clock.run_until(ts)
+            elif ts > clock.now_ns:
+                clock.now_ns = ts
+            code = row[16]  # CODE
+            if batches and code != FRAME_IN:
+                node_id = row[1]  # NODE
+                if node_id in batches:
+                    feed_batch(node_id, out)
+            # -- the event --------------------------------------------------------------------------------
+            if code and handlers[code](row, out):
+                horizon[row[1]] = ts
+                if (checks and checks[0][0] < ts) or (tentative and tentative[0][0] < ts) or found or runs.open:
+                    replay._resolve_due(ts, out)
+                self.handled += 1
+            else:
                 forget()
                 event, ref = event_at(k - first)
                 body(event, ref, ref_kind)
-            k += 1
 
     # -- one event ----------------------------------------------------------------------------------------
 
