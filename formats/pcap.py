@@ -51,7 +51,6 @@ from __future__ import annotations
 import socket
 import struct
 import sys
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -496,22 +495,23 @@ class PcapReader:
         offset = 24
         count = 0
         while offset <= size - 16:
-            offsets = array("q")
+            offsets: list[int] = []
             append = offsets.append
             first = offset
             # As short as it can be; a record that is too long or runs past the end is found below (the
             # walk may have gone on through garbage after it, which is then dropped).
             last = min(size - 16, offset + SEGMENT_BYTES)
             if words is not None:
+                # (``offset + 8`` has the alignment of ``offset``: its words are ``words[offset & 3]``.)
                 while offset <= last:
                     append(offset)
-                    at = offset + 8
-                    offset += 16 + words[at & 3][at >> 2]
+                    offset += 16 + words[offset & 3][(offset + 8) >> 2]
             else:
                 while offset <= last:
                     append(offset)
                     offset += 16 + unpack_caplen(data, offset + 8)[0]
-            file_offset = np.frombuffer(offsets, dtype=np.int64)
+            file_offset = np.array(offsets, dtype=np.int64)
+            del offsets
             caplen = word[file_offset + 8].astype(np.int64)
             bad = np.flatnonzero((caplen > limit) | (file_offset + 16 + caplen > size))
             if len(bad):

@@ -731,3 +731,32 @@ def test_tshark_decodes_every_frame_we_write_without_malformed_or_warning_marks(
                 first.frame_length,
                 first.flags,
             )
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("nanos", [True, False])
+def test_the_record_walk_in_small_stretches_reads_odd_and_cut_captures_as_one_packet_at_a_time(
+        monkeypatch, order, nanos):
+    """`PcapReader.columns` walks a classic pcap's record headers a stretch at a time (`SEGMENT_BYTES`),
+    each record's length read from the file as one of four word views, or ``struct`` in the other byte
+    order: records of every length mod 4 (each alignment of the next header), non-UDP records between
+    them, a corrupt length, and the file cut at every byte of its last records are read as `packets`
+    reads them, whatever the stretch's size."""
+    records = []
+    for i in range(1, 13):
+        payload = PAYLOAD + bytes(i % 4)  # every alignment of the record after it
+        records.append((TS + i * 1000, ethernet(ipv4(payload, sport=i))))
+        if i % 5 == 0:
+            records.append((TS + i * 1000 + 1, ethernet(b"\x00" * (20 + i), ethertype=0x86DD)))  # not UDP/IPv4
+    data = classic(records, order=order, nanos=nanos)
+    corrupt = bytearray(data)
+    at = 24 + sum(16 + len(r[1]) for r in records[:7])
+    corrupt[at + 8:at + 12] = struct.pack(order + "I", 10**7)  # a record header claiming 10 MB
+    for segment in (1, 16, 100, 1 << 22):
+        monkeypatch.setattr(pcap_module, "SEGMENT_BYTES", segment)
+        packets, reader = read(data)  # (`read` checks `columns` against `packets`)
+        assert [p.src_port for p in packets] == list(range(1, 13)) and not reader.truncated
+        packets, reader = read(bytes(corrupt))
+        assert reader.truncated and len(packets) < 12
+        for cut in range(len(data) - 3 * (16 + len(records[-1][1])), len(data)):
+            read(data[:cut])

@@ -879,8 +879,9 @@ class _Capture:
             extra_kind=np.where(log, EXTRA_LOG, EXTRA_PACKET).astype(np.int8), packet=packet,
             log_position=log_position, captured=np.zeros(count, dtype=bool), captured_ts=np.zeros(count, np.int64),
             extra_ref=np.full(count, -1, dtype=np.int32), entries=self.bulk.entries, others=[])
-        keys = [ts, np.full(count, self.capture, np.int64), packet, np.zeros(count, np.int64),
-                np.concatenate([np.zeros(out_rows, np.int64), np.ones(len(ins), np.int64)])]
+        # (The small keys as small numbers: `finish` concatenates them with the other parts' as int64.)
+        keys = [ts, np.full(count, self.capture, np.int32), packet, np.zeros(count, np.int8),
+                np.concatenate([np.zeros(out_rows, np.int8), np.ones(len(ins), np.int8)])]
         return columns, keys
 
 

@@ -32,7 +32,7 @@ Pure: datagrams in, spans out.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -110,9 +110,11 @@ class DriverStallScanner:
                 return window[3], window[1], window[2]
         return None
 
-    def feed_columns(self, table: PacketColumns, *, capture: int = 0) -> None:
+    def feed_columns(self, table: PacketColumns, *, capture: int = 0,
+                     read: Callable[[int, int], None] | None = None) -> None:
         """The same over a whole table (one capture file): its log SETUPs to member endpoints are read one by
-        one (they are few), each one's answer and who sent in its window looked up in the table's columns."""
+        one (they are few), each one's answer and who sent in its window looked up in the table's columns
+        (``read``: see `flow_control.header_words`)."""
         if not len(table):
             return
         names = table.addresses
@@ -121,7 +123,7 @@ class DriverStallScanner:
         rows = np.flatnonzero(near & np.isin(table.payload_length, _LENGTHS) & (table.payload_offset >= 0))
         if not len(rows):
             return
-        words = header_words(table, rows)
+        words = header_words(table, rows, read)
         frame_type = (words[:, 1] >> 16) & 0xFFFF
         flags = (words[:, 1] >> 8) & 0xFF
         answer = (frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)

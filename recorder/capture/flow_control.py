@@ -25,6 +25,7 @@ Pure: datagrams in, spans out.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,11 +43,18 @@ FRAME_ALIGNMENT = 32
 DEFAULT_TERM_LENGTH = 64 * 1024
 
 
-def header_words(table: PacketColumns, rows: np.ndarray) -> np.ndarray:
-    """The first 32 bytes of each row's payload as eight little-endian int32 words, one gather for all
-    (Aeron's frame header: word 0 the frame length, byte 5 the flags, bytes 6-7 the type, then the
-    frame's own fields).  Rows must have their payload in the file (``payload_offset >= 0``); bytes
-    past a short payload are whatever follows it in the file (read no field beyond a frame's length)."""
+#: `header_words` gathers the headers of about this many bytes of the file at a time.
+STRETCH_BYTES = 1 << 22
+
+
+def header_words(table: PacketColumns, rows: np.ndarray,
+                 read: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """The first 32 bytes of each row's payload as eight little-endian int32 words (Aeron's frame
+    header: word 0 the frame length, byte 5 the flags, bytes 6-7 the type, then the frame's own
+    fields).  Rows must have their payload in the file (``payload_offset >= 0``); bytes past a short
+    payload are whatever follows it in the file (read no field beyond a frame's length).  They are
+    gathered a stretch of the file at a time, in row order; ``read(start, end)``, when given, hears of
+    each stretch of bytes done (a caller with the file memory-mapped lets those pages go)."""
     raw = np.frombuffer(table.data, dtype=np.uint8)
     out = np.zeros((len(rows), 32), dtype=np.uint8)
     if not len(rows) or not len(raw):
@@ -54,7 +62,22 @@ def header_words(table: PacketColumns, rows: np.ndarray) -> np.ndarray:
     at = table.payload_offset[rows].astype(np.int64)
     whole = at <= len(raw) - 32
     if len(raw) >= 32:  # 32-byte windows over the file's bytes, a view: only the rows' headers are copied
-        out[whole] = np.lib.stride_tricks.sliding_window_view(raw, 32)[at[whole]]
+        windows = np.lib.stride_tricks.sliding_window_view(raw, 32)
+        inside = np.flatnonzero(whole)
+        places = at[inside]
+        # Stretches by position in the file (rows are in file order; where they are not, one gather).
+        increasing = len(places) < 2 or bool((places[1:] >= places[:-1]).all())
+        marks = (np.searchsorted(places, np.arange(int(places[0]), int(places[-1]) + STRETCH_BYTES,
+                                                   STRETCH_BYTES)[1:], side="left").tolist()
+                 if increasing and len(places) else [])
+        start = 0
+        for end in [*marks, len(places)]:
+            if end <= start:
+                continue
+            out[inside[start:end]] = windows[places[start:end]]
+            if read is not None and increasing:
+                read(int(places[start]), int(places[end - 1]))
+            start = end
     for i in np.flatnonzero(~whole).tolist():  # a datagram in the file's last 32 bytes
         tail = raw[at[i]:]
         out[i, : len(tail)] = tail
@@ -160,8 +183,10 @@ class FlowControlScanner:
             if publication.sent is None and publication.limit is None and term_length > 0:
                 publication.initial_term_id, publication.term_length = initial_term_id, term_length
 
-    def feed_columns(self, table: PacketColumns, *, capture: int = 0) -> None:
-        """Every datagram of ``table`` to or from a consensus endpoint, in row order."""
+    def feed_columns(self, table: PacketColumns, *, capture: int = 0,
+                     read: Callable[[int, int], None] | None = None) -> None:
+        """Every datagram of ``table`` to or from a consensus endpoint, in row order (``read``: see
+        `header_words`)."""
         if not len(table):
             return
         names = table.addresses
@@ -174,7 +199,7 @@ class FlowControlScanner:
         # sender past what it sent and are skipped.  Reassembled datagrams (no offset in the file) are all read.
         direct = table.payload_offset[rows] >= 0
         if direct.all() and len(rows):
-            words = header_words(table, rows)
+            words = header_words(table, rows, read)
             frame_type = (words[:, 1] >> 16) & 0xFFFF
             data = (frame_type == _TYPE_DATA) & (words[:, 0] > 0) & (words[:, 4] == self.stream_id)
             status = (frame_type == _TYPE_SM) & (words[:, 3] == self.stream_id)

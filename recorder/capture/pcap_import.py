@@ -26,6 +26,7 @@ files.  A packet without a timestamp (pcapng Simple Packet Block) takes the prev
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from collections import Counter
@@ -193,6 +194,7 @@ def _decode_in_bulk(
     tables = []
     for (_, reader, _), (_, data) in zip(readers, captures, strict=True):
         tables.append(reader.columns(read=lambda start, end, data=data: _read_through(data, start, end)))
+    give_back_memory()  # the record walk's arrays, freed
     missing = [_fill_times(table) for table in tables]
     notes: list[str] = []
     if members is None:
@@ -211,8 +213,11 @@ def _decode_in_bulk(
         table = tables[index]
         if len(table):
             file.first_ts_ns, file.last_ts_ns = table.time(0), table.time(len(table) - 1)
-        flow.feed_columns(table, capture=index)
-        busy.feed_columns(table, capture=index)
+        # Each pass over the file's bytes lets their pages go behind it (`_read_through`): the next reads
+        # them back a stretch at a time, and the whole capture is never resident at once.
+        done = functools.partial(_read_through, captures[index][1])
+        flow.feed_columns(table, capture=index, read=done)
+        busy.feed_columns(table, capture=index, read=done)
         del table
         # Handed over, not kept here: the walk lets the capture's columns go as soon as it can.
         feeder.feed(tables.pop(index), capture=index, progress=progress,
