@@ -906,6 +906,9 @@ def _extra_position(text: str | None) -> int | None:
 
 def lane_rows(batch: Any) -> list[tuple]:
     """Lane rows of a replay file's record batch (contract §2: its typed columns, ``extra`` and ``payload``)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     count = batch.num_rows
     names = batch.schema.names
     column = batch.column
@@ -918,16 +921,39 @@ def lane_rows(batch: Any) -> list[tuple]:
             return values.to_numpy(zero_copy_only=False).tolist()
         return values.to_pylist()
 
-    extra = column("extra").to_pylist() if "extra" in names else [None] * count
-    positions = [_extra_position(text) if text else None for text in extra]
+    positions: list[Any] = [None] * count
+    if "extra" in names:
+        extra = column("extra")
+        if extra.null_count < count:
+            # the common ``{"logPosition":N}`` read in one pass, any other object as JSON
+            plain = pc.match_substring_regex(extra, r'^\{"logPosition":[0-9]{1,18}\}$').fill_null(False)
+            if pc.any(plain).as_py():
+                numbers = pc.cast(pc.if_else(plain, pc.utf8_slice_codeunits(extra, 15, -1), None), "int64")
+                positions = numbers.to_pylist()
+            others = np.flatnonzero(~plain.to_numpy(zero_copy_only=False) & extra.is_valid().to_numpy(zero_copy_only=False))
+            if len(others):
+                texts = extra.take(others).to_pylist()
+                for at, text in zip(others.tolist(), texts, strict=True):
+                    positions[at] = _extra_position(text)
     payload = column("payload").to_pylist() if "payload" in names else [None] * count
-    directions, channels, kinds = _strings(column("dir")), _strings(column("channel")), _strings(column("type"))
-    codes: dict[tuple, int] = {}
-    code = []
-    for triple in zip(directions, channels, kinds, strict=True):
-        one = codes.get(triple)
-        if one is None:
-            one = codes[triple] = code_of(*triple)
-        code.append(one)
+    parts = [column(name) for name in ("dir", "channel", "type")]
+    directions, channels, kinds = (_strings(part) for part in parts)
+    if all(hasattr(part, "indices") for part in parts):
+        # each row's code from its three dictionary indices: `code_of` once per combination present
+        combined = np.zeros(count, dtype=np.int64)
+        for part in parts:
+            combined = combined * (len(part.dictionary) + 1) + part.indices.fill_null(-1).to_numpy(
+                zero_copy_only=False).astype(np.int64) + 1
+        unique, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+        table = np.array([code_of(directions[i], channels[i], kinds[i]) for i in first.tolist()], dtype=np.int64)
+        code = table[inverse].tolist()
+    else:
+        codes: dict[tuple, int] = {}
+        code = []
+        for triple in zip(directions, channels, kinds, strict=True):
+            one = codes.get(triple)
+            if one is None:
+                one = codes[triple] = code_of(*triple)
+            code.append(one)
     return list(zip(ints("ts"), ints("node"), directions, channels, kinds, ints("peer"), *(ints(name) for name in _ROW_INTS),
                     positions, payload, ints("seq"), code, strict=True))
