@@ -209,3 +209,24 @@ def test_records_of_steady_traffic_through_the_lane():
     fast = list(ReplaySession(events).records())
     slow = list(ReplaySession(events).records(lane=False))
     assert fast == slow
+
+
+def test_lane_rows_read_every_spelling_of_extra_as_the_events_do(tmp_path):
+    """``extra``'s logPosition: the common one-key object read in one pass, any other object as JSON."""
+    from formats.events import Event
+    from formats.replay_file import events_to_table, write_table
+
+    extras = [{"logPosition": 5}, {"logPosition": -1}, {"packet": 3, "logPosition": 7}, {"logPosition": "x"},
+              None, {"logPosition": 12345678901234567890}, {"other": 1}, {"logPosition": 0}]
+    events = [Event(ts=1000 + i, node=0, dir="in", peer=1, channel="log", type="SessionMessageHeader",
+                    fields={"leadershipTermId": 0, "clusterSessionId": 1, "timestamp": i}, extra=extra)
+              for i, extra in enumerate(extras)]
+    path = tmp_path / "extras.arrow"
+    with open(path, "wb") as sink:
+        write_table(events_to_table(events, source="test"), sink)
+    opened = loader.ReplayFileInput(path)
+    rows = lane_rows(opened.file.batches[0])
+    built, _ = opened.file.events(0)
+    for row, event in zip(rows, built, strict=True):
+        position = (event.extra or {}).get("logPosition")
+        assert row[13] == (position if type(position) is int else None), event.extra
