@@ -120,23 +120,29 @@ def _new_leadership_term(f, sender, receiver):
     return parts
 
 
+# AppendPosition and CommitPosition are most of a timeline's lines: `_unless` is written out in them.
+
+
 def _append_position(f, sender, receiver):
-    parts = [f"term={_v(f.get('leadershipTermId'))}", f"pos={_v(f.get('logPosition'))}"]
-    parts += _unless(f, "followerMemberId", "from", sender)
-    flags = f.get("flags")
-    if isinstance(flags, int) and flags not in (0, 255) and flags & 1:
-        parts.append("catchup")
-    elif flags not in (0, None, 255):
-        parts.append(f"flags={_v(flags)}")
+    get = f.get
+    parts = [f"term={_v(get('leadershipTermId'))} pos={_v(get('logPosition'))}"]
+    follower = get("followerMemberId")
+    if follower is not None and not (sender is not None and follower == sender):
+        parts.append(f"from={_v(follower)}")
+    flags = get("flags")
+    if flags in (0, None, 255):
+        return parts
+    parts.append("catchup" if isinstance(flags, int) and flags & 1 else f"flags={_v(flags)}")
     return parts
 
 
 def _commit_position(f, sender, receiver):
-    return [
-        f"term={_v(f.get('leadershipTermId'))}",
-        f"pos={_v(f.get('logPosition'))}",
-        *_unless(f, "leaderMemberId", "leader", sender),
-    ]
+    get = f.get
+    text = f"term={_v(get('leadershipTermId'))} pos={_v(get('logPosition'))}"
+    leader = get("leaderMemberId")
+    if leader is not None and not (sender is not None and leader == sender):
+        return [text, f"leader={_v(leader)}"]
+    return [text]
 
 
 def _catchup_position(f, sender, receiver):
