@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.times import relative_time, wall_time
+from cli.times import MS, relative_time, wall_time
 from formats.describe import describe_record, describe_send
 
 #: Timeline lines rendered per console.print.
@@ -219,6 +219,7 @@ def print_timeline(
     width = 24 if wall_clock else 10
     when_of = wall_time if wall_clock else relative_time
     last_ts: Any = _NO_TS
+    last_shown: int | None = None
     when = ""
     if escapes is not None:
         dim, red = escapes("dim"), escapes("red")
@@ -261,9 +262,13 @@ def print_timeline(
         if texts:
             batch.append(timeline_line(record, origin, wall_clock=wall_clock))
         else:
-            if ts != last_ts:  # records come many to an instant: its time is formatted once
+            if ts != last_ts:  # records come many to an instant, and many to a millisecond: formatted once
                 last_ts = ts
-                when = f"{when_of(ts) if wall_clock else when_of(ts, origin):>{width}}  "
+                # What the time shows: its millisecond (from the origin; one before it is left to relative_time)
+                shown = None if ts is None else ts // MS if wall_clock else (ts - origin) // MS if ts >= origin else None
+                if shown is None or shown != last_shown:
+                    last_shown = shown
+                    when = f"{when_of(ts) if wall_clock else when_of(ts, origin):>{width}}  "
             event = get("event") if kind == "divergence" else None
             if escapes is not None:
                 batch.append(_escaped(escapes, codes, dim, red, when, description, record, event))
