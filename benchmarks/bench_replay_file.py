@@ -25,6 +25,22 @@ Figures, not a test: run it on a quiet machine.  The trace's sha256 of each run 
 (reading the file, the model, the comparison, invariants, trace encoding, messages); ``--memory`` runs
 it under tracemalloc and prints what is allocated and still held at the end (and at the middle), by
 module: what the memory that grows with the file is.
+
+Figures (issue 13, the memory session; a shared 2-core machine, load 2-4, one run each; peak VmHWM with its
+sampled anonymous / file-backed peaks, CPU seconds):
+
+    10M events (5.38M inbound, 2.9 GB):  --json 651 MB (588 / 69), 337 s  ->  374 MB (309 / 68), 296 s;
+                                         text   376 MB (312 / 68), 312 s (text / json 1.05x)
+    1.5M events:  --json 371 MB (306 / 66)  ->  336 MB;     500k events:  352 MB (287 / 66)  ->  346 MB
+
+What grew with the file (about 33 MB a million events): every member's log recording
+(`engine.model.sim_parts.LogStore` keeps each frame's end and message for the whole replay), each
+member holding its own copy of every message and an int object per frame.  Now the rows that carry
+one message give one object (`formats.replay_file.ColumnarEvent.message` keeps the last 4096 built)
+and a frozen chunk's ends are an ``array('q')``.  What does not grow: the libraries (~170 MB), the
+comparison's runs over the last three tolerances of traffic (at this file's 20k client messages a
+second about 240k runs, ~110 MB, reached after ~400k events, flat after) and the file-backed part
+(66-69 MB whatever the file's size: `ReplayFileInput` gives the mapping's pages back after each batch).
 """
 
 from __future__ import annotations

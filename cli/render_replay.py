@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.times import relative_time, wall_time
-from formats.describe import describe_record
+from cli.times import MS, relative_time, wall_time
+from formats.describe import describe_record, describe_send
 
 #: Timeline lines rendered per console.print.
 BATCH_LINES = 512
@@ -120,8 +120,12 @@ class HeartbeatFilter:
     def is_repeat(self, record: Mapping[str, Any]) -> bool:
         if record.get("kind") != "send" or record.get("type") not in PERIODIC:
             return False
-        key = (record.get("node"), record.get("peer"), record.get("channel"), record.get("type"))
-        fields = record.get("fields")
+        return self.is_repeated_send(record.get("node"), record.get("peer"), record.get("channel"), record.get("type"),
+                                     record.get("fields"))
+
+    def is_repeated_send(self, node: Any, peer: Any, channel: Any, type_name: Any, fields: Any) -> bool:
+        """`is_repeat` of a send of a periodic type, given its parts."""
+        key = (node, peer, channel, type_name)
         if self._last.get(key) == fields:
             self.hidden += 1
             return True
@@ -156,6 +160,38 @@ def timeline_text(record: Mapping[str, Any], origin: int | None, *, wall_clock: 
     return "".join(_parts(record, origin, wall_clock))
 
 
+class _Escapes:
+    """The escape codes ``console`` writes before and after a text of each style, got once per style by
+    rendering a marker through the console itself (so its colour system and NO_COLOR apply as to any
+    print); a line built from them is the bytes rich would write for it."""
+
+    __slots__ = ("_console", "_codes")
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._codes: dict[str, tuple[str, str]] = {}
+
+    def __call__(self, style: str) -> tuple[str, str]:
+        codes = self._codes.get(style)
+        if codes is None:
+            before, _, after = self.rendered(Text("\0", style=style)).partition("\0")
+            codes = self._codes[style] = (before, after)
+        return codes
+
+    def rendered(self, text: Text) -> str:
+        """``text`` as the console renders it (a line that needs rich: control characters, several lines)."""
+        with self._console.capture() as captured:
+            self._console.print(text, end="")
+        return captured.get()
+
+
+def _ansi_capable(console: Console) -> bool:
+    """Can the timeline's lines go to this console as strings with pre-rendered escape codes?  A terminal
+    that does not wrap (`cli.output.stdout` soft-wraps) and keeps no record; else rich prints them."""
+    return (console.is_terminal and console.soft_wrap and not console.record and not console.is_jupyter
+            and not console.legacy_windows)
+
+
 def print_timeline(
     console: Console,
     records: Iterable[Mapping[str, Any]],
@@ -167,53 +203,108 @@ def print_timeline(
 ) -> None:
     """The timeline, then the summary table; repeated heartbeats hidden unless ``heartbeats``.
     ``lifecycle`` (`lifecycle_of` the inputs) puts a line in for each process stop, kill and restart,
-    and a ``process`` column in the table."""
+    and a ``process`` column in the table.
+
+    Each line is built as a string and written a batch at a time: plain into a pipe or file; on a
+    terminal with the escape codes of its styles, rendered once per style (`_Escapes`); rich renders
+    each line itself only for a console that records, wraps or is a notebook.  One rich print per line
+    cost more than the replay, and a rich `Text` per line still as much as the replay's json."""
     origin = None
     summary = None
     repeats = HeartbeatFilter()
-    # Lines go out a batch at a time: one console.print per line cost more than the replay.  Into a
-    # pipe or file (no colours, no wrapping: the console soft-wraps) they are the plain text itself.
     styled = console.is_terminal or console.is_jupyter or console.record
+    escapes = _Escapes(console) if styled and _ansi_capable(console) else None
+    texts = styled and escapes is None  # a rich Text per line
     batch: list[Any] = []
+    width = 24 if wall_clock else 10
+    when_of = wall_time if wall_clock else relative_time
+    last_ts: Any = _NO_TS
+    last_shown: int | None = None
+    when = ""
+    if escapes is not None:
+        dim, red = escapes("dim"), escapes("red")
+        codes = {style: escapes(style) for style in {"", "dim", *STYLES.values()}}
 
     def flush() -> None:
-        if styled:
+        if texts:
             console.print(Text("\n").join(batch))
         else:
             console.file.write("\n".join(batch) + "\n")
         batch.clear()
 
+    def lifecycle_line(happened: Lifecycle) -> Any:
+        line = _lifecycle_line(happened, origin, wall_clock)
+        return line if texts else escapes.rendered(line) if escapes is not None else line.plain
+
     lifecycle = list(lifecycle)
     # A first start shows anyway (the member's election begins), unless the inputs say where its state came from.
     pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart or one.evidence]
     for record in records:
-        if record.get("kind") == "summary":
+        get = record.get
+        kind = get("kind")
+        if kind == "summary":
             summary = record
             continue
-        if origin is None and record.get("ts") is not None:
-            origin = record["ts"]
-        ts = record.get("ts")
+        ts = get("ts")
+        if origin is None and ts is not None:
+            origin = ts
         while pending and ts is not None and pending[0].ts <= ts:
-            happened = pending.pop(0)
-            line = _lifecycle_line(happened, origin, wall_clock)
-            batch.append(line if styled else line.plain)
-        if not heartbeats and repeats.is_repeat(record):
-            continue
-        if styled:
+            batch.append(lifecycle_line(pending.pop(0)))
+        if kind == "send":  # most records: their parts are taken once, for the filter and the line
+            node, peer, channel, type_name, fields = get("node"), get("peer"), get("channel"), get("type"), get("fields")
+            if type_name in PERIODIC and not heartbeats and repeats.is_repeated_send(node, peer, channel, type_name,
+                                                                                      fields):
+                continue
+            if not texts:
+                description = describe_send(node, peer, channel, str(type_name), fields or {}, get("logPosition"))
+        elif not texts:
+            description = describe_record(record)
+        if texts:
             batch.append(timeline_line(record, origin, wall_clock=wall_clock))
         else:
-            batch.append(timeline_text(record, origin, wall_clock=wall_clock))
+            if ts != last_ts:  # records come many to an instant, and many to a millisecond: formatted once
+                last_ts = ts
+                # What the time shows: its millisecond (from the origin; one before it is left to relative_time)
+                shown = None if ts is None else ts // MS if wall_clock else (ts - origin) // MS if ts >= origin else None
+                if shown is None or shown != last_shown:
+                    last_shown = shown
+                    when = f"{when_of(ts) if wall_clock else when_of(ts, origin):>{width}}  "
+            event = get("event") if kind == "divergence" else None
+            if escapes is not None:
+                batch.append(_escaped(escapes, codes, dim, red, when, description, record, event))
+            elif event is None:
+                batch.append(when + description)
+            else:
+                batch.append(f"{when}{description}  (recorded event {event})")
         if len(batch) >= BATCH_LINES:
             flush()
     for happened in pending:
-        line = _lifecycle_line(happened, origin, wall_clock)
-        batch.append(line if styled else line.plain)
+        batch.append(lifecycle_line(happened))
     if batch:
         flush()
     if repeats.hidden:
         console.print(Text(f"{repeats.hidden} repeated heartbeat(s) hidden (--heartbeats shows them)", style="dim"))
     if summary is not None:
         print_summary(console, summary, source=source, lifecycle=lifecycle, origin=origin, wall_clock=wall_clock)
+
+
+#: No record's ts (None is one): what the time cache starts from.
+_NO_TS = object()
+
+
+def _escaped(escapes: _Escapes, codes: dict[str, tuple[str, str]], dim: tuple[str, str], red: tuple[str, str],
+             when: str, description: str, record: Mapping[str, Any], event: Any) -> str:
+    """A timeline line with its styles' escape codes: what rich renders for `timeline_line`."""
+    if not description.isprintable():  # rich strips some control characters, splits lines: let it
+        line = Text()
+        line.append(when, style="dim")
+        line.append(description, style=_style(record))
+        if event is not None:
+            line.append(f"  (recorded event {event})", style="red")
+        return escapes.rendered(line)
+    style_on, style_off = codes[_style(record)] if description else ("", "")
+    line = f"{dim[0]}{when}{dim[1]}{style_on}{description}{style_off}"
+    return line if event is None else f"{line}{red[0]}  (recorded event {event}){red[1]}"
 
 
 def _lifecycle_line(happened: Lifecycle, origin: int | None, wall_clock: bool) -> Text:

@@ -23,8 +23,12 @@ def relative_time(ts: int | None, origin: int | None) -> str:
     """``+13.402s``: ``ts`` as seconds with milliseconds after ``origin`` (the first event)."""
     if ts is None or origin is None:
         return ""
-    text = duration(int(ts) - int(origin))
-    return text if text.startswith("-") else "+" + text
+    ns = int(ts) - int(origin)
+    if ns < 0:
+        text = duration(ns)
+        return text if text.startswith("-") else "+" + text  # less than a millisecond before: +0.000s
+    seconds, ms = divmod(ns // MS, 1000)  # `duration`'s digits, without its sign handling: a timeline's hot path
+    return f"+{seconds}.{ms:03d}s"
 
 
 def wall_time(ts: int | None) -> str:

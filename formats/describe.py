@@ -36,6 +36,11 @@ NO = "✗"
 
 
 def _v(value: Any) -> str:
+    kind = type(value)
+    if kind is int:  # most values: first, and without the isinstance checks below (same result)
+        return str(value)
+    if kind is str:
+        return value if value and " " not in value and "=" not in value else repr(value)
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, bool):
@@ -115,23 +120,29 @@ def _new_leadership_term(f, sender, receiver):
     return parts
 
 
+# AppendPosition and CommitPosition are most of a timeline's lines: `_unless` is written out in them.
+
+
 def _append_position(f, sender, receiver):
-    parts = [f"term={_v(f.get('leadershipTermId'))}", f"pos={_v(f.get('logPosition'))}"]
-    parts += _unless(f, "followerMemberId", "from", sender)
-    flags = f.get("flags")
-    if isinstance(flags, int) and flags not in (0, 255) and flags & 1:
-        parts.append("catchup")
-    elif flags not in (0, None, 255):
-        parts.append(f"flags={_v(flags)}")
+    get = f.get
+    parts = [f"term={_v(get('leadershipTermId'))} pos={_v(get('logPosition'))}"]
+    follower = get("followerMemberId")
+    if follower is not None and not (sender is not None and follower == sender):
+        parts.append(f"from={_v(follower)}")
+    flags = get("flags")
+    if flags in (0, None, 255):
+        return parts
+    parts.append("catchup" if isinstance(flags, int) and flags & 1 else f"flags={_v(flags)}")
     return parts
 
 
 def _commit_position(f, sender, receiver):
-    return [
-        f"term={_v(f.get('leadershipTermId'))}",
-        f"pos={_v(f.get('logPosition'))}",
-        *_unless(f, "leaderMemberId", "leader", sender),
-    ]
+    get = f.get
+    text = f"term={_v(get('leadershipTermId'))} pos={_v(get('logPosition'))}"
+    leader = get("leaderMemberId")
+    if leader is not None and not (sender is not None and leader == sender):
+        return [text, f"leader={_v(leader)}"]
+    return [text]
 
 
 def _catchup_position(f, sender, receiver):
@@ -332,20 +343,39 @@ def describe_cause(cause: Mapping[str, Any] | None) -> str:
     return f"on {name}"
 
 
+#: A send's line up to its type (``0→1 [log] ``), by (node, peer, channel): a timeline has a handful.
+_SEND_HEADS: dict[tuple[Any, Any, Any], str] = {}
+
+
+def _send_head(node: Any, peer: Any, channel: Any) -> str:
+    head = _prefix(node, peer, broadcast=False) + (f"[{channel}] " if channel not in (None, "consensus") else "")
+    try:
+        if len(_SEND_HEADS) >= 4096:
+            _SEND_HEADS.clear()
+        _SEND_HEADS[node, peer, channel] = head
+    except TypeError:  # an unhashable value (a hand-made record): not kept
+        pass
+    return head
+
+
+def describe_send(node: Any, peer: Any, channel: Any, type_name: str, fields: Mapping[str, Any],
+                  log_position: Any = None) -> str:
+    """A send record's line (`describe_record` of one of kind ``send``), given its parts."""
+    try:
+        head = _SEND_HEADS[node, peer, channel]
+    except (KeyError, TypeError):
+        head = _send_head(node, peer, channel)
+    text = head + describe_fields(type_name, fields, node, peer)
+    return text if log_position is None else f"{text} @{_v(log_position)}"
+
+
 def describe_record(record: Mapping[str, Any]) -> str:
     """A trace record of contract §3 (``kind`` send/state/role/...), without its time."""
     kind = record.get("kind")
     node = record.get("node")
     if kind == "send":
-        channel = record.get("channel")
-        tag = f"[{channel}] " if channel not in (None, "consensus") else ""
-        at = f" @{_v(record['logPosition'])}" if record.get("logPosition") is not None else ""
-        return (
-            _prefix(node, record.get("peer"), broadcast=False)
-            + tag
-            + describe_fields(str(record.get("type")), record.get("fields") or {}, node, record.get("peer"))
-            + at
-        )
+        return describe_send(node, record.get("peer"), record.get("channel"), str(record.get("type")),
+                             record.get("fields") or {}, record.get("logPosition"))
     if kind == "state":
         reason = record.get("reason")
         tail = f" ({reason})" if reason else ""

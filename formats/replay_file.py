@@ -568,10 +568,18 @@ class ColumnarEvent(Event):
     def message(self, *, source: str | None = None) -> Any:
         count, enums, build = _message_plan(self.type)
         values = list(self.fields.values())[:count]
+        key = (self.type, *values)  # ints and enum names: hashable
+        message = _RECENT_MESSAGES.get(key)
+        if message is not None:
+            return message
         for position, kind in enums:
             value = values[position]
             values[position] = kind._member_map_[value] if type(value) is str else kind._value2member_map_.get(value, value)
-        return build(values)
+        message = build(values)
+        if len(_RECENT_MESSAGES) >= RECENT_MESSAGES:
+            _RECENT_MESSAGES.clear()
+        _RECENT_MESSAGES[key] = message
+        return message
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Event):
@@ -582,6 +590,14 @@ class ColumnarEvent(Event):
 
 
 _values = attrgetter("ts", "node", "dir", "peer", "channel", "type", "fields", "payload", "extra")
+
+#: Messages built lately, by type and values: one copy of a message that several rows carry (a log frame
+#: as its leader appended it and as each follower received it, a heartbeat repeated within a
+#: millisecond), so what a replay keeps of them (each member's log recording: every frame's message) is
+#: one object, not one per row.  Messages are immutable values, so sharing one changes nothing else.
+#: A plain dict emptied when full: a bounded window over the rows lately read, in file order.
+_RECENT_MESSAGES: dict[tuple[Any, ...], Any] = {}
+RECENT_MESSAGES = 4096
 _MESSAGE_PLANS: dict[str, tuple[int, tuple[tuple[int, Any], ...], Any]] = {}
 
 

@@ -47,6 +47,33 @@ def test_catchup_append_positions_say_so():
     assert describe_message(plain, 2, 1) == "2→1 AppendPosition term=0 pos=96"
 
 
+@pytest.mark.parametrize("type_name,fields,sender,line", [
+    ("AppendPosition", {"leadershipTermId": 0, "logPosition": 96, "followerMemberId": 2, "flags": 255}, 2,
+     "AppendPosition term=0 pos=96"),
+    ("AppendPosition", {"leadershipTermId": 0, "logPosition": 96, "followerMemberId": 0, "flags": 2}, 2,
+     "AppendPosition term=0 pos=96 from=0 flags=2"),
+    ("AppendPosition", {"leadershipTermId": 0, "logPosition": 96, "followerMemberId": 0, "flags": 3}, None,
+     "AppendPosition term=0 pos=96 from=0 catchup"),
+    ("AppendPosition", {"leadershipTermId": None, "logPosition": 96, "flags": "x"}, 2,
+     "AppendPosition term=null pos=96 flags=x"),
+    ("CommitPosition", {"leadershipTermId": 1, "logPosition": 0, "leaderMemberId": 1}, 1, "CommitPosition term=1 pos=0"),
+    ("CommitPosition", {"leadershipTermId": 1, "logPosition": 0, "leaderMemberId": 2}, 1,
+     "CommitPosition term=1 pos=0 leader=2"),
+    ("CommitPosition", {"leadershipTermId": 1, "logPosition": 0, "leaderMemberId": 2}, None,
+     "CommitPosition term=1 pos=0 leader=2"),
+])
+def test_position_heartbeats_show_a_member_id_only_when_it_is_news_and_odd_flags(type_name, fields, sender, line):
+    assert describe_fields(type_name, fields, sender, 0) == line
+
+
+def test_a_send_record_reads_as_its_message_with_channel_and_log_position():
+    record = {"kind": "send", "ts": 1, "node": 1, "peer": 0, "channel": "log", "type": "SessionMessageHeader",
+              "fields": {"leadershipTermId": 0, "clusterSessionId": 7, "timestamp": 400}, "logPosition": 192}
+    assert describe_record(record) == "1→0 [log] SessionMessageHeader term=0 session=7 @192"
+    assert describe_record({**record, "channel": "consensus", "peer": None, "logPosition": None}) == (
+        "1→? SessionMessageHeader term=0 session=7")
+
+
 def test_a_message_without_a_compact_form_prints_every_field_by_aeron_name():
     assert describe_message(c.SessionKeepAlive(leadership_term_id=0, cluster_session_id=4)) == (
         "SessionKeepAlive leadershipTermId=0 clusterSessionId=4"

@@ -135,3 +135,20 @@ def test_copying_a_long_log_shares_its_frozen_frames():
     twin.truncate(100 * 32)
     assert store.end == 4999 * 32 and twin.end == 100 * 32
     assert len(store.after(0)) == 4999
+
+
+def test_frozen_ends_take_eight_bytes_a_frame_and_positions_beyond_64_bits_still_work():
+    # A long replay keeps every frame of every member's log: the frozen chunks hold their ends as int64s.
+    store = LogStore(0)
+    for i in range(1, 200):
+        store.append(i * 32, None)
+    assert type(store._chunks[0][0]).__name__ == "array" and store._chunks[0][0].itemsize == 8
+    # A hand-made input's position that is no int64 is kept as it is, and answers the same.
+    huge, plain = LogStore(0), PlainLog(0)
+    for i in range(1, 200):
+        huge.append(i * 2**57, i)
+        plain.append(i * 2**57, i)
+    _same(huge, plain, [0, 2**62, 2**63 + 5, plain.end])
+    huge.truncate(2**63)
+    plain.truncate(2**63)
+    _same(huge, plain, [0, 2**62, plain.end])

@@ -258,3 +258,22 @@ def test_the_wire_evidence_of_a_file_without_stored_evidence_comes_from_its_payl
     loaded = convert.load(path)
     assert schema_versions(loaded.events)  # captured messages, with their packet numbers
     assert convert.ReplayFileInput(path).evidence == wire_evidence(loaded.events)
+
+
+def test_rows_that_carry_one_message_give_one_message_object_and_the_window_of_kept_ones_is_bounded():
+    # The members' log recordings keep every frame's message for the whole replay: a frame as each
+    # follower received it (and as its leader appended it, where that is recorded) must be one object.
+    streamed, _ = _streamed(ROOT / "samples/leader-failover/incident.arrow")
+    frames: dict[tuple, list[ColumnarEvent]] = {}
+    for event in streamed:
+        if isinstance(event, ColumnarEvent) and event.channel == "log":
+            frames.setdefault((event.type, *event.fields.values()), []).append(event)
+    shared = [copies for copies in frames.values() if len({e.node for e in copies}) > 1]
+    assert len(shared) > 10
+    for copies in shared:
+        messages = [e.message() for e in copies]
+        assert all(m is messages[0] for m in messages)
+        assert messages[0] == Event(**{f.name: getattr(copies[0], f.name) for f in dataclasses.fields(Event)}).message()
+    distinct = {id(copies[0].message()) for copies in shared}
+    assert len(distinct) == len(shared)  # different values, different messages
+    assert 0 < len(replay_file._RECENT_MESSAGES) <= replay_file.RECENT_MESSAGES

@@ -24,6 +24,7 @@ frames and shares the frozen ones (`LogStore`), never the messages.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from typing import Any
 
@@ -55,7 +56,8 @@ class LogStore:
     """The local log recording: frames from ``base`` to ``end``, each (end position, message | None).
 
     Frames are kept in chunks of `LOG_CHUNK`, chunks in groups of `LOG_GROUP`: a full chunk or group
-    is frozen (tuples all the way down) and shared by every copy of the store, so copying a store
+    is frozen (tuples, and a chunk's ends an ``array('q')``: 8 bytes a frame, not an int object; never
+    changed once frozen) and shared by every copy of the store, so copying a store
     costs the open chunk and the open group's directory (under `LOG_CHUNK` + `LOG_GROUP` pointers)
     however long its log.  A debugger that checkpoints a replay every few hundred events therefore
     stays linear in the log's length, not quadratic.
@@ -69,9 +71,9 @@ class LogStore:
 
     def __init__(self, base: int = 0) -> None:
         self.base = base
-        self._groups: tuple[tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[tuple[Any, ...], ...]], ...] = ()
+        self._groups: tuple[tuple[tuple[int, ...], tuple[array, ...], tuple[tuple[Any, ...], ...]], ...] = ()
         self._group_last: tuple[int, ...] = ()
-        self._chunks: tuple[tuple[tuple[int, ...], tuple[Any, ...]], ...] = ()
+        self._chunks: tuple[tuple[array, tuple[Any, ...]], ...] = ()
         self._chunk_last: tuple[int, ...] = ()
         self._ends: list[int] = []
         self._messages: list[Any] = []
@@ -98,7 +100,11 @@ class LogStore:
         self._messages.append(message)
         if len(self._ends) < LOG_CHUNK:
             return
-        self._chunks += ((tuple(self._ends), tuple(self._messages)),)
+        try:
+            ends: Any = array("q", self._ends)
+        except OverflowError:  # not a 64-bit position (a hand-made input): kept as it is
+            ends = tuple(self._ends)
+        self._chunks += ((ends, tuple(self._messages)),)
         self._chunk_last += (end,)
         self._ends = []
         self._messages = []

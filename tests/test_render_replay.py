@@ -1,0 +1,94 @@
+"""`recount replay`'s text timeline (`cli.render_replay.print_timeline`) builds its lines as strings:
+plain into a pipe, with escape codes rendered once per style on a terminal.  These tests hold it to
+what rich writes when it renders every line itself (the path a console that records still takes),
+over the samples' replays and made-up lines that need rich's own handling."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from cli import render_replay
+from engine.replay import replay
+from recorder import convert
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = sorted(path.parent for path in (ROOT / "samples").glob("*/incident.arrow"))
+
+
+@pytest.fixture(scope="module")
+def timelines() -> dict[str, tuple[list[dict], list[render_replay.Lifecycle]]]:
+    """Each sample's trace records and process lifecycle, as `recount replay` renders them."""
+    out = {}
+    for sample in SAMPLES:
+        loaded = convert.load(sample / "incident.arrow")
+        records = list(replay(loaded.events, refs=loaded.refs, ref_kind=loaded.ref_kind))
+        out[sample.name] = (records, render_replay.lifecycle_of(loaded.events))
+    return out
+
+
+def _made_up(records: list[dict]) -> list[dict]:
+    """Lines rich must handle as it always did: a divergence pointing at its recorded event, a record
+    without a time, and descriptions with control characters and a line break."""
+    send = next(r for r in records if r["kind"] == "send")
+    state = next(r for r in records if r["kind"] == "state")
+    return [
+        dict(send, kind="divergence", event=12, cause="model", count=3),
+        dict(state, ts=None),
+        dict(state, reason="bell\x07 and\rreturn"),
+        dict(state, reason="two\nlines"),
+        dict(send, type="AppendPosition", channel="log", logPosition=96),
+    ]
+
+
+def _timeline(console: Console, records: list[dict], lifecycle, **options) -> str:
+    render_replay.print_timeline(console, iter(records), source="sample", lifecycle=lifecycle, **options)
+    return console.file.getvalue()
+
+
+def _terminal(color_system: str | None, *, record: bool = False, no_color: bool = False) -> Console:
+    return Console(file=io.StringIO(), force_terminal=True, soft_wrap=True, width=100, color_system=color_system,
+                   record=record, no_color=no_color, highlight=False)
+
+
+def test_the_samples_are_there():
+    assert len(SAMPLES) >= 5, SAMPLES
+
+
+@pytest.mark.parametrize("color_system,no_color", [("truecolor", False), ("256", False), ("standard", False),
+                                                   ("truecolor", True)])
+def test_a_terminal_gets_the_bytes_rich_renders_line_by_line(timelines, color_system, no_color):
+    for name, (records, lifecycle) in timelines.items():
+        records = [*_made_up(records), *records]
+        for options in ({}, {"heartbeats": True}, {"wall_clock": True}):
+            fast = _timeline(_terminal(color_system, no_color=no_color), records, lifecycle, **options)
+            # A console that records takes rich's own path: one Text per line, rendered by rich.
+            reference = _timeline(_terminal(color_system, record=True, no_color=no_color), records, lifecycle,
+                                  **options)
+            assert fast == reference, (name, options)
+            assert "\x1b[2m" in fast and ("\x1b[31m" in fast) is (not no_color)  # dim stays, NO_COLOR drops red
+
+
+def test_a_pipe_gets_the_terminal_lines_without_their_styles(timelines):
+    for name, (records, lifecycle) in timelines.items():
+        # (rich would also drop a description's control characters: a pipe gets them as they are.)
+        records = [*_made_up(records)[:2], *records]
+        for options in ({}, {"heartbeats": True}, {"wall_clock": True}):
+            plain = _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), records, lifecycle, **options)
+            reference = _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True, record=True), records,
+                                  lifecycle, **options)
+            assert plain == reference, (name, options)
+            assert "\x1b[" not in plain
+
+
+def test_repeated_heartbeats_are_hidden_from_the_string_lines_as_from_rich(timelines):
+    records, lifecycle = timelines["leader-failover"]
+    shown = _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), records, lifecycle).splitlines()
+    every = _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), records, lifecycle,
+                      heartbeats=True).splitlines()
+    hidden = next(line for line in shown if "repeated heartbeat(s) hidden" in line)
+    count = int(hidden.split()[0])
+    assert count > 0 and len(every) == len(shown) + count - 1  # the count's own line is not in every
