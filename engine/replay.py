@@ -492,7 +492,7 @@ class NodeReplay:
     """
 
     #: The comparison's classes and key, for `engine.steady` (which does not import this module).
-    COMPARISON = (_Check, _KeyRuns, _Run, _Series)
+    COMPARISON = (_Check, _KeyRuns, _Run, _Series, _Sender)
     key_fields = staticmethod(_key_fields)
 
     def __init__(

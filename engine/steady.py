@@ -42,16 +42,17 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from engine.model.agent import ModuleState, Role
+from engine.model.agent import SLOW_TICK_INTERVAL_NS, ModuleState, Role
 from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
 from engine.model.inputs import ConsensusMessage, IngressMessage, LogFrame, LogFrames, OwnLogAppend
-from engine.model.members import NULL_POSITION, NULL_VALUE
+from engine.model.members import NULL_POSITION, NULL_VALUE, has_active_quorum
 from engine.model.node import _UNKNOWN, _cause_of
 from engine.model.outputs import Send
 from engine.trace import encode_record
 from formats.cluster_codecs import SCHEMA_VERSION, AppendPosition, CommitPosition, SessionMessageHeader
 from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
+from formats.sbe import encode
 
 MS = 1_000_000
 
@@ -181,13 +182,20 @@ def _log_send_record(ts: int, node: int, peer: int, message: Any, position: int)
     return _send_record(ts, node, peer, "log", message, position)
 
 
-_Check = _KeyRuns = _Run = _Series = None  # the comparison's classes, bound by `_bind_comparison`
+class _LaneSend(dict):
+    """A lane send waiting in its publication's sender (`NodeReplay.senders`): the record `_on_ready` would
+    have kept, with what the lane compares it by (``lane``: type, key, position, record recipe)."""
+
+    __slots__ = ("lane",)
+
+
+_Check = _KeyRuns = _Run = _Series = _Sender = None  # the comparison's classes, bound by `_bind_comparison`
 
 
 def _bind_comparison(replay: Any) -> None:
     """The comparison's classes, as the replay gives them (`engine.replay` uses this module, not the reverse)."""
-    global _Check, _KeyRuns, _Run, _Series
-    _Check, _KeyRuns, _Run, _Series = replay.COMPARISON
+    global _Check, _KeyRuns, _Run, _Series, _Sender
+    _Check, _KeyRuns, _Run, _Series, _Sender = replay.COMPARISON
 
 
 class SteadyLane:
@@ -205,6 +213,9 @@ class SteadyLane:
         self.position = 0  # the position of the event being handled (the caller sets it)
         self.enabled = _templates_hold() and self._keys_hold(replay.key_fields)
         self.flags = replay.flags
+        #: What `send` offers a publication for each (`len(encode(message))`: fixed-size messages).
+        self.append_length = len(encode(_SAMPLE_APPEND))
+        self.commit_length = len(encode(_SAMPLE_COMMIT))
         #: member -> (role, agent, node, member) while the lane may step it; cleared by anything else.
         self.steady: dict[int, Any] = {}
         #: follower -> the log position from which every frame was appended by the lane (no
@@ -217,6 +228,7 @@ class SteadyLane:
         self.causes: dict[Any, Any] = {}
         self.messages: dict[tuple[int, int, int], Any] = {}
         self.handled = 0
+        self.slow_tick: int | None = None  # `_time`'s verdict on the slow tick, for `_enter`
 
     @staticmethod
     def _keys_hold(key_fields: Any) -> bool:
@@ -246,7 +258,7 @@ class SteadyLane:
         agent = node.agent
         if (agent.election is not None or agent.state is not ModuleState.ACTIVE or agent.blocked_until_ns is not None
                 or agent.follower_recorder_ns is not None or agent.pending_catchup_replays
-                or agent.publication_evidence or not agent.recording_active):
+                or not agent.recording_active):
             return None
         role = agent.role
         if role is Role.LEADER:
@@ -322,8 +334,7 @@ class SteadyLane:
                         if batches[batch_node][0] < ts:
                             feed_batch(batch_node, out)
             if undecided:
-                forget()
-                replay._decide_pending(before=ts)
+                self._decide_pending(ts)
             if queue and queue[0][0] <= ts:
                 forget()
                 clock.run_until(ts)
@@ -365,8 +376,7 @@ class SteadyLane:
                     if batches[batch_node][0] < ts:
                         self._feed_batch(batch_node, out)
         if replay._undecided:
-            self.forget()
-            replay._decide_pending(before=ts)
+            self._decide_pending(ts)
         clock = replay.driver.clock
         queue = clock._queue
         if queue and queue[0][0] <= ts:
@@ -395,11 +405,30 @@ class SteadyLane:
     # -- the duty cycle's parts -------------------------------------------------------------------------
 
     def _time(self, node: Any, agent: Any, ts: int) -> int | None:
-        """The member's time for an input at ``ts`` (Node.step's), or None when its slow tick is due."""
+        """The member's time for an input at ``ts`` (Node.step's), or None when the cycle's slow tick would
+        do something (`slow_tick_work`: an abort, a lost quorum, a leader heartbeat timeout).  A slow tick
+        that finds nothing to do moves its deadline on: `_enter` does, as the duty cycle would."""
         now = ts if ts > node._now_ns else node._now_ns
         now_ms = now - now % MS
-        if now_ms >= agent.slow_tick_deadline_ns:
+        deadline = agent.slow_tick_deadline_ns
+        if now_ms < deadline:
+            self.slow_tick = None
+            return now
+        if now_ms > deadline:  # `_realign_slow_tick`: the 10 ms phase kept across skipped milliseconds
+            first = -(-deadline // MS) * MS
+            if first < now_ms:
+                deadline = first + -(-(now_ms - first) // SLOW_TICK_INTERVAL_NS) * SLOW_TICK_INTERVAL_NS
+        if now_ms < deadline:
+            self.slow_tick = deadline
+            return now
+        config = agent.config
+        if agent.role is Role.LEADER:
+            if agent.aborts_ns or not has_active_quorum(agent.members, now_ms, config.leader_heartbeat_timeout_ns):
+                return None
+        elif (agent.termination_position == NULL_POSITION
+              and now_ms >= agent.time_of_last_log_update_ns + config.leader_heartbeat_timeout_ns):
             return None
+        self.slow_tick = now_ms + SLOW_TICK_INTERVAL_NS  # it ran and found nothing to do
         return now
 
     def _enter(self, node: Any, agent: Any, now: int, cause: Any) -> int:
@@ -411,6 +440,8 @@ class SteadyLane:
         agent.output_ts = now
         if now_ms > node._tick_ns:
             node._tick_ns = now_ms
+        if self.slow_tick is not None:
+            agent.slow_tick_deadline_ns = self.slow_tick
         return now_ms
 
     def _leader_position(self, node_id: int, agent: Any, now_ms: int, now: int, out: list) -> None:
@@ -434,17 +465,32 @@ class SteadyLane:
         if commit > agent.commit_position or now_ms >= agent.time_of_last_log_update_ns + \
                 agent.config.leader_heartbeat_interval_ns:
             term = agent.leadership_term_id
+            publications = agent.publications if agent.publication_evidence else None
+            sent = False
             for other in agent.members:
-                if other.id != node_id:
+                peer = other.id
+                if peer != node_id:
+                    if publications is not None:  # `send`: a refused offer is dropped (CommitPosition is not retried)
+                        publication = publications.get(peer)
+                        if publication is None or not publication.offer(self.commit_length):
+                            continue
                     agent.changes += 1
-                    out.append(_COMMIT % (now, node_id, other.id, term, commit, node_id))
-                    self._actual(node_id, other.id, "consensus", "CommitPosition", (term, node_id), commit, now,
-                                 (_commit_record, now, node_id, other.id, term, commit))
-            invariants = self.replay.invariants
-            if commit > invariants.committed:
-                invariants.committed = commit
-            if commit > invariants.committed_terms.get(term, -1):
-                invariants.committed_terms[term] = commit
+                    sent = True
+                    out.append(_COMMIT % (now, node_id, peer, term, commit, node_id))
+                    if publications is None:
+                        self._actual(node_id, peer, "consensus", "CommitPosition", (term, node_id), commit, now,
+                                     (_commit_record, now, node_id, peer, term, commit))
+                    else:
+                        self._pending(node_id, peer, publication.position, _LaneSend(
+                            kind="send", ts=now, node=node_id, peer=peer, channel="consensus", type="CommitPosition",
+                            fields={"leadershipTermId": term, "logPosition": commit, "leaderMemberId": node_id}),
+                            ("CommitPosition", (term, node_id), commit, (_commit_record, now, node_id, peer, term, commit)))
+            if sent:  # the invariant checker sees the CommitPosition records
+                invariants = self.replay.invariants
+                if commit > invariants.committed:
+                    invariants.committed = commit
+                if commit > invariants.committed_terms.get(term, -1):
+                    invariants.committed_terms[term] = commit
             agent.commit_position = commit
             agent.time_of_last_log_update_ns = now_ms
 
@@ -470,10 +516,19 @@ class SteadyLane:
                 agent.config.leader_heartbeat_interval_ns:
             leader = agent.leader_member.id
             term = agent.leadership_term_id
+            if agent.publication_evidence:
+                publication = agent.publications.get(leader)
+                if publication is None or not publication.offer(self.append_length):
+                    return  # `send` refused: nothing changes, the next cycle tries again
+                self._pending(node_id, leader, publication.position, _LaneSend(
+                    kind="send", ts=now, node=node_id, peer=leader, channel="consensus", type="AppendPosition",
+                    fields={"leadershipTermId": term, "logPosition": target, "followerMemberId": node_id, "flags": 0}),
+                    ("AppendPosition", (term, node_id, 0), target, (_append_record, now, node_id, leader, term, target, 0)))
+            else:
+                self._actual(node_id, leader, "consensus", "AppendPosition", (term, node_id, 0), target, now,
+                             (_append_record, now, node_id, leader, term, target, 0))
             agent.changes += 1
             out.append(_APPEND % (now, node_id, leader, term, target, node_id, 0))
-            self._actual(node_id, leader, "consensus", "AppendPosition", (term, node_id, 0), target, now,
-                         (_append_record, now, node_id, leader, term, target, 0))
             if target > last:
                 agent.last_append_position = target
                 agent.time_of_last_append_position_update_ns = now_ms
@@ -733,6 +788,51 @@ class SteadyLane:
         return True
 
     # -- the comparison -------------------------------------------------------------------------------
+
+    def _pending(self, node_id: int, peer: int, position: int, record: Any, lane: tuple) -> None:
+        """A send offered to a publication the evidence follows: it waits in the sender, as `_on_ready` keeps
+        it, until `_decide_pending` sees whether the sender got that far."""
+        replay = self.replay
+        if not replay.compare or "consensus" not in replay.compared_channels.get(node_id, ()):
+            return
+        record.lane = lane
+        key = (node_id, peer)
+        sender = replay.senders.get(key)
+        if sender is None:
+            sender = replay.senders[key] = _Sender()
+        sender.pending.append((position, record))
+        replay._undecided.add(key)
+
+    def _decide_pending(self, before: int) -> None:
+        """`NodeReplay._decide_pending`, the lane's sends compared as the lane compares them."""
+        replay = self.replay
+        senders = replay.senders
+        for key in sorted(replay._undecided) if len(replay._undecided) > 1 else list(replay._undecided):
+            sender = senders[key]
+            pending = sender.pending
+            if not pending:
+                continue
+            cut = 0
+            for _, record in pending:
+                if record["ts"] < before:
+                    cut += 1
+            if not cut:
+                continue
+            node_id = key[0]
+            for position, record in pending[:cut]:
+                if position > sender.offered:
+                    sender.offered = position
+                if sender.position is None or position <= sender.position:
+                    if type(record) is _LaneSend:
+                        kind, value, at, recipe = record.lane
+                        self._actual(node_id, key[1], "consensus", kind, value, at, record["ts"], recipe)
+                    else:
+                        replay._actual_send(node_id, record)
+                else:
+                    sender.held.append((position, record))
+            del pending[:cut]
+            if not pending:
+                replay._undecided.discard(key)
 
     def _expect(self, row: tuple, channel: str, key: tuple, position: int | None) -> None:
         replay = self.replay
