@@ -164,6 +164,12 @@ def _decoded(payload: Any, cls: type) -> Any:
     return decoded.message
 
 
+def _recorded_send(ts: int, node: int, peer: int, kind: str, payload: bytes) -> dict[str, Any]:
+    """`engine.replay.sent_record` of a recorded send with a payload the lane has decoded (so it decodes)."""
+    fields = decode_cluster(payload).message.to_fields()
+    return {"ts": ts, "node": node, "dir": "out", "peer": peer, "type": kind, "fields": fields}
+
+
 def _send_record(ts: int, node: int, peer: int, channel: str, message: Any, log_position: int | None) -> dict[str, Any]:
     return Send(ts, node, peer, channel, message, log_position).to_json()
 
@@ -852,7 +858,10 @@ class SteadyLane:
                     last.end = ts
                     series.by_key[key].ends[-1] = ts
                     return
-        run = _add(series, ts, key, position, row[REF], (self.record_at, self.position))
+        payload = row[PAYLOAD]
+        recipe = (self.record_at, self.position) if payload is None else \
+            (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
+        run = _add(series, ts, key, position, row[REF], recipe)
         tolerance = replay.tolerance_ns
         waiting = self.waiting.get(series_key)
         if waiting is not None:
@@ -1025,11 +1034,13 @@ def lane_rows(batch: Any) -> list[tuple]:
     if "extra" in names:
         extra = column("extra")
         if extra.null_count < count:
-            # the common ``{"logPosition":N}`` read in one pass, any other object as JSON
-            plain = pc.match_substring_regex(extra, r'^\{"logPosition":[0-9]{1,18}\}$').fill_null(False)
+            # a flat object with one integer logPosition read in one pass (a string value cannot hold the
+            # key unescaped, nor a brace here), any other object as JSON
+            plain = pc.and_(pc.match_substring_regex(extra, r'^\{[^{}]*"logPosition":-?[0-9]{1,18}(,[^{}]*)?\}$'),
+                            pc.equal(pc.count_substring(extra, '"logPosition":'), 1)).fill_null(False)
             if pc.any(plain).as_py():
-                numbers = pc.cast(pc.if_else(plain, pc.utf8_slice_codeunits(extra, 15, -1), None), "int64")
-                positions = numbers.to_pylist()
+                found = pc.extract_regex(pc.if_else(plain, extra, None), r'"logPosition":(?P<p>-?[0-9]{1,18})[,}]')
+                positions = pc.cast(pc.struct_field(found, [0]), "int64").to_pylist()
             others = np.flatnonzero(~plain.to_numpy(zero_copy_only=False) & extra.is_valid().to_numpy(zero_copy_only=False))
             if len(others):
                 texts = extra.take(others).to_pylist()

@@ -697,6 +697,7 @@ class ReplayFile:
         self.rows = rows
         self.in_order = True
         self._field_columns = [n for n in self.schema.names if n not in BASE_COLUMNS]
+        self._contexts: dict[tuple[int, int, int], dict[str, set[str]]] = {}  # `events`' contexts, read
 
     def __len__(self) -> int:
         return self.rows
@@ -806,32 +807,50 @@ class ReplayFile:
 
     # -- events ------------------------------------------------------------------------------------------
 
-    def events(self, number: int, rows: Sequence[int] | slice | None = None) -> tuple[list[Event], list[int]]:
+    def events(self, number: int, rows: Sequence[int] | slice | None = None, *, context: slice | None = None
+               ) -> tuple[list[Event], list[int]]:
         """The events of batch ``number`` (or of its ``rows``: numbers within it, or a slice of them) and
-        their seqs; only for a batch `checked()` has passed."""
+        their seqs; only for a batch `checked()` has passed.  ``context``: the slice of the batch whose
+        rows decide, per message type, whether fields come from the typed columns (`_fields_from_columns`),
+        so that a few of its rows are built as the whole slice would build them."""
         batch = self.batches[number]
         first = self.starts[number]
+        around = None
+        if context is not None:
+            start, stop, _ = context.indices(batch.num_rows)
+            key = (number, start, stop)
+            around = self._contexts.get(key)
+            if around is None:
+                if len(self._contexts) > 8:
+                    self._contexts.clear()
+                # what the slice's rows have values in, by message type: read once per slice
+                around = self._contexts[key] = _columns_used(batch.slice(start, max(stop - start, 0)),
+                                                             self._field_columns)
         if rows is None:
             numbers: Sequence[int] = range(first, first + batch.num_rows)
         elif isinstance(rows, slice):
             start, stop, _ = rows.indices(batch.num_rows)
             batch = batch.slice(start, max(stop - start, 0))
             numbers = range(first + start, first + start + batch.num_rows)
+        elif len(rows) and rows[-1] - rows[0] == len(rows) - 1 and all(
+                b == a + 1 for a, b in zip(rows[:-1], rows[1:], strict=True)):
+            batch = batch.slice(rows[0], len(rows))  # consecutive rows: a view, not a copy of every column
+            numbers = [first + r for r in rows]
         else:
             batch = batch.take(pa.array(rows, type=pa.int64()))
             numbers = [first + r for r in rows]
-        return _batch_events(batch, numbers, self._field_columns, self.name)
+        return _batch_events(batch, numbers, self._field_columns, self.name, around)
 
 
-def _batch_events(batch: pa.RecordBatch, numbers: Sequence[int], field_columns: list[str], name: str
-                  ) -> tuple[list[Event], list[int]]:
+def _batch_events(batch: pa.RecordBatch, numbers: Sequence[int], field_columns: list[str], name: str,
+                  context: dict[str, set[str]] | None = None) -> tuple[list[Event], list[int]]:
     count = batch.num_rows
     column = batch.column
     names = batch.schema.names
     type_codes, type_names = _codes(column("type"))
     built: list[dict[str, Any] | None] = [None] * count
     if "fields" in names:
-        _fields_from_columns(batch, type_codes, type_names, field_columns, built)
+        _fields_from_columns(batch, type_codes, type_names, field_columns, built, context)
         columnar = [fields is not None for fields in built]
         missing = [i for i in range(count) if built[i] is None]
         if missing:
@@ -854,24 +873,33 @@ def _batch_events(batch: pa.RecordBatch, numbers: Sequence[int], field_columns: 
     return events, column("seq").to_pylist()
 
 
-def _fields_from_columns(batch: pa.RecordBatch, type_codes: np.ndarray, type_names: list[str],
-                         field_columns: list[str], built: list[dict[str, Any] | None]) -> None:
-    """Set ``built[i]`` to row i's fields from the typed columns where they hold all of them (see
-    `ColumnarEvent`); other rows stay None."""
-    import pyarrow.compute as pc  # only when a replay file is read whole or streamed
-    present = [code for code in np.unique(type_codes).tolist() if type_names[code] in MESSAGE_CLASSES]
-    if not present:
-        return
-    # Which per-name columns each message type present has values in (in this batch).
-    used: dict[int, set[str]] = {code: set() for code in present}
+def _columns_used(batch: pa.RecordBatch, field_columns: list[str]) -> dict[str, set[str]]:
+    """Message type name -> the per-name columns its rows in ``batch`` have values in."""
+    type_codes, type_names = _codes(batch.column("type"))
+    by_name: dict[str, set[str]] = {}
     for name in field_columns:
         values = batch.column(name)
         if values.null_count == len(values):
             continue
         codes = type_codes if values.null_count == 0 else type_codes[values.is_valid().to_numpy(zero_copy_only=False)]
         for code in np.unique(codes).tolist():
-            if code in used:
-                used[code].add(name)
+            by_name.setdefault(type_names[code], set()).add(name)
+    return by_name
+
+
+def _fields_from_columns(batch: pa.RecordBatch, type_codes: np.ndarray, type_names: list[str],
+                         field_columns: list[str], built: list[dict[str, Any] | None],
+                         context: dict[str, set[str]] | None = None) -> None:
+    """Set ``built[i]`` to row i's fields from the typed columns where they hold all of them (see
+    `ColumnarEvent`); other rows stay None.  Which columns a message type has values in is ``context``'s
+    (`_columns_used` of the rows around these, which they are read as part of) when given, else ``batch``'s."""
+    import pyarrow.compute as pc  # only when a replay file is read whole or streamed
+    present = [code for code in np.unique(type_codes).tolist() if type_names[code] in MESSAGE_CLASSES]
+    if not present:
+        return
+    # Which per-name columns each message type present has values in (in this batch, or its context).
+    by_name = context if context is not None else _columns_used(batch, field_columns)
+    used = {code: by_name.get(type_names[code], set()) for code in present}
     schema = batch.schema
     for code in present:
         type_name = type_names[code]
@@ -895,7 +923,8 @@ def _fields_from_columns(batch: pa.RecordBatch, type_codes: np.ndarray, type_nam
         if keep is not None and keep.false_count:
             rows = rows.filter(keep)
             columns = [values.filter(keep) for values in columns]
-        for i, values in zip(rows.to_pylist(), zip(*(values.to_pylist() for values in columns)), strict=True):
+        for i, values in zip(rows.to_pylist(), zip(*(values.to_pylist() for values in columns), strict=True),
+                             strict=True):
             built[i] = dict(zip(order, values, strict=True))
 
 

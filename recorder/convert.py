@@ -365,10 +365,22 @@ class _FileEvents:
         return self._count
 
     def at(self, k: int) -> tuple[Event, Any]:
-        return next(iter(self.read(k)))
+        """The k-th event in replay order, built on its own (not the slice `read` builds around it)."""
+        if self._order is not None:
+            return next(iter(self.read(k)))
+        file = self._opened.file
+        number = file.batch_of(k)
+        first = file.starts[number]
+        # as `read` builds it: within the slice of SLICE rows it reads it in (from the batch's start)
+        start = first + (k - first) // self.SLICE * self.SLICE
+        stop = min(start + self.SLICE, first + file.batches[number].num_rows, self._count)
+        events, seqs = file.events(number, [k - first], context=slice(start - first, stop - first))
+        return events[0], seqs[0]
 
-    #: Events built at a time for the rows the steady-state lane gives back to the model's path.
+    #: Events built at a time for the rows the steady-state lane gives back to the model's path, and how
+    #: many times a slice builds some before it builds them all.
     LANE_BLOCK = 64
+    LANE_SINGLES = 16
 
     def lane_chunks(self, start: int = 0) -> Iterator[tuple[int, list[tuple], Any]] | None:
         """The events from ``start`` as rows of the steady-state lane (`engine.steady`): the typed
@@ -391,16 +403,24 @@ class _FileEvents:
             batch = file.batches[number].slice(position - first, stop - position)
             rows = lane_rows(batch)
             built: dict[int, tuple[Event, Any]] = {}
+            calls = [0]
 
             def event_at(i: int, number: int = number, offset: int = position - first, built: dict = built,
-                         size: int = stop - position, block: int = self.LANE_BLOCK) -> tuple[Event, Any]:
-                # one event, or a block of them once the lane declines two in a row (an election)
+                         size: int = stop - position, block: int = self.LANE_BLOCK, calls: list = calls
+                         ) -> tuple[Event, Any]:
+                # one event, or a block of them once the lane declines two in a row (an election), or the
+                # whole slice once it has declined often in it (as `read` builds it)
                 one = built.get(i)
                 if one is None:
-                    count = min(block, size - i) if i - 1 in built else 1
-                    events, seqs = file.events(number, slice(offset + i, offset + i + count))
+                    calls[0] += 1
+                    if calls[0] > self.LANE_SINGLES:
+                        at, count = 0, size
+                    else:
+                        at, count = i, min(block, size - i) if i - 1 in built else 1
+                    events, seqs = file.events(number, slice(offset + at, offset + at + count),
+                                               context=slice(offset, offset + size))
                     for j in range(count):
-                        built[i + j] = (events[j], seqs[j])
+                        built.setdefault(at + j, (events[j], seqs[j]))
                     one = built[i]
                 return one
 

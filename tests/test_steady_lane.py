@@ -230,3 +230,48 @@ def test_lane_rows_read_every_spelling_of_extra_as_the_events_do(tmp_path):
     for row, event in zip(rows, built, strict=True):
         position = (event.extra or {}).get("logPosition")
         assert row[13] == (position if type(position) is int else None), event.extra
+
+
+def test_an_event_built_alone_is_the_event_its_slice_builds(tmp_path):
+    """Whether a message type's fields come from the typed columns is decided over the slice `read` builds;
+    an event built on its own (`at`, and the rows the lane gives back to the model) is decided the same way,
+    even where one row of a type carries a column the others do not."""
+    from formats.events import Event
+    from formats.replay_file import events_to_table, write_table
+
+    events = []
+    for i in range(40):
+        fields = {"leadershipTermId": 0, "logPosition": 64 * i, "followerMemberId": 0, "flags": 0}
+        if i == 7:
+            fields["leaderMemberId"] = 1  # a column no AppendPosition has: the slice reads them all from JSON
+        events.append(Event(ts=1000 + i, node=0, dir="out", peer=1, channel="consensus", type="AppendPosition",
+                            fields=fields))
+    path = tmp_path / "odd.arrow"
+    with open(path, "wb") as sink:
+        write_table(events_to_table(events, source="test"), sink)
+    ordered = loader.ReplayFileInput(path).ordered(None)
+    read = list(ordered.read(0))
+    for k, (event, ref) in enumerate(read):
+        alone, alone_ref = ordered.at(k)
+        assert alone_ref == ref and alone.fields == event.fields and list(alone.fields) == list(event.fields)
+        assert type(alone) is type(event)
+
+
+def test_lane_rows_read_extra_texts_as_json_does():
+    """The one-pass reading of ``extra`` against `json.loads` on odd texts: nested, repeated, float, escaped."""
+    import pyarrow as pa
+
+    from engine.steady import _extra_position
+
+    texts = ['{"logPosition":5}', '{"packet":3,"logPosition":7}', '{"logPosition":-1,"x":2}',
+             '{"a":{"logPosition":5}}', '{"logPosition":5.0}', '{"logPosition":1,"logPosition":2}',
+             '{"note":"a{b","logPosition":9}', None, '{"other":1}', '{"logPosition":"x"}',
+             '{"x":1,"logPosition":12,"y":"z"}', '{"s":"\\"logPosition\\":3","logPosition":4}', '{"logPosition":1e3}']
+    count = len(texts)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(range(count)), pa.array([0] * count, pa.int32()), pa.array(["in"] * count).dictionary_encode(),
+         pa.array(["log"] * count).dictionary_encode(), pa.array(["SessionMessageHeader"] * count).dictionary_encode(),
+         pa.array(texts)], names=["ts", "node", "dir", "channel", "type", "extra"])
+    rows = lane_rows(batch)
+    assert [row[13] for row in rows] == [_extra_position(text) for text in texts]
+    assert [row[13] for row in rows][:4] == [5, 7, -1, None]
