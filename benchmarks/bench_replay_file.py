@@ -26,6 +26,14 @@ Figures, not a test: run it on a quiet machine.  The trace's sha256 of each run 
 it under tracemalloc and prints what is allocated and still held at the end (and at the middle), by
 module: what the memory that grows with the file is.
 
+Figures with the steady-state lane (`engine.steady`; issue 13, seventh session, load about 1):
+
+    500k events, paired with 37224e0 (3 runs, medians, CPU):  --json 13.1 s -> 3.5 s (20,476 -> 76,271
+        inbound ev/s), 356 -> 243 MB;  text 14.5 s -> 4.7 s (18,513 -> 57,226), 355 -> 254 MB;
+        text / json 1.11x -> 1.33x.  Same trace sha256 (0d76bce1...).
+    10M events (one run):  --json 72.4 s (74,334 inbound ev/s), 287 MB (221 / 73);  text 89.6 s, 297 MB;
+        text / json 1.24x.  Same trace sha256 (373b78ce...).
+
 Figures (issue 13, the memory session; a shared 2-core machine, load 2-4, one run each; peak VmHWM with its
 sampled anonymous / file-backed peaks, CPU seconds):
 
