@@ -44,7 +44,7 @@ from typing import Any
 
 from engine.model.agent import SLOW_TICK_INTERVAL_NS, ModuleState, Role
 from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
-from engine.model.inputs import ConsensusMessage, IngressMessage, LogFrame, LogFrames, OwnLogAppend
+from engine.model.inputs import ConsensusMessage, IngressMessage, LogFrame, OwnLogAppend
 from engine.model.members import NULL_POSITION, NULL_VALUE, has_active_quorum
 from engine.model.node import _UNKNOWN, _cause_of
 from engine.model.outputs import Send
@@ -207,10 +207,9 @@ def _bind_comparison(replay: Any) -> None:
 class SteadyLane:
     """The lane over one `NodeReplay` (see the module docstring).
 
-    `handle(row, out)` does what ``replay._prologue`` and ``replay._body`` do for the event of ``row``
-    and returns True, or does only the prologue and returns False (then the caller gives the event to
-    ``replay._body``).  Records go to ``out`` as trace lines (str) or, for what the lane left to the
-    model's own path, as record dicts."""
+    `run(rows, ...)` does, for each row of a chunk, what ``replay._prologue`` does, then the event itself
+    where the lane can, else ``replay._body``.  Records go to ``out`` as trace lines (str) or, for what
+    the lane left to the model's own path, as record dicts."""
 
     def __init__(self, replay: Any, record_at: Any) -> None:
         _bind_comparison(replay)
@@ -306,8 +305,8 @@ class SteadyLane:
     def run(self, rows: list[tuple], first: int, out: list, event_at: Any, ref_kind: str) -> None:
         """Every row of a chunk (the first at position ``first``): through the lane, or, where it declines,
         through `NodeReplay._body` (its event from ``event_at(i)``).  Records go to ``out``, which is
-        ``replay._out`` throughout.  `handle`'s work, with what it looks up held for the whole chunk
-        (the replay's containers keep their identity while it runs)."""
+        ``replay._out`` throughout.  What it looks up is held for the whole chunk (the replay's containers
+        keep their identity while it runs)."""
         replay = self.replay
         replay._out = out
         body = replay._body
@@ -361,52 +360,6 @@ class SteadyLane:
                 forget()
                 event, ref = event_at(k - first)
                 body(event, ref, ref_kind)
-
-    # -- one event ----------------------------------------------------------------------------------------
-
-    def handle(self, row: tuple, out: list) -> bool:
-        """``replay._out`` is ``out`` (the caller's, for the whole chunk): what the lane leaves to
-        `NodeReplay._body` is added there too."""
-        replay = self.replay
-        ts = row[TS]
-        # -- the prologue (`NodeReplay._prologue`), with this lane's frame batches --------------------------
-        replay.now = ts
-        batches = replay._log_batches
-        if batches:
-            if len(batches) == 1:
-                batch_node, (batch_ts, _) = next(iter(batches.items()))
-                if batch_ts < ts:
-                    self._feed_batch(batch_node, out)
-            else:
-                for batch_node in sorted(batches):
-                    if batches[batch_node][0] < ts:
-                        self._feed_batch(batch_node, out)
-        if replay._undecided:
-            self._decide_pending(ts)
-        clock = replay.driver.clock
-        queue = clock._queue
-        if queue and queue[0][0] <= ts:
-            self.forget()
-            clock.run_until(ts)
-        elif ts > clock.now_ns:
-            clock.now_ns = ts
-        code = row[CODE]
-        if batches and code != FRAME_IN:
-            node_id = row[NODE]
-            if node_id in batches:
-                self._feed_batch(node_id, out)
-        # -- the event ------------------------------------------------------------------------------------
-        if code == 0:
-            return False
-        if not self.handlers[code](row, out):
-            return False
-        replay.horizon[row[NODE]] = ts
-        checks = replay.checks
-        tentative = replay.tentative
-        if (checks and checks[0][0] < ts) or (tentative and tentative[0][0] < ts) or replay.found or replay.runs.open:
-            replay._resolve_due(ts, out)
-        self.handled += 1
-        return True
 
     # -- the duty cycle's parts -------------------------------------------------------------------------
 
@@ -500,7 +453,7 @@ class SteadyLane:
             agent.commit_position = commit
             agent.time_of_last_log_update_ns = now_ms
 
-    def _follower_work(self, node_id: int, agent: Any, now_ms: int, now: int, limit_ok: bool, out: list) -> None:
+    def _follower_work(self, node_id: int, agent: Any, now_ms: int, now: int, out: list) -> None:
         """The follower's `consensus_work`: poll the log up to the commit position it was told (its frames
         checked by `_poll_ok` first), then `update_follower_position`."""
         log = agent.log
@@ -623,7 +576,7 @@ class SteadyLane:
         agent.time_of_last_leader_update_ns = now_ms
         agent.notified_commit_position = position
         agent.time_of_last_log_update_ns = now_ms
-        self._follower_work(node_id, agent, now_ms, now, True, out)
+        self._follower_work(node_id, agent, now_ms, now, out)
         return True
 
     def _log_frame(self, row: tuple, out: list) -> bool:
@@ -685,7 +638,7 @@ class SteadyLane:
             if end > _end(log):
                 log._push(end, frame.message)  # `LogStore.append` past its end
                 agent.changes += 1
-        self._follower_work(node_id, agent, now_ms, now, True, out)
+        self._follower_work(node_id, agent, now_ms, now, out)
 
     def _ingress(self, row: tuple, out: list) -> bool:
         node_id = row[NODE]
@@ -967,7 +920,6 @@ _SAMPLE_COMMIT = CommitPosition(leadership_term_id=0, log_position=0, leader_mem
 _SAMPLE_HEADER = SessionMessageHeader(leadership_term_id=0, cluster_session_id=0, timestamp=0)
 _SAMPLE_INGRESS = IngressMessage(message=_SAMPLE_HEADER, length=None)
 _SAMPLE_OWN = OwnLogAppend(message=_SAMPLE_HEADER, log_position=None, length=None)
-_ = LogFrames
 
 
 def rows_of_events(pairs: Any) -> Any:

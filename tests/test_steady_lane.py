@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.replay import ReplaySession
-from engine.steady import SteadyLane, _templates_hold, lane_rows
+from engine.steady import SteadyLane, _templates_hold, lane_rows, rows_of_events
 from engine.trace import encode_record
 from recorder import convert as loader
 
@@ -152,8 +152,12 @@ def test_the_lane_declines_what_it_does_not_model():
     loaded = loader.load(SAMPLES[0])
     session = ReplaySession(loaded.events, refs=loaded.refs)
     lane = SteadyLane(session._driver, lambda k: {})
-    row = (0, 0, "local", None, "MemberStart", None) + (None,) * 10 + (0,)
-    assert lane.handle(row, []) is False
+    event, ref = session.source.at(0)  # the first MemberStart
+    row = next(iter(rows_of_events([(event, ref)])))
+    given = []
+    lane.run([row], 0, [], lambda i: given.append(i) or (event, ref), session.ref_kind)
+    assert given == [0] and lane.handled == 0
+    assert 0 in session.members  # the model's path started the member
 
 
 # -- the real captures (../shared), both runs ---------------------------------------------------------------
