@@ -365,8 +365,10 @@ class _Series:
         self.starts: list[int] = []
         self.by_key: dict[Any, _KeyRuns] = {}
 
-    def add(self, ts: int, key: Any, position: int | None, ref: Any, record: Callable[[], dict[str, Any]]) -> _Run | None:
-        """Extend the last run, or start a new one (returned)."""
+    def add(self, ts: int, key: Any, position: int | None, ref: Any,
+            record: Callable[[], dict[str, Any]] | tuple) -> _Run | None:
+        """Extend the last run, or start a new one (returned); ``record`` makes its record, or is the recipe
+        for it (`_record_of`)."""
         runs = self.runs
         if runs:
             last = runs[-1]
@@ -374,7 +376,7 @@ class _Series:
                 last.end = ts
                 self.by_key[key].ends[-1] = ts
                 return None
-        run = _Run(ts, key, position, ref, record())
+        run = _Run(ts, key, position, ref, record if type(record) is tuple else record())
         runs.append(run)
         self.starts.append(ts)
         index = self.by_key.get(key)

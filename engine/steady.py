@@ -284,6 +284,27 @@ class SteadyLane:
         steady = self.steady[node_id] = (role, agent, node, member)
         return steady
 
+    @staticmethod
+    def _row_values(row: tuple, cls: type, columns: tuple[int, ...]) -> tuple | None:
+        """The message's field values: from its payload when it has one (None: not decodable as ``cls``),
+        else from the row's typed ``columns`` (in the same, schema, order)."""
+        payload = row[PAYLOAD]
+        if payload is None:
+            return tuple(row[c] for c in columns)
+        return _values(payload, cls)
+
+    def _header_values(self, row: tuple) -> tuple | None:
+        """A SessionMessageHeader's (leadershipTermId, clusterSessionId, timestamp), all ints, or None."""
+        values = self._row_values(row, SessionMessageHeader, (TERM, SESSION, TIMESTAMP))
+        if values is None or type(values[0]) is not int or type(values[1]) is not int or type(values[2]) is not int:
+            return None
+        return values
+
+    def _steady_as(self, node_id: int, role: Role) -> Any:
+        """(role, agent, node, member) of a steady member in ``role``, else None."""
+        steady = self.steady.get(node_id) or self._member(node_id)
+        return steady if steady is not None and steady[0] is role else None
+
     def _cause(self, key: Any, item: Any) -> Any:
         cause = self.causes.get(key)
         if cause is None:
@@ -508,18 +529,14 @@ class SteadyLane:
 
     def _append_position(self, row: tuple, out: list) -> bool:
         node_id = row[NODE]
-        steady = self.steady.get(node_id) or self._member(node_id)
-        if steady is None or steady[0] is not Role.LEADER:
+        steady = self._steady_as(node_id, Role.LEADER)
+        if steady is None:
             return False
         _, agent, node, _member = steady
-        payload = row[PAYLOAD]
-        if payload is None:
-            term, position, follower_id, flags = row[TERM], row[POSITION], row[FOLLOWER], row[FLAGS]
-        else:
-            values = _values(payload, AppendPosition)
-            if values is None:
-                return False
-            term, position, follower_id, flags = values
+        values = self._row_values(row, AppendPosition, (TERM, POSITION, FOLLOWER, FLAGS))
+        if values is None:
+            return False
+        term, position, follower_id, flags = values
         peer = row[PEER]
         if type(term) is not int or type(position) is not int or type(follower_id) is not int or type(flags) is not int:
             return False
@@ -542,18 +559,14 @@ class SteadyLane:
 
     def _commit_position(self, row: tuple, out: list) -> bool:
         node_id = row[NODE]
-        steady = self.steady.get(node_id) or self._member(node_id)
-        if steady is None or steady[0] is not Role.FOLLOWER:
+        steady = self._steady_as(node_id, Role.FOLLOWER)
+        if steady is None:
             return False
         _, agent, node, _member = steady
-        payload = row[PAYLOAD]
-        if payload is None:
-            term, position, leader_id = row[TERM], row[POSITION], row[LEADER]
-        else:
-            values = _values(payload, CommitPosition)
-            if values is None:
-                return False
-            term, position, leader_id = values
+        values = self._row_values(row, CommitPosition, (TERM, POSITION, LEADER))
+        if values is None:
+            return False
+        term, position, leader_id = values
         peer = row[PEER]
         if type(term) is not int or type(position) is not int or type(leader_id) is not int:
             return False
@@ -584,23 +597,18 @@ class SteadyLane:
         node_id = row[NODE]
         if row[TYPE] != "SessionMessageHeader":
             return False
-        steady = self.steady.get(node_id) or self._member(node_id)
-        if steady is None or steady[0] is not Role.FOLLOWER:
+        steady = self._steady_as(node_id, Role.FOLLOWER)
+        if steady is None:
             return False
         position = row[EXTRA_POSITION]
         if type(position) is not int:
             return False
+        values = self._header_values(row)
+        if values is None:
+            return False
         payload = row[PAYLOAD]
-        if payload is None:
-            term, session, timestamp = row[TERM], row[SESSION], row[TIMESTAMP]
-            if type(term) is not int or type(session) is not int or type(timestamp) is not int:
-                return False
-            frame = LogFrame(message=self._message(term, session, timestamp), log_position=position, length=None)
-        else:
-            values = _values(payload, SessionMessageHeader)
-            if values is None:
-                return False
-            frame = LogFrame(message=self._message(*values), log_position=position, length=len(payload))
+        frame = LogFrame(message=self._message(*values), log_position=position,
+                         length=len(payload) if payload is not None else None)
         batches = self.replay._log_batches
         batch = batches.get(node_id)
         if batch is None:
@@ -644,18 +652,14 @@ class SteadyLane:
         node_id = row[NODE]
         if row[TYPE] != "SessionMessageHeader":
             return False
-        steady = self.steady.get(node_id) or self._member(node_id)
-        if steady is None or steady[0] is not Role.LEADER or not steady[1].log_evidence:
+        steady = self._steady_as(node_id, Role.LEADER)
+        if steady is None or not steady[1].log_evidence:
             return False
         _, agent, node, _member = steady
         now = self._time(node, agent, row[TS])
         if now is None:
             return False
-        payload = row[PAYLOAD]
-        if payload is None:
-            if type(row[TERM]) is not int or type(row[SESSION]) is not int or type(row[TIMESTAMP]) is not int:
-                return False
-        elif _values(payload, SessionMessageHeader) is None:  # the model's path decodes it: so must this
+        if self._header_values(row) is None:  # the model's path builds the message: so must this
             return False
         now_ms = self._enter(node, agent, now, self._cause(("ingress",), _SAMPLE_INGRESS))
         self._leader_position(node_id, agent, now_ms, now, out)
@@ -665,23 +669,15 @@ class SteadyLane:
         node_id = row[NODE]
         if row[TYPE] != "SessionMessageHeader":
             return False
-        steady = self.steady.get(node_id) or self._member(node_id)
-        if steady is None or steady[0] is not Role.LEADER:
+        steady = self._steady_as(node_id, Role.LEADER)
+        if steady is None:
             return False
         _, agent, node, _member = steady
         end = row[EXTRA_POSITION]
-        payload = row[PAYLOAD]
-        if payload is None:
-            term, session, timestamp = row[TERM], row[SESSION], row[TIMESTAMP]
-            if type(term) is not int or type(session) is not int or type(timestamp) is not int:
-                return False
-            message = None
-        else:
-            values = _values(payload, SessionMessageHeader)
-            if values is None:
-                return False
-            term, session, timestamp = values
-            message = None
+        values = self._header_values(row)
+        if values is None:
+            return False
+        term, session, timestamp = values
         if type(end) is not int:
             return False
         now = self._time(node, agent, row[TS])
@@ -691,8 +687,7 @@ class SteadyLane:
         now_ms = self._enter(node, agent, now, self._cause(("own",), _SAMPLE_OWN))
         log = agent.log
         if end > _end(log):
-            if message is None:
-                message = self._message(term, session, timestamp)
+            message = self._message(term, session, timestamp)
             log._push(end, message)  # `LogStore.append` past its end
             agent.changes += 1
             out.append(_LOG_APPEND % (now, node_id, end, term, session, timestamp))
@@ -814,7 +809,7 @@ class SteadyLane:
         payload = row[PAYLOAD]
         recipe = (self.record_at, self.position) if payload is None else \
             (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
-        run = _add(series, ts, key, position, row[REF], recipe)
+        run = series.add(ts, key, position, row[REF], recipe)
         tolerance = replay.tolerance_ns
         waiting = self.waiting.get(series_key)
         if waiting is not None:
@@ -847,7 +842,7 @@ class SteadyLane:
                     last.end = ts
                     series.by_key[key].ends[-1] = ts
                     return
-        run = _add(series, ts, key, position, None, record)
+        run = series.add(ts, key, position, None, record)
         if ts < replay.facts.first_start.get(peer, ts):
             return
         tolerance = replay.tolerance_ns
@@ -890,29 +885,6 @@ def _newest_is(series: Any, key: Any, position: int | None, low: int, high: int)
     last = runs[-1]
     return last.key == key and last.position == position and last.end >= low and last.start <= high
 
-
-def _add(series: Any, ts: int, key: Any, position: int | None, ref: Any, record: tuple) -> Any:
-    """`_Series.add` with the run's record left as a recipe (`engine.replay._record_of`)."""
-    runs = series.runs
-    if runs:
-        last = runs[-1]
-        if last.key == key and last.position == position:
-            last.end = ts
-            series.by_key[key].ends[-1] = ts
-            return None
-    run = _Run(ts, key, position, ref, record)
-    runs.append(run)
-    series.starts.append(ts)
-    index = series.by_key.get(key)
-    if index is None:
-        index = series.by_key[key] = _KeyRuns()
-    positions = index.positions  # `_KeyRuns.add`
-    if positions and position is not None and positions[-1] is not None and position < positions[-1]:
-        index.monotonic = False
-    index.starts.append(ts)
-    index.ends.append(ts)
-    positions.append(position)
-    return run
 
 
 _SAMPLE_APPEND = AppendPosition(leadership_term_id=0, log_position=0, follower_member_id=0, flags=0)
