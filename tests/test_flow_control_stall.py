@@ -12,10 +12,10 @@ FOLLOWER_LOG_AWAIT, stopped on the wire at 19:25:11.90 and left together at 19:2
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from engine.replay import replay
 from engine.model.sim_parts import CONSENSUS_TERM_WINDOW, SimPublication, framed_length
+from engine.replay import replay
 from formats.udp import SetupFrame, StatusMessage, data_frame, encode_datagram, heartbeat
 from recorder.capture.flow_control import FlowControlScanner
 from recorder.capture.members import MemberMap
@@ -89,7 +89,7 @@ def test_a_stalled_publication_takes_offers_up_to_the_term_window_past_where_its
 def _at(text: str) -> int:
     """ns since the epoch of a time of day on the capture's day (UTC), to the microsecond."""
     whole, _, fraction = text.partition(".")
-    second = datetime.fromisoformat(f"2026-11-23T{whole}+00:00").astimezone(timezone.utc).timestamp()
+    second = datetime.fromisoformat(f"2026-11-23T{whole}+00:00").astimezone(UTC).timestamp()
     return int(second) * 10**9 + int(fraction.ljust(9, "0"))
 
 

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from formats.events import Event
-from recorder.capture.publications import lives_of
+from recorder.capture.publications import Life, with_start_evidence
 
 #: `aeron.cluster.leader.heartbeat.timeout`'s default: how long FOLLOWER_LOG_AWAIT waits for the join.
 LEADER_HEARTBEAT_TIMEOUT_NS = 10_000_000_000
@@ -134,34 +134,26 @@ def with_follower_join_evidence(keyed: list[tuple], leaders: Mapping[int, int],
     log gave the joins) or the start has them already.  ``sends``: member → when it sent any consensus
     message; ``positions``: `recorder.capture.replications.append_rows`; ``catchups``: `catchup_positions`
     (without ``positions``, only the joins that never happened)."""
-    skipped = set(skip)
     catchups = catchups or {}
-    lives = {(life.member, life.start_ns): life for life in lives_of(item[-1] for item in keyed)}
-    out = []
-    for item in keyed:
-        start = item[-1]
-        images = start.fields.get("logImagesNs") if start.type == "MemberStart" and start.dir == "local" else None
-        life = lives.get((start.node, start.ts))
-        if images and life is not None and start.node not in skipped and not start.fields.get("followerJoinsNs"):
-            joins = []
-            ordered = sorted((at, session) for session, at in images)
-            for number, (at, session) in enumerate(ordered):
-                leader = leaders.get(session)
-                if leader is None or leader == start.node:
-                    continue
-                until = ordered[number + 1][0] if number + 1 < len(ordered) else life.end_ns
-                sent = _first_append(appends, start.node, leader, at)
-                if sent is None or (until is not None and sent > until):
-                    joins.append([session, *_never(start, life, at, sends.get(start.node, ()))])
-                elif positions is not None:
-                    joins.append([session, at, sent, _recorder_start(positions, catchups.get(start.node, ()),
-                                                                     start.node, at, sent)])
-            if joins:
-                start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
-                              type=start.type, fields={**start.fields, "followerJoinsNs": joins},
-                              payload=start.payload,
-                              extra={**(start.extra or {}), "followerJoinsNs": "its first AppendPosition to the"
-                                     " log's leader after the image, on the wire (null: none in that life)"})
-                item = (*item[:-1], start)
-        out.append(item)
-    return out
+
+    def find(start: Event, life: Life) -> list[list[int | None]] | None:
+        images = start.fields.get("logImagesNs")
+        if not images or start.fields.get("followerJoinsNs"):
+            return None
+        joins = []
+        ordered = sorted((at, session) for session, at in images)
+        for number, (at, session) in enumerate(ordered):
+            leader = leaders.get(session)
+            if leader is None or leader == start.node:
+                continue
+            until = ordered[number + 1][0] if number + 1 < len(ordered) else life.end_ns
+            sent = _first_append(appends, start.node, leader, at)
+            if sent is None or (until is not None and sent > until):
+                joins.append([session, *_never(start, life, at, sends.get(start.node, ()))])
+            elif positions is not None:
+                joins.append([session, at, sent, _recorder_start(positions, catchups.get(start.node, ()),
+                                                                 start.node, at, sent)])
+        return joins
+
+    return with_start_evidence(keyed, "followerJoinsNs", "its first AppendPosition to the log's leader after the"
+                               " image, on the wire (null: none in that life)", skip, find)

@@ -28,7 +28,7 @@ import numpy as np
 
 from formats.event_columns import EventColumns
 from formats.events import DIRECTIONS, Event
-from recorder.capture.publications import lives_of
+from recorder.capture.publications import Life, with_start_evidence
 
 
 def first_sent(events: Iterable[Event]) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
@@ -103,20 +103,12 @@ def with_leader_join_evidence(keyed: list[tuple], joins: Mapping[int, list[int]]
     whose life the ``joins`` fall in, where no agent log gave the joins' waits (``leaderJoinWaitsNs``)."""
     if not joins:
         return keyed
-    lives = {(life.member, life.start_ns): life for life in lives_of(item[-1] for item in keyed)}
-    out = []
-    for item in keyed:
-        start = item[-1]
-        life = lives.get((start.node, start.ts)) if start.type == "MemberStart" and start.dir == "local" else None
-        if life is not None and not start.fields.get("leaderJoinWaitsNs"):
-            times = [at for at in joins.get(start.node, ()) if at >= life.start_ns
-                     and (life.end_ns is None or at <= life.end_ns)]
-            if times:
-                start = Event(ts=start.ts, node=start.node, dir=start.dir, peer=start.peer, channel=start.channel,
-                              type=start.type, fields={**start.fields, "leaderJoinsReadyNs": times},
-                              payload=start.payload,
-                              extra={**(start.extra or {}), "leaderJoinsReadyNs": "its first CommitPosition of"
-                                     " each term it led (LEADER_READY's first), on the wire"})
-                item = (*item[:-1], start)
-        out.append(item)
-    return out
+
+    def find(start: Event, life: Life) -> list[int] | None:
+        if start.fields.get("leaderJoinWaitsNs"):
+            return None
+        return [at for at in joins.get(start.node, ()) if at >= life.start_ns
+                and (life.end_ns is None or at <= life.end_ns)]
+
+    return with_start_evidence(keyed, "leaderJoinsReadyNs", "its first CommitPosition of each term it led"
+                               " (LEADER_READY's first), on the wire", (), find)
