@@ -307,7 +307,8 @@ def _record_of(run: _Run) -> dict[str, Any]:
 class _KeyRuns:
     """The runs of one series that have one comparison key: time-ordered, so the runs overlapping a
     window are a contiguous slice found by bisection; positions are kept beside them, with a flag
-    saying whether they never went down (then the slice's range is its two ends)."""
+    saying whether they never went down (then the slice's range is its two ends).  `_Series.begin`
+    adds to them."""
 
     __slots__ = ("starts", "ends", "positions", "monotonic")
 
@@ -316,14 +317,6 @@ class _KeyRuns:
         self.ends: list[int] = []
         self.positions: list[int | None] = []
         self.monotonic = True
-
-    def add(self, start: int, position: int | None) -> None:
-        positions = self.positions
-        if positions and position is not None and positions[-1] is not None and position < positions[-1]:
-            self.monotonic = False
-        self.starts.append(start)
-        self.ends.append(start)
-        positions.append(position)
 
     def window(self, low: int, high: int) -> tuple[int, int]:
         """Indexes [first, last] of the runs overlapping [low, high] (empty when first > last)."""
@@ -376,13 +369,23 @@ class _Series:
                 last.end = ts
                 self.by_key[key].ends[-1] = ts
                 return None
+        return self.begin(ts, key, position, ref, record)
+
+    def begin(self, ts: int, key: Any, position: int | None, ref: Any,
+              record: Callable[[], dict[str, Any]] | tuple) -> _Run:
+        """A new run, for a caller that knows the last one does not go on (`add`, and `engine.steady`)."""
         run = _Run(ts, key, position, ref, record if type(record) is tuple else record())
-        runs.append(run)
+        self.runs.append(run)
         self.starts.append(ts)
         index = self.by_key.get(key)
         if index is None:
             index = self.by_key[key] = _KeyRuns()
-        index.add(ts, position)
+        positions = index.positions
+        if positions and position is not None and positions[-1] is not None and position < positions[-1]:
+            index.monotonic = False
+        index.starts.append(ts)
+        index.ends.append(ts)
+        positions.append(position)
         return run
 
     def covers(self, run: _Run, low: int, high: int) -> bool:
@@ -754,6 +757,9 @@ class NodeReplay:
         ts, frames = self._log_batches.pop(node_id)
         member = self.driver.members[node_id]
         if member.running:
+            # the steady lane (`engine.steady`) keeps a frame as its fields, (message, log_position, length)
+            frames = [f if type(f) is LogFrame else LogFrame(message=f[0], log_position=f[1], length=f[2])
+                      for f in frames]
             self.driver.feed(node_id, frames[0] if len(frames) == 1 else LogFrames(tuple(frames)), ts)
 
     # -- the sender between a model's offer and the wire ------------------------------------------------

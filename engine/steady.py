@@ -40,6 +40,7 @@ a model whose messages are spelled otherwise (another schema) turns the lane off
 from __future__ import annotations
 
 import heapq
+from operator import itemgetter
 from typing import Any
 
 from engine.model.agent import SLOW_TICK_INTERVAL_NS, ModuleState, Role
@@ -60,6 +61,10 @@ MS = 1_000_000
 #: `recorder.convert`'s columns for a replay file).
 TS, NODE, DIR, CHANNEL, TYPE, PEER, TERM, POSITION, FOLLOWER, LEADER, FLAGS, SESSION, TIMESTAMP, EXTRA_POSITION, \
     PAYLOAD, REF, CODE = range(17)
+
+_HEADER_COLUMNS = itemgetter(TERM, SESSION, TIMESTAMP)
+_APPEND_COLUMNS = itemgetter(TERM, POSITION, FOLLOWER, FLAGS)
+_COMMIT_COLUMNS = itemgetter(TERM, POSITION, LEADER)
 
 #: What a row is, for the lane (its ``CODE``): nothing it handles (0), or one of these.
 APPEND_IN, COMMIT_IN, FRAME_IN, INGRESS_IN, OWN_APPEND, RECORDED_SEND = range(1, 7)
@@ -285,17 +290,17 @@ class SteadyLane:
         return steady
 
     @staticmethod
-    def _row_values(row: tuple, cls: type, columns: tuple[int, ...]) -> tuple | None:
+    def _row_values(row: tuple, cls: type, columns: Any) -> tuple | None:
         """The message's field values: from its payload when it has one (None: not decodable as ``cls``),
-        else from the row's typed ``columns`` (in the same, schema, order)."""
+        else from the row's typed columns (``columns``, an `itemgetter` of them in the schema's order)."""
         payload = row[PAYLOAD]
         if payload is None:
-            return tuple(row[c] for c in columns)
+            return columns(row)
         return _values(payload, cls)
 
     def _header_values(self, row: tuple) -> tuple | None:
         """A SessionMessageHeader's (leadershipTermId, clusterSessionId, timestamp), all ints, or None."""
-        values = self._row_values(row, SessionMessageHeader, (TERM, SESSION, TIMESTAMP))
+        values = self._row_values(row, SessionMessageHeader, _HEADER_COLUMNS)
         if values is None or type(values[0]) is not int or type(values[1]) is not int or type(values[2]) is not int:
             return None
         return values
@@ -533,7 +538,7 @@ class SteadyLane:
         if steady is None:
             return False
         _, agent, node, _member = steady
-        values = self._row_values(row, AppendPosition, (TERM, POSITION, FOLLOWER, FLAGS))
+        values = self._row_values(row, AppendPosition, _APPEND_COLUMNS)
         if values is None:
             return False
         term, position, follower_id, flags = values
@@ -563,7 +568,7 @@ class SteadyLane:
         if steady is None:
             return False
         _, agent, node, _member = steady
-        values = self._row_values(row, CommitPosition, (TERM, POSITION, LEADER))
+        values = self._row_values(row, CommitPosition, _COMMIT_COLUMNS)
         if values is None:
             return False
         term, position, leader_id = values
@@ -607,8 +612,9 @@ class SteadyLane:
         if values is None:
             return False
         payload = row[PAYLOAD]
-        frame = LogFrame(message=self._message(*values), log_position=position,
-                         length=len(payload) if payload is not None else None)
+        # the lane's frame: `LogFrame`'s fields as a tuple (`NodeReplay._feed_log_batch` builds the LogFrame
+        # when the model's own path takes the batch)
+        frame = (self._message(*values), position, len(payload) if payload is not None else None)
         batches = self.replay._log_batches
         batch = batches.get(node_id)
         if batch is None:
@@ -626,8 +632,8 @@ class SteadyLane:
         if ok:
             _, agent, node, _member = steady
             now = self._time(node, agent, ts)
-            ok = now is not None and all(type(f.message) is SessionMessageHeader and type(f.log_position) is int
-                                         for f in frames)
+            ok = now is not None and all(type(f) is tuple or (type(f.message) is SessionMessageHeader
+                                                              and type(f.log_position) is int) for f in frames)
             if ok:
                 # frames are appended before the cycle polls: what it polls is what the lane appended
                 limit = agent.notified_commit_position
@@ -638,13 +644,13 @@ class SteadyLane:
             replay._feed_log_batch(node_id)
             return
         del replay._log_batches[node_id]
-        item = frames[-1]
-        now_ms = self._enter(node, agent, now, self._cause(("frame",), item))
+        cause = self.causes.get(("frame",)) or self._cause(("frame",), _SAMPLE_FRAME)
+        now_ms = self._enter(node, agent, now, cause)
         log = agent.log
         for frame in frames:
-            end = frame.log_position
+            message, end = (frame[0], frame[1]) if type(frame) is tuple else (frame.message, frame.log_position)
             if end > _end(log):
-                log._push(end, frame.message)  # `LogStore.append` past its end
+                log._push(end, message)  # `LogStore.append` past its end
                 agent.changes += 1
         self._follower_work(node_id, agent, now_ms, now, out)
 
@@ -809,7 +815,7 @@ class SteadyLane:
         payload = row[PAYLOAD]
         recipe = (self.record_at, self.position) if payload is None else \
             (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
-        run = series.add(ts, key, position, row[REF], recipe)
+        run = series.begin(ts, key, position, row[REF], recipe)
         tolerance = replay.tolerance_ns
         waiting = self.waiting.get(series_key)
         if waiting is not None:
@@ -842,7 +848,7 @@ class SteadyLane:
                     last.end = ts
                     series.by_key[key].ends[-1] = ts
                     return
-        run = series.add(ts, key, position, None, record)
+        run = series.begin(ts, key, position, None, record)
         if ts < replay.facts.first_start.get(peer, ts):
             return
         tolerance = replay.tolerance_ns
@@ -890,6 +896,7 @@ def _newest_is(series: Any, key: Any, position: int | None, low: int, high: int)
 _SAMPLE_APPEND = AppendPosition(leadership_term_id=0, log_position=0, follower_member_id=0, flags=0)
 _SAMPLE_COMMIT = CommitPosition(leadership_term_id=0, log_position=0, leader_member_id=0)
 _SAMPLE_HEADER = SessionMessageHeader(leadership_term_id=0, cluster_session_id=0, timestamp=0)
+_SAMPLE_FRAME = LogFrame(message=_SAMPLE_HEADER)
 _SAMPLE_INGRESS = IngressMessage(message=_SAMPLE_HEADER, length=None)
 _SAMPLE_OWN = OwnLogAppend(message=_SAMPLE_HEADER, log_position=None, length=None)
 

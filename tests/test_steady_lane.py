@@ -119,6 +119,45 @@ def test_steady_traffic_with_recorded_sends_missing_and_late():
     assert '"kind":"divergence"' in "".join(slow)
 
 
+def _frames_together(events):
+    """Each follower's log frames paired: the second of a pair moved back to arrive with the first (one
+    batch of two), and every other pair's second frame without its position, which the lane declines
+    (the model's path adds its LogFrame to the batch the lane started)."""
+    out, last_frame, pairs = [], {}, 0
+    for event in events:
+        if event.dir == "in" and event.channel == "log" and event.type == "SessionMessageHeader":
+            first = last_frame.pop(event.node, None)
+            if first is None:
+                last_frame[event.node] = len(out)
+            else:
+                pairs += 1
+                moved = dataclasses.replace(event, ts=out[first].ts, extra=None if pairs % 2 else event.extra)
+                out.insert(first + 1, moved)
+                continue
+        out.append(event)
+    return out
+
+
+def test_frames_arriving_together_replay_the_same_whoever_takes_their_batch(monkeypatch):
+    """A batch of frames the lane started is fed by the lane, or by the model's path when one of its frames
+    is one the lane declines (the lane's frames then become the model's LogFrames): the same bytes."""
+    from engine.replay import NodeReplay
+
+    fed = []
+    feed_log_batch = NodeReplay._feed_log_batch
+
+    def spy(self, node_id):
+        fed.append([type(f).__name__ for f in self._log_batches[node_id][1]])
+        return feed_log_batch(self, node_id)
+
+    monkeypatch.setattr(NodeReplay, "_feed_log_batch", spy)
+    events = _frames_together(_bench().capture(2_000, outs=True))
+    fast, slow, handled = _both(events)
+    assert fast == slow, _first_difference(fast, slow)
+    assert handled > 0.5 * len(events)
+    assert ["tuple", "LogFrame"] in fed  # a batch the lane started, finished by the model's path
+
+
 def test_lane_rows_read_a_batch_as_the_events_are_read(tmp_path):
     """The typed columns the lane reads give the values the events built from the same batch hold."""
     path = SAMPLES[0]
