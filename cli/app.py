@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import deferred_coercion
 from cli.errors import UserError
 from formats.errors import DecodeError
 
@@ -71,6 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _settings() -> dict[str, Any]:
     return dict(
+        cls=deferred_coercion.Group,
         name="recount",
         help="Deterministic record-and-replay debugger for Aeron Cluster elections and consensus.",
         pretty_exceptions_enable=False,
