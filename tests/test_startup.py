@@ -129,3 +129,36 @@ def test_convert_parses_its_command_line_without_importing_pydantic(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert result.stderr.strip().splitlines()[-1] == "0 False", result.stderr
+
+
+def test_convert_ends_without_the_interpreters_teardown_with_its_output_whole_and_its_exit_status(tmp_path):
+    """`recount convert` (`cli.app.QUICK_EXIT`) leaves through `os._exit` once its output is flushed and
+    its exit handlers have run: the JSON summary is whole, an exit handler of the command's still runs,
+    and a failure's exit status and message are the same as ever."""
+    out = tmp_path / "incident.arrow"
+    sample = ROOT / "samples" / "leader-failover"
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+        "class Torn:\n"
+        "    def __del__(self):\n"
+        "        print('torn down', file=sys.stderr)\n"
+        "kept = Torn()\n"
+        "from cli.app import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, "convert", str(sample), "-o", str(out), "--json"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    assert json.loads(done.stdout)["out"] == str(out)
+    assert done.stderr.strip().splitlines()[-1] == "handler ran"
+    assert "torn down" not in done.stderr  # no teardown: the objects still alive are not freed one by one
+    failed = subprocess.run([sys.executable, "-c", probe, "convert", str(sample), "-o", str(out)],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert failed.returncode == 2
+    assert failed.stderr.splitlines()[0] == f"recount: {out}: exists (use --force to overwrite it)"
+    listed = subprocess.run([sys.executable, "-c", probe, "versions", "--json"], capture_output=True, text=True,
+                            cwd=ROOT)
+    assert listed.returncode == 0 and "torn down" in listed.stderr  # other commands exit as Python does
