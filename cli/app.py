@@ -246,9 +246,30 @@ def exit_now(code: int) -> None:
         os._exit(code)
 
 
+#: Commands that do no linear algebra: numpy's OpenBLAS starts them no worker threads (`without_blas_threads`).
+NO_BLAS_THREADS = frozenset({"convert"})
+
+
+def without_blas_threads() -> None:
+    """Have numpy's OpenBLAS, when it loads, start no worker threads (unless the user chose a number):
+    its workers (one per core) poll for work after they start, 50 ms of another core's time in a
+    conversion that never calls BLAS.  Said in the environment only until numpy has loaded, so that
+    what the command starts (Spark's workers) inherits the user's environment."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401  (OpenBLAS reads the variable as it loads)
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def main() -> None:
     tune_collector()
+    command = _command_word(sys.argv[1:])
+    if command in NO_BLAS_THREADS:
+        without_blas_threads()
     code = run()
-    if _command_word(sys.argv[1:]) in QUICK_EXIT:
+    if command in QUICK_EXIT:
         exit_now(code)
     sys.exit(code)

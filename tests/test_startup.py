@@ -162,3 +162,20 @@ def test_convert_ends_without_the_interpreters_teardown_with_its_output_whole_an
     listed = subprocess.run([sys.executable, "-c", probe, "versions", "--json"], capture_output=True, text=True,
                             cwd=ROOT)
     assert listed.returncode == 0 and "torn down" in listed.stderr  # other commands exit as Python does
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc/self/task (Linux)")
+def test_convert_loads_numpy_without_blas_worker_threads_and_leaves_the_environment_as_it_was():
+    probe = (
+        "import os, sys\n"
+        "from cli.app import without_blas_threads\n"
+        "without_blas_threads()\n"
+        "import numpy\n"
+        "print(len(os.listdir('/proc/self/task')), 'OPENBLAS_NUM_THREADS' in os.environ)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    assert done.stdout.split() == ["1", "False"]
+    chosen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True,
+                            env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert chosen.stdout.split()[1] == "True"  # the user's choice is the user's, and left in place
