@@ -231,7 +231,8 @@ def exit_now(code: int) -> None:
     the interpreter's teardown: freeing every module and object one at a time is 50 ms after a large
     conversion.  The ordinary exit where flushing fails (a closed pipe: Python says so as it always
     has), a thread that is not a daemon still runs, or Spark was started (bulk conversion)."""
-    if "pyspark" in sys.modules or any(thread is not threading.main_thread() and not thread.daemon for thread in threading.enumerate()):
+    others = [thread for thread in threading.enumerate() if thread is not threading.main_thread()]
+    if "pyspark" in sys.modules or any(not thread.daemon for thread in others):
         sys.exit(code)
     try:
         sys.stdout.flush()
