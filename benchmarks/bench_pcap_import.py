@@ -31,23 +31,41 @@ process that runs the commands stays small.
 
 Target (issue 13): recount ≥ 5× tshark's packets/s, with peak memory at most tshark's.
 
-Figures (2026-11-25, 2-core machine shared with other benchmarks (load about 3), 401,115 packets, 5 paired
-rounds, medians; ``before`` is main at 37224e0, the replay files byte-identical)::
+Figures (2026-11-25, 2-core machine shared with other benchmarks (load 0.8-0.9 during the run), 401,115
+packets, 7 paired rounds, medians; ``before`` is main at 1663d48, the replay files byte-identical)::
 
-    recount  1.400 s wall  286,535 packets/s  183.3 MB peak RSS  (1.33 s CPU)  3.69× tshark, 0.96× its memory
-    before   1.444 s wall  277,732 packets/s  193.6 MB peak RSS  (1.34 s CPU)  3.58× tshark, 1.02× its memory
-    tshark   5.164 s wall   77,682 packets/s  190.7 MB peak RSS  (5.10 s CPU)
+    recount  1.280 s wall  313,353 packets/s  175.9 MB peak RSS  (1.29 s CPU)  4.40× tshark, 0.92× its memory
+    before   1.515 s wall  264,709 packets/s  183.0 MB peak RSS  (1.57 s CPU)  3.71× tshark, 0.96× its memory
+    tshark   5.626 s wall   71,292 packets/s  190.6 MB peak RSS  (5.61 s CPU)
 
-On a quiet machine (load under 1) main ran 1.27-1.36 s against tshark's 5.05 s (3.7-4.0×).  Where a
-conversion's time goes (quiet machine, in one process): start-up and imports 0.25-0.30 s (numpy and
-pyarrow half of it; the SBE codecs' dataclasses 22 ms, 48 ms for every dataclass on the path); Typer's
-argument parsing 0.07 s (Typer 0.29 builds a pydantic TypeAdapter per non-bool parameter, so pydantic
-is imported: also 8 MB); reading and decoding 0.70 s (record walk 0.05, packet columns 0.07, flow-control
-and driver-stall scans 0.05, sorting the datagrams 0.14, the walk 0.18 of which 0.1 feeds 6,400 datagrams
-one by one, the runs' events 0.03, the final sort 0.04, members' lives 0.07, settings 0.03); writing the
-152 MB replay file 0.15 s CPU (batches 0.10, Arrow's writer 0.05); replacing an existing output 0.07-0.09 s
-(ext4 flushes the new file on a rename over an old one, and frees the old one's pages: the freeing now
-overlaps the summary).  Peak memory is the walk's (its runs' events), then the assembling of the lives.
+(An earlier run, load 0.8-1.5: recount 1.234 s, before 1.466 s, tshark 5.421 s: 4.39× against 3.70×.)
+What the step from ``before`` took off, each measured alone: the replaced output renamed aside and
+removed after the new file is in place (``--force``) instead of a rename over it, which made ext4
+(auto_da_alloc) write the new 152 MB file out there and then, 0.05-0.09 s of wall (more under load);
+Typer's pydantic TypeAdapters (one built per non-bool parameter, even one left out, whatever its
+declared type: no declaration avoids it) bypassed for values they give back unchanged
+(cli/deferred_coercion.py), 70 ms; the interpreter's teardown skipped once output is flushed and exit
+handlers ran, 50 ms; numpy's OpenBLAS started without its worker thread, which polled for 50 ms of the
+other core (CPU, and wall under load); importlib.metadata imported only where user models are looked
+up, 6 ms; endpoints numbered by a table rather than a sort in the flow-control and driver-stall scans,
+15 ms; nine-digit numbers of the extra column written with 32-bit division, 8 ms.
+
+Where a conversion's time goes now (load about 0.6, in one process, medians of three): start-up and
+imports 0.18-0.20 s (the interpreter and site 0.05; numpy and pyarrow 0.10; Typer and rich 0.05;
+recount's own modules 0.06, of which the SBE codecs' 59 dataclasses 0.025 -- each dataclass compiles
+its methods, 0.4 ms a class); argument parsing 4 ms; reading the capture's columns 0.15 (the record
+walk's one Python loop 0.05, the common-layout decoding 0.05); flow-control and driver-stall scans 0.08
+(their header gathers 0.03); sorting the datagrams 0.19 (messages grouped by their bytes 0.05, the
+payloads' first words 0.025, streams numbered 0.03); the walk 0.22 (6,435 datagrams fed one by one
+0.085, 5,655 runs checked and applied 0.06, the runs' events 0.03); the final sort 0.045; members'
+lives 0.085; settings 0.04; writing the 152 MB replay file 0.17-0.22 (record batches 0.11, Arrow's
+writer 0.045, the table plan 0.02); the summary 0.015; the exit 5 ms.  Peak memory is the sort of the
+datagrams (167 MB inside it), then the walk and the lives.  Tried and dropped (no gain, or memory over
+tshark's): the scans on a thread beside the walk (the GIL: same wall, +6 MB); pages of the capture kept
+between passes (10-20 ms, +38 MB); larger or smaller stretches of the file; fewer malloc_trim calls
+(-40% page faults, no measurable time).  5× needs about 0.2 s more: no single step holds it; the next
+factor would be fewer passes over the data in Python (the walk's fed datagrams and runs, the lives) and
+a codec module whose message classes cost nothing to import.
 """
 
 from __future__ import annotations

@@ -619,15 +619,20 @@ def _write_decimal(data: np.ndarray, at: np.ndarray, values: np.ndarray,
         return digits_end
     remaining = np.abs(values).astype(np.uint64)  # -2**63 wraps to 2**63, its magnitude, as uint64
     digits = widths - negative
+    if int(digits.max()) <= 9:  # magnitudes below 10**9: 32-bit division, twice as quick as 64-bit
+        remaining = remaining.astype(np.uint32)
+    ten = remaining.dtype.type(10)
     every = int(digits.min())  # places every value has a digit in: written without picking rows
     position = digits_end - 1
     for place in range(int(digits.max())):
         if place < every:
-            data[position] = (remaining % 10).astype(np.uint8) + ord("0")
+            quotient = remaining // ten
+            data[position] = (remaining - quotient * ten).astype(np.uint8) + ord("0")
+            remaining = quotient
         else:
             has = digits > place
-            data[position[has]] = (remaining[has] % 10).astype(np.uint8) + ord("0")
-        remaining //= 10
+            data[position[has]] = (remaining[has] % ten).astype(np.uint8) + ord("0")
+            remaining //= ten
         position -= 1
     return digits_end
 

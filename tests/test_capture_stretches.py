@@ -105,3 +105,66 @@ def test_a_fifo_where_the_replay_file_goes_is_replaced_without_being_opened_for_
     os.mkfifo(out)  # opening it to read would wait for a writer: it is replaced as it is
     write_atomically(pa.table({"seq": pa.array([1], type=pa.uint64())}), out)
     assert out.is_file()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc/self/fd (Linux)")
+def test_a_forced_replay_file_takes_the_old_ones_place_through_free_names_and_leaves_nothing_beside(tmp_path,
+                                                                                                   monkeypatch):
+    """With ``force`` the old file is renamed aside and removed after the new one is in place (no rename
+    over an existing file, which ext4 makes write the new file out at once): the new bytes are in place,
+    neither the old file nor the temporary is left beside it, and no descriptor stays open."""
+    out = tmp_path / "incident.arrow"
+    out.write_bytes(b"the user's old replay file")
+    renames: list[tuple[str, str]] = []
+    real_rename, real_replace = os.rename, os.replace
+
+    def rename(source, target):
+        assert not os.path.lexists(target), "a rename over an existing file"
+        renames.append((os.path.basename(source), os.path.basename(target)))
+        real_rename(source, target)
+
+    def replace(source, target):
+        raise AssertionError("replaced in one step")
+
+    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(os, "replace", replace)
+    before = _open_descriptors()
+    table = pa.table({"seq": pa.array([1, 2, 3], type=pa.uint64())})
+    write_atomically(table, out, force=True)
+    monkeypatch.setattr(os, "rename", real_rename)
+    monkeypatch.setattr(os, "replace", real_replace)
+    for thread in threading.enumerate():
+        if thread.name == "recount-let-go":
+            thread.join()
+    assert _open_descriptors() == before
+    assert pa.ipc.open_file(pa.OSFile(str(out))).read_all().equals(table)
+    assert [p.name for p in tmp_path.iterdir()] == ["incident.arrow"]
+    assert [target for _, target in renames] == [f"incident.arrow.old-{os.getpid()}", "incident.arrow"]
+
+
+def test_a_forced_replay_file_that_cannot_take_the_old_ones_place_puts_the_old_one_back(tmp_path, monkeypatch):
+    out = tmp_path / "incident.arrow"
+    out.write_bytes(b"the user's old replay file")
+    real_rename = os.rename
+
+    def rename(source, target):
+        if os.path.basename(str(source)).startswith("incident.arrow.tmp-"):
+            raise OSError(28, "No space left on device")
+        real_rename(source, target)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(OSError, match="cannot write it: No space left on device"):
+        write_atomically(pa.table({"seq": pa.array([1], type=pa.uint64())}), out, force=True)
+    assert out.read_bytes() == b"the user's old replay file"
+    assert [p.name for p in tmp_path.iterdir()] == ["incident.arrow"]
+
+
+def test_a_file_left_at_the_aside_name_is_kept_and_the_replay_file_replaced_in_one_step(tmp_path):
+    out = tmp_path / "incident.arrow"
+    out.write_bytes(b"the user's old replay file")
+    left = tmp_path / f"incident.arrow.old-{os.getpid()}"
+    left.write_bytes(b"left by a run killed between its renames")
+    table = pa.table({"seq": pa.array([1], type=pa.uint64())})
+    write_atomically(table, out, force=True)
+    assert left.read_bytes() == b"left by a run killed between its renames"
+    assert pa.ipc.open_file(pa.OSFile(str(out))).read_all().equals(table)

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from formats import cluster_codecs as cc
 from formats import event_columns, replay_file
@@ -144,3 +146,17 @@ def test_numbers_composed_into_texts_are_written_as_str_writes_them():
     texts = event_columns._Texts(len(values))
     texts.set(np.arange(len(values)), [b'{"x":', values, b',"y":', values[::-1].copy(), b"}"])
     assert texts.array().to_pylist() == [f'{{"x":{a},"y":{b}}}' for a, b in zip(values.tolist(), values[::-1].tolist())]
+
+
+@given(st.lists(st.one_of(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
+                          st.integers(min_value=-(10 ** 9) + 1, max_value=10 ** 9 - 1),
+                          st.integers(min_value=0, max_value=999)), min_size=1, max_size=60))
+def test_numbers_are_written_in_decimal_as_str_writes_them_whatever_their_width(values):
+    """`_write_decimal` (32-bit arithmetic when every magnitude has at most nine digits, 64-bit else)."""
+    array = np.array(values, dtype=np.int64)
+    widths = event_columns._decimal_widths(array)
+    at = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+    data = np.zeros(int(widths.sum()), dtype=np.uint8)
+    ends = event_columns._write_decimal(data, at, array, widths)
+    assert data.tobytes().decode() == "".join(str(v) for v in values)
+    assert ends.tolist() == (at + widths).tolist()

@@ -14,10 +14,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
 from engine.model.sim_parts import CONSENSUS_TERM_WINDOW, SimPublication, framed_length
 from engine.replay import replay
 from formats.udp import SetupFrame, StatusMessage, data_frame, encode_datagram, heartbeat
-from recorder.capture.flow_control import FlowControlScanner
+from recorder.capture.flow_control import FlowControlScanner, _dense_numbers
 from recorder.capture.members import MemberMap
 from tests.test_real_incident_behaviours import _replayed
 
@@ -112,3 +116,12 @@ def test_a_leaders_offers_to_a_member_that_stopped_polling_wait_in_the_publicati
                  if e.type == "PublicationStatus" else e for e in events]
     diverged = [r for r in replay(unstalled) if r["kind"] == "divergence" and r["node"] == 0]
     assert diverged and all(r["expected"]["type"] == "CommitPosition" for r in diverged)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=(1 << 23)), max_size=300), st.booleans())
+def test_dense_numbers_are_the_ranks_np_unique_gives_whether_counted_in_a_table_or_sorted(values, small):
+    array = np.array([v % (1 << 20) if small else v for v in values], dtype=np.int64)
+    expected = np.unique(array, return_inverse=True)[1].reshape(-1)
+    got = _dense_numbers(array)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, expected)

@@ -72,3 +72,110 @@ def test_pyspark_is_in_the_spark_and_test_extras_only(extra):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not any(d.startswith("pyspark") for d in project["dependencies"])
     assert any(d.startswith("pyspark") for d in project["optional-dependencies"][extra])
+
+
+def _coerced(runtime, value, param, ctx):
+    """What a parameter's coercion gives for ``value``: ("value", the value) or ("error", its message)."""
+    import typer
+
+    try:
+        return "value", runtime.coerce(value, param=param, ctx=ctx)
+    except typer.BadParameter as error:
+        return "error", error.format_message()
+
+
+def test_deferred_coercion_gives_every_parameter_of_every_command_what_typers_own_gives():
+    """`cli.deferred_coercion` (values Typer's pydantic adapters would give back unchanged are given
+    back without them) against Typer's own, for every parameter of every command: None, its default,
+    strings, lists of strings, numbers in and out of range, enum members and their names, nonsense."""
+    import enum
+
+    import typer
+    from typer._coercion import build_runtime_param
+
+    from cli.deferred_coercion import deferred_class
+
+    deferred = deferred_class()
+    assert deferred is not None, "this Typer's internals are not as cli.app expects: nothing is deferred"
+    tree = command()
+    compared = 0
+    for name, sub in sorted(tree.commands.items()):
+        ctx = typer.Context(sub, info_name=name)
+        for param in sub.get_params(ctx):
+            descriptor = param.type_descriptor
+            if descriptor.file_annotation is not None or descriptor.parameter_info.parser is not None:
+                continue
+            values = [None, param.default, "x", "", "12", "-3", "a,b", ("x", "y"), ["p=1"], (), 0, 7, -1, True, False,
+                      1.5, b"bytes"]
+            annotation = descriptor.annotation
+            if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+                values += [*annotation, *(m.value for m in annotation), *(m.value.upper() for m in annotation)]
+            for value in values:
+                want = _coerced(build_runtime_param(descriptor), value, param, ctx)
+                got = _coerced(deferred(annotation=annotation, parameter_info=descriptor.parameter_info), value,
+                               param, ctx)
+                assert got == want and type(got[1]) is type(want[1]), (name, param.name, value)
+                compared += 1
+    assert compared > 500
+
+
+def test_convert_parses_its_command_line_without_importing_pydantic(tmp_path):
+    probe = (
+        "import sys\n"
+        "from cli.app import run\n"
+        f"code = run(['convert', {str(ROOT / 'samples' / 'leader-failover')!r}, '-o', {str(tmp_path / 'out.arrow')!r},"
+        " '--format', 'auto', '--config', 'aeron.cluster.election.timeout=1s', '--json'])\n"
+        "print(code, 'pydantic' in sys.modules, file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert result.stderr.strip().splitlines()[-1] == "0 False", result.stderr
+
+
+def test_convert_ends_without_the_interpreters_teardown_with_its_output_whole_and_its_exit_status(tmp_path):
+    """`recount convert` (`cli.app.QUICK_EXIT`) leaves through `os._exit` once its output is flushed and
+    its exit handlers have run: the JSON summary is whole, an exit handler of the command's still runs,
+    and a failure's exit status and message are the same as ever."""
+    out = tmp_path / "incident.arrow"
+    sample = ROOT / "samples" / "leader-failover"
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+        "class Torn:\n"
+        "    def __del__(self):\n"
+        "        print('torn down', file=sys.stderr)\n"
+        "kept = Torn()\n"
+        "from cli.app import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, "convert", str(sample), "-o", str(out), "--json"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    assert json.loads(done.stdout)["out"] == str(out)
+    assert done.stderr.strip().splitlines()[-1] == "handler ran"
+    assert "torn down" not in done.stderr  # no teardown: the objects still alive are not freed one by one
+    failed = subprocess.run([sys.executable, "-c", probe, "convert", str(sample), "-o", str(out)],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert failed.returncode == 2
+    assert failed.stderr.splitlines()[0] == f"recount: {out}: exists (use --force to overwrite it)"
+    listed = subprocess.run([sys.executable, "-c", probe, "versions", "--json"], capture_output=True, text=True,
+                            cwd=ROOT)
+    assert listed.returncode == 0 and "torn down" in listed.stderr  # other commands exit as Python does
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc/self/task (Linux)")
+def test_convert_loads_numpy_without_blas_worker_threads_and_leaves_the_environment_as_it_was():
+    probe = (
+        "import os, sys\n"
+        "from cli.app import without_blas_threads\n"
+        "without_blas_threads()\n"
+        "import numpy\n"
+        "print(len(os.listdir('/proc/self/task')), 'OPENBLAS_NUM_THREADS' in os.environ)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    assert done.stdout.split() == ["1", "False"]
+    chosen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True,
+                            env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert chosen.stdout.split()[1] == "True"  # the user's choice is the user's, and left in place

@@ -61,7 +61,7 @@ def convert(
             built = converter.build(inputs, format=input_format, members=members, progress=read_progress,
                                     config=properties)
         with progress.phase("writing the replay file"):
-            converter.write_atomically(built, target)
+            converter.write_atomically(built, target, force=force)
         result = built.result(str(target))
     except converter.OutputExistsError as error:
         raise UserError(f"{error.filename}: {error.strerror}") from None

@@ -90,11 +90,25 @@ def endpoint_pair_keys(src: np.ndarray, src_port: np.ndarray, dst: np.ndarray, d
     (an address's number and port), the session id's 32 bits below them."""
     ends = np.concatenate([src.astype(np.int64) << 16 | src_port.astype(np.int64),
                            dst.astype(np.int64) << 16 | dst_port.astype(np.int64)])
-    _, dense = np.unique(ends, return_inverse=True)
-    dense = dense.reshape(-1).astype(np.int64)
+    dense = _dense_numbers(ends)
     count = int(dense.max()) + 1 if len(dense) else 1
     a, b = dense[: len(src)], dense[len(src):]
     return (a * count + b) << 32 | (session.astype(np.int64) & 0xFFFFFFFF)
+
+
+#: `_dense_numbers` counts values below this in a table (a capture's endpoints: a handful of addresses,
+#: 16 bits of port each) rather than sorting them.
+_TABLE_LIMIT = 1 << 22
+
+
+def _dense_numbers(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values, return_inverse=True)[1]`` of non-negative int64s: each value's rank among the
+    distinct values; by a table of the values present where they are small (no sort of every value)."""
+    if len(values) and 0 <= int(values.min()) and int(values.max()) < _TABLE_LIMIT:
+        present = np.bincount(values) > 0
+        ranks = np.cumsum(present) - 1
+        return ranks[values].astype(np.int64)
+    return np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 class _Publication:
