@@ -10,8 +10,9 @@ check, an error to word) to the adapter Typer would have built, built then.  `re
 OUT --members ... --force` imports no pydantic at all.
 
 This is the one module of ``cli`` that reaches into Typer's internals (a parameter's
-``type_descriptor`` and its lazily built ``_runtime_param``, `typer._coercion.RuntimeParam`): with a
-Typer where they are not as expected, nothing is deferred and Typer coerces as it always does.
+``type_descriptor`` and its lazily built ``_runtime_param``, `typer._coercion.RuntimeParam`): only with
+the Typer releases it is known to work with (`KNOWN_TYPER`); with any other, or one where they are not as
+expected, nothing is deferred and Typer coerces as it always does.
 tests/test_startup.py compares the deferred coercion with Typer's own for every parameter of every
 command, over values of every kind, valid and not.
 """
@@ -26,9 +27,16 @@ import typer
 import typer.core
 
 
+#: The Typer releases whose internals this module was written against and tested with (tests/test_startup.py
+#: compares its coercion with theirs): with any other, nothing is deferred.
+KNOWN_TYPER = ("0.29.",)
+
+
 def deferred_class() -> type | None:
     """A `typer._coercion.RuntimeParam` that gives back the values Typer's adapters would give back
-    unchanged, and hands the others to Typer's own coercion (None: this Typer has no such class)."""
+    unchanged, and hands the others to Typer's own coercion (None: a Typer this module does not know)."""
+    if not typer.__version__.startswith(KNOWN_TYPER):
+        return None
     try:
         from typer._coercion import RuntimeParam, build_runtime_param
     except ImportError:

@@ -95,6 +95,7 @@ def test_deferred_coercion_gives_every_parameter_of_every_command_what_typers_ow
 
     from cli.deferred_coercion import deferred_class
 
+    _known_typer()
     deferred = deferred_class()
     assert deferred is not None, "this Typer's internals are not as cli.app expects: nothing is deferred"
     tree = command()
@@ -119,7 +120,35 @@ def test_deferred_coercion_gives_every_parameter_of_every_command_what_typers_ow
     assert compared > 500
 
 
+def _known_typer() -> None:
+    import typer
+
+    from cli.deferred_coercion import KNOWN_TYPER
+
+    if not typer.__version__.startswith(KNOWN_TYPER):
+        pytest.skip(f"Typer {typer.__version__} is not a release cli.deferred_coercion knows {KNOWN_TYPER}: it "
+                    "defers nothing (test_an_unknown_typer_coerces_every_value_itself); add it once this test passes")
+
+
+def test_an_unknown_typer_coerces_every_value_itself(monkeypatch, tmp_path):
+    """With a Typer release the module was not written against, nothing is deferred, and a command still
+    parses its values (Typer's own coercion, pydantic and all)."""
+    import typer
+
+    from cli import deferred_coercion
+
+    monkeypatch.setattr(typer, "__version__", "0.99.0")
+    assert deferred_coercion.deferred_class() is None
+    tree = command()
+    sub = tree.commands["convert"]
+    params = sub.get_params(typer.Context(sub, info_name="convert"))
+    deferred_coercion.defer(params)
+    assert not any(type(p.__dict__.get("_runtime_param")).__name__ == "Deferred" for p in params)
+    assert run(["convert", str(ROOT / "samples" / "leader-failover"), "-o", str(tmp_path / "out.arrow"), "--json"]) == 0
+
+
 def test_convert_parses_its_command_line_without_importing_pydantic(tmp_path):
+    _known_typer()
     probe = (
         "import sys\n"
         "from cli.app import run\n"
