@@ -26,7 +26,6 @@ from typing import Any
 import typer
 import typer.core
 
-
 #: The Typer releases whose internals this module was written against and tested with (tests/test_startup.py
 #: compares its coercion with theirs): with any other, nothing is deferred.
 KNOWN_TYPER = ("0.29.",)

@@ -145,7 +145,7 @@ def test_numbers_composed_into_texts_are_written_as_str_writes_them():
                              np.array([0, -1, 9, 10, -10, 99, 100, -(1 << 63), (1 << 63) - 1])])
     texts = event_columns._Texts(len(values))
     texts.set(np.arange(len(values)), [b'{"x":', values, b',"y":', values[::-1].copy(), b"}"])
-    assert texts.array().to_pylist() == [f'{{"x":{a},"y":{b}}}' for a, b in zip(values.tolist(), values[::-1].tolist())]
+    assert texts.array().to_pylist() == [f'{{"x":{a},"y":{b}}}' for a, b in zip(values.tolist(), values[::-1].tolist(), strict=True)]
 
 
 @given(st.lists(st.one_of(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
