@@ -34,6 +34,22 @@ Figures with the steady-state lane (`engine.steady`; issue 13, seventh session, 
     10M events (one run):  --json 72.4 s (74,334 inbound ev/s), 287 MB (221 / 73);  text 89.6 s, 297 MB;
         text / json 1.24x.  Same trace sha256 (373b78ce...).
 
+Eighth session (issue 13; load about 1, paired with 1663d48, 3 runs, medians, CPU): the lane's frames as
+tuples, typed columns by itemgetter, a comparison run begun without re-checking the last (callgrind on
+the 60k/120k files: 49,563 -> 45,576 instructions per steady event):
+
+    500k events:  --json 4.6 s -> 4.3 s (58,397 -> 62,872 inbound ev/s), 244 -> 243 MB;  text 5.8 s -> 5.5 s
+        (46,649 -> 49,078);  text / json 1.28x.  Same trace sha256 (0d76bce1...).
+    10M events (one run, the machine slower that day than the seventh session's):  --json 83.4 s
+        (64,539 inbound ev/s), 287 MB (222 / 68).  Same trace sha256 (373b78ce...).
+
+Where the lane's time goes (500k events, `SteadyLane.run` alone): 2.29 s with the comparison, 1.17 s
+without it (``compare=False``), the rows 0.55 s.  Of the comparison, a new run's `_Run` object is the
+largest single part (each compared send starts one, on each side).  Compiling `engine/steady.py` as it
+is with mypyc took the lane from 2.29 to 1.95 s and the rows from 0.57 to 0.39 s: the lane works on
+interpreted objects (agents, nodes, the comparison's series), which a compiled module still reaches
+through the generic attribute protocol.
+
 Figures (issue 13, the memory session; a shared 2-core machine, load 2-4, one run each; peak VmHWM with its
 sampled anonymous / file-backed peaks, CPU seconds):
 
