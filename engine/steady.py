@@ -377,7 +377,7 @@ class SteadyLane:
                 if node_id in batches:
                     feed_batch(node_id, out)
             # -- the event --------------------------------------------------------------------------------
-            if code and handlers[code](row, out):
+            if code and (handlers[code](row, out) or (code <= INGRESS_IN and self._absent(row))):
                 horizon[row[1]] = ts
                 if (checks and checks[0][0] < ts) or (tentative and tentative[0][0] < ts) or found or runs.open:
                     replay._resolve_due(ts, out)
@@ -386,6 +386,23 @@ class SteadyLane:
                 forget()
                 event, ref = event_at(k - first)
                 body(event, ref, ref_kind)
+
+    def _absent(self, row: tuple) -> bool:
+        """An inbound message to a member whose process is not running (killed, stopped, not started again):
+        `NodeReplay._body` feeds it to no model, and only notes its time and, for a CommitPosition, the
+        committed position the invariant checker has seen.  (A CommitPosition whose values the lane cannot
+        read as `_commit_position` reads them goes to `_body`.)"""
+        member = self.replay.driver.members.get(row[NODE])
+        if member is None or (not member.ended and member.node.is_running):
+            return False
+        if row[CODE] == COMMIT_IN:
+            values = self._row_values(row, CommitPosition, _COMMIT_COLUMNS)
+            if values is None:
+                return False
+            term, position, _leader = values
+            if type(position) is int:
+                self.replay.invariants.observe_committed(position, term if type(term) is int else None)
+        return True
 
     # -- the duty cycle's parts -------------------------------------------------------------------------
 
