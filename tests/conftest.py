@@ -15,6 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest-xdist's workers (`-n`, pyproject's addopts) start with COLUMNS=80 and LINES=24 in their
+    # environment, which a serial run does not have; the commands' output width (`cli.output`, set as it
+    # is imported) must be the same either way: the serial run's, stdout not a terminal.
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 
 def _shared_dir() -> Path:
     configured = os.environ.get("RECOUNT_SHARED")
@@ -64,3 +71,11 @@ VERSIONS_CAPTURES = REFERENCE / "aeron-versions-capture"
 def versions_captures() -> Path:
     """The real captures of other Aeron versions (`v<version>_<scenario>/`) and their schema XMLs."""
     return _require(VERSIONS_CAPTURES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With pytest-xdist (`-n`), the Spark tests run in one worker, so that they share its one Spark
+    session (`tests.spark_session.shared_spark`) instead of starting one per worker."""
+    for item in items:
+        if item.get_closest_marker("spark") is not None or item.path.name == "test_spark.py":
+            item.add_marker(pytest.mark.xdist_group("spark"))
