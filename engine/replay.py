@@ -362,14 +362,20 @@ class _Series:
             record: Callable[[], dict[str, Any]] | tuple) -> _Run | None:
         """Extend the last run, or start a new one (returned); ``record`` makes its record, or is the recipe
         for it (`_record_of`)."""
+        if self.extend(ts, key, position):
+            return None
+        return self.begin(ts, key, position, ref, record)
+
+    def extend(self, ts: int, key: Any, position: int | None) -> bool:
+        """Does the last run have this key and position?  (Then it goes on to ``ts``.)"""
         runs = self.runs
         if runs:
             last = runs[-1]
             if last.key == key and last.position == position:
                 last.end = ts
                 self.by_key[key].ends[-1] = ts
-                return None
-        return self.begin(ts, key, position, ref, record)
+                return True
+        return False
 
     def begin(self, ts: int, key: Any, position: int | None, ref: Any,
               record: Callable[[], dict[str, Any]] | tuple) -> _Run:

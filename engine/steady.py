@@ -298,13 +298,6 @@ class SteadyLane:
             return columns(row)
         return _values(payload, cls)
 
-    def _header_values(self, row: tuple) -> tuple | None:
-        """A SessionMessageHeader's (leadershipTermId, clusterSessionId, timestamp), all ints, or None."""
-        values = self._row_values(row, SessionMessageHeader, _HEADER_COLUMNS)
-        if values is None or type(values[0]) is not int or type(values[1]) is not int or type(values[2]) is not int:
-            return None
-        return values
-
     def _steady_as(self, node_id: int, role: Role) -> Any:
         """(role, agent, node, member) of a steady member in ``role``, else None."""
         steady = self.steady.get(node_id) or self._member(node_id)
@@ -488,11 +481,7 @@ class SteadyLane:
                             fields={"leadershipTermId": term, "logPosition": commit, "leaderMemberId": node_id}),
                             ("CommitPosition", (term, node_id), commit, (_commit_record, now, node_id, peer, term, commit)))
             if sent:  # the invariant checker sees the CommitPosition records
-                invariants = self.replay.invariants
-                if commit > invariants.committed:
-                    invariants.committed = commit
-                if commit > invariants.committed_terms.get(term, -1):
-                    invariants.committed_terms[term] = commit
+                self.replay.invariants.observe_committed(commit, term)
             agent.commit_position = commit
             agent.time_of_last_log_update_ns = now_ms
 
@@ -549,19 +538,33 @@ class SteadyLane:
 
     # -- the events ---------------------------------------------------------------------------------------
 
-    def _append_position(self, row: tuple, out: list) -> bool:
-        node_id = row[NODE]
-        steady = self._steady_as(node_id, Role.LEADER)
+    def _message_to(self, row: tuple, role: Role, cls: type, columns: Any) -> Any:
+        """(agent, node, values) for a consensus message to a steady member in ``role``, its values (read as
+        `_row_values` reads them) all ints; else None."""
+        steady = self._steady_as(row[NODE], role)
         if steady is None:
-            return False
-        _, agent, node, _member = steady
-        values = self._row_values(row, AppendPosition, _APPEND_COLUMNS)
+            return None
+        values = self._row_values(row, cls, columns)
         if values is None:
+            return None
+        for value in values:
+            if type(value) is not int:
+                return None
+        return steady[1], steady[2], values
+
+    def _log_header_to(self, row: tuple, role: Role) -> Any:
+        """`_message_to` for a SessionMessageHeader on the log whose position after it is known."""
+        if row[TYPE] != "SessionMessageHeader" or type(row[EXTRA_POSITION]) is not int:
+            return None
+        return self._message_to(row, role, SessionMessageHeader, _HEADER_COLUMNS)
+
+    def _append_position(self, row: tuple, out: list) -> bool:
+        found = self._message_to(row, Role.LEADER, AppendPosition, _APPEND_COLUMNS)
+        if found is None:
             return False
-        term, position, follower_id, flags = values
+        agent, node, (term, position, follower_id, flags) = found
+        node_id = row[NODE]
         peer = row[PEER]
-        if type(term) is not int or type(position) is not int or type(follower_id) is not int or type(flags) is not int:
-            return False
         if term != agent.leadership_term_id or flags & APPEND_POSITION_FLAG_CATCHUP or flags < 0:
             return False
         now = self._time(node, agent, row[TS])
@@ -580,18 +583,12 @@ class SteadyLane:
         return True
 
     def _commit_position(self, row: tuple, out: list) -> bool:
+        found = self._message_to(row, Role.FOLLOWER, CommitPosition, _COMMIT_COLUMNS)
+        if found is None:
+            return False
+        agent, node, (term, position, leader_id) = found
         node_id = row[NODE]
-        steady = self._steady_as(node_id, Role.FOLLOWER)
-        if steady is None:
-            return False
-        _, agent, node, _member = steady
-        values = self._row_values(row, CommitPosition, _COMMIT_COLUMNS)
-        if values is None:
-            return False
-        term, position, leader_id = values
         peer = row[PEER]
-        if type(term) is not int or type(position) is not int or type(leader_id) is not int:
-            return False
         if term != agent.leadership_term_id or leader_id != agent.leader_member.id:
             return False
         now = self._time(node, agent, row[TS])
@@ -600,11 +597,7 @@ class SteadyLane:
         end = _end(agent.log)
         if not self._poll_ok(node_id, agent, position if position < end else end):
             return False
-        invariants = self.replay.invariants
-        if position > invariants.committed:
-            invariants.committed = position
-        if position > invariants.committed_terms.get(term, -1):
-            invariants.committed_terms[term] = position
+        self.replay.invariants.observe_committed(position, term)
         cause = self.causes.get(("commit", peer)) or self._cause(("commit", peer),
                                                                  ConsensusMessage(message=_SAMPLE_COMMIT, peer=peer))
         now_ms = self._enter(node, agent, now, cause)
@@ -616,18 +609,11 @@ class SteadyLane:
 
     def _log_frame(self, row: tuple, out: list) -> bool:
         """A frame reaches a follower: it waits in the member's batch, as `NodeReplay.feed` keeps it."""
+        found = self._log_header_to(row, Role.FOLLOWER)
+        if found is None:
+            return False
+        values, position = found[2], row[EXTRA_POSITION]
         node_id = row[NODE]
-        if row[TYPE] != "SessionMessageHeader":
-            return False
-        steady = self._steady_as(node_id, Role.FOLLOWER)
-        if steady is None:
-            return False
-        position = row[EXTRA_POSITION]
-        if type(position) is not int:
-            return False
-        values = self._header_values(row)
-        if values is None:
-            return False
         payload = row[PAYLOAD]
         # the lane's frame: `LogFrame`'s fields as a tuple (`NodeReplay._feed_log_batch` builds the LogFrame
         # when the model's own path takes the batch)
@@ -672,37 +658,27 @@ class SteadyLane:
         self._follower_work(node_id, agent, now_ms, now, out)
 
     def _ingress(self, row: tuple, out: list) -> bool:
-        node_id = row[NODE]
         if row[TYPE] != "SessionMessageHeader":
             return False
-        steady = self._steady_as(node_id, Role.LEADER)
-        if steady is None or not steady[1].log_evidence:
+        # the message's values are checked as for a log frame: the model's path builds the message
+        found = self._message_to(row, Role.LEADER, SessionMessageHeader, _HEADER_COLUMNS)
+        if found is None or not found[0].log_evidence:
             return False
-        _, agent, node, _member = steady
+        agent, node, _values = found
+        node_id = row[NODE]
         now = self._time(node, agent, row[TS])
         if now is None:
-            return False
-        if self._header_values(row) is None:  # the model's path builds the message: so must this
             return False
         now_ms = self._enter(node, agent, now, self._cause(("ingress",), _SAMPLE_INGRESS))
         self._leader_position(node_id, agent, now_ms, now, out)
         return True
 
     def _own_append(self, row: tuple, out: list) -> bool:
-        node_id = row[NODE]
-        if row[TYPE] != "SessionMessageHeader":
+        found = self._log_header_to(row, Role.LEADER)
+        if found is None:
             return False
-        steady = self._steady_as(node_id, Role.LEADER)
-        if steady is None:
-            return False
-        _, agent, node, _member = steady
-        end = row[EXTRA_POSITION]
-        values = self._header_values(row)
-        if values is None:
-            return False
-        term, session, timestamp = values
-        if type(end) is not int:
-            return False
+        agent, node, (term, session, timestamp) = found
+        node_id, end = row[NODE], row[EXTRA_POSITION]
         now = self._time(node, agent, row[TS])
         if now is None:
             return False
@@ -821,14 +797,8 @@ class SteadyLane:
         ts = row[TS]
         if series is None:
             series = replay.expected[series_key] = _Series()
-        else:
-            runs = series.runs
-            if runs:
-                last = runs[-1]
-                if last.key == key and last.position == position:  # the same value again: its run goes on
-                    last.end = ts
-                    series.by_key[key].ends[-1] = ts
-                    return
+        elif series.extend(ts, key, position):  # the same value again: its run goes on
+            return
         payload = row[PAYLOAD]
         recipe = (self.record_at, self.position) if payload is None else \
             (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
@@ -857,14 +827,8 @@ class SteadyLane:
             if not replay.compare or channel not in replay.compared_channels.get(node_id, ()):
                 return
             series = replay.actual[series_key] = _Series()
-        else:
-            runs = series.runs
-            if runs:
-                last = runs[-1]
-                if last.key == key and last.position == position:  # the same value again: its run goes on
-                    last.end = ts
-                    series.by_key[key].ends[-1] = ts
-                    return
+        elif series.extend(ts, key, position):  # the same value again: its run goes on
+            return
         run = series.begin(ts, key, position, None, record)
         if ts < replay.facts.first_start.get(peer, ts):
             return
