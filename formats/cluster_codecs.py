@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from formats.sbe import BlockSpec, FieldSpec, GroupSpec, MessageSpec, SbeMessage, VarDataSpec
 
+_set = object.__setattr__
+
 SCHEMA_ID = 111
 SCHEMA_VERSION = 12
 SEMANTIC_VERSION = '5.4'
@@ -90,7 +92,7 @@ class AdminResponseCode(enum.Enum):
     UNAUTHORISED_ACCESS = 2
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SessionMessageHeader(SbeMessage):
     """SessionMessageHeader: templateId 1, blockLength 24."""
 
@@ -98,8 +100,24 @@ class SessionMessageHeader(SbeMessage):
     cluster_session_id: int
     timestamp: int
 
+    def __init__(self, *, leadership_term_id: int, cluster_session_id: int, timestamp: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'timestamp', timestamp)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, timestamp={self.timestamp!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.cluster_session_id, self.timestamp) == (other.leadership_term_id, other.cluster_session_id, other.timestamp)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.cluster_session_id, self.timestamp))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SessionEvent(SbeMessage):
     """SessionEvent: templateId 2, blockLength 36."""
 
@@ -111,8 +129,28 @@ class SessionEvent(SbeMessage):
     version: int = 0
     detail: str = ""
 
+    def __init__(self, *, cluster_session_id: int, correlation_id: int, leadership_term_id: int, leader_member_id: int, code: EventCode | int, version: int = 0, detail: str = "") -> None:
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'code', code)
+        _set(self, 'version', version)
+        _set(self, 'detail', detail)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, leadership_term_id={self.leadership_term_id!r}, leader_member_id={self.leader_member_id!r}, code={self.code!r}, version={self.version!r}, detail={self.detail!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.cluster_session_id, self.correlation_id, self.leadership_term_id, self.leader_member_id, self.code, self.version, self.detail) == (other.cluster_session_id, other.correlation_id, other.leadership_term_id, other.leader_member_id, other.code, other.version, other.detail)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.cluster_session_id, self.correlation_id, self.leadership_term_id, self.leader_member_id, self.code, self.version, self.detail))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SessionConnectRequest(SbeMessage):
     """SessionConnectRequest: templateId 3, blockLength 16."""
 
@@ -122,24 +160,72 @@ class SessionConnectRequest(SbeMessage):
     response_channel: str = ""
     encoded_credentials: bytes = b""
 
+    def __init__(self, *, correlation_id: int, response_stream_id: int, version: int = 0, response_channel: str = "", encoded_credentials: bytes = b"") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'response_stream_id', response_stream_id)
+        _set(self, 'version', version)
+        _set(self, 'response_channel', response_channel)
+        _set(self, 'encoded_credentials', encoded_credentials)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, response_stream_id={self.response_stream_id!r}, version={self.version!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.response_stream_id, self.version, self.response_channel, self.encoded_credentials) == (other.correlation_id, other.response_stream_id, other.version, other.response_channel, other.encoded_credentials)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.response_stream_id, self.version, self.response_channel, self.encoded_credentials))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SessionCloseRequest(SbeMessage):
     """SessionCloseRequest: templateId 4, blockLength 16."""
 
     leadership_term_id: int
     cluster_session_id: int
 
+    def __init__(self, *, leadership_term_id: int, cluster_session_id: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.cluster_session_id) == (other.leadership_term_id, other.cluster_session_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.cluster_session_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SessionKeepAlive(SbeMessage):
     """SessionKeepAlive: templateId 5, blockLength 16."""
 
     leadership_term_id: int
     cluster_session_id: int
 
+    def __init__(self, *, leadership_term_id: int, cluster_session_id: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.cluster_session_id) == (other.leadership_term_id, other.cluster_session_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.cluster_session_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class NewLeaderEvent(SbeMessage):
     """NewLeaderEvent: templateId 6, blockLength 20."""
 
@@ -148,8 +234,25 @@ class NewLeaderEvent(SbeMessage):
     leader_member_id: int
     ingress_endpoints: str = ""
 
+    def __init__(self, *, leadership_term_id: int, cluster_session_id: int, leader_member_id: int, ingress_endpoints: str = "") -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'ingress_endpoints', ingress_endpoints)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, leader_member_id={self.leader_member_id!r}, ingress_endpoints={self.ingress_endpoints!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.cluster_session_id, self.leader_member_id, self.ingress_endpoints) == (other.leadership_term_id, other.cluster_session_id, other.leader_member_id, other.ingress_endpoints)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.cluster_session_id, self.leader_member_id, self.ingress_endpoints))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class Challenge(SbeMessage):
     """Challenge: templateId 7, blockLength 16."""
 
@@ -157,8 +260,24 @@ class Challenge(SbeMessage):
     cluster_session_id: int
     encoded_challenge: bytes = b""
 
+    def __init__(self, *, correlation_id: int, cluster_session_id: int, encoded_challenge: bytes = b"") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'encoded_challenge', encoded_challenge)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, cluster_session_id={self.cluster_session_id!r}, encoded_challenge={self.encoded_challenge!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.cluster_session_id, self.encoded_challenge) == (other.correlation_id, other.cluster_session_id, other.encoded_challenge)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.cluster_session_id, self.encoded_challenge))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ChallengeResponse(SbeMessage):
     """ChallengeResponse: templateId 8, blockLength 16."""
 
@@ -166,8 +285,24 @@ class ChallengeResponse(SbeMessage):
     cluster_session_id: int
     encoded_credentials: bytes = b""
 
+    def __init__(self, *, correlation_id: int, cluster_session_id: int, encoded_credentials: bytes = b"") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'encoded_credentials', encoded_credentials)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, cluster_session_id={self.cluster_session_id!r}, encoded_credentials={self.encoded_credentials!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.cluster_session_id, self.encoded_credentials) == (other.correlation_id, other.cluster_session_id, other.encoded_credentials)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.cluster_session_id, self.encoded_credentials))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class TimerEvent(SbeMessage):
     """TimerEvent: templateId 20, blockLength 24."""
 
@@ -175,8 +310,24 @@ class TimerEvent(SbeMessage):
     correlation_id: int
     timestamp: int
 
+    def __init__(self, *, leadership_term_id: int, correlation_id: int, timestamp: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'timestamp', timestamp)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, correlation_id={self.correlation_id!r}, timestamp={self.timestamp!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.correlation_id, self.timestamp) == (other.leadership_term_id, other.correlation_id, other.timestamp)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.correlation_id, self.timestamp))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SessionOpenEvent(SbeMessage):
     """SessionOpenEvent: templateId 21, blockLength 36."""
 
@@ -188,8 +339,28 @@ class SessionOpenEvent(SbeMessage):
     response_channel: str = ""
     encoded_principal: bytes = b""
 
+    def __init__(self, *, leadership_term_id: int, correlation_id: int, cluster_session_id: int, timestamp: int, response_stream_id: int, response_channel: str = "", encoded_principal: bytes = b"") -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'response_stream_id', response_stream_id)
+        _set(self, 'response_channel', response_channel)
+        _set(self, 'encoded_principal', encoded_principal)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, correlation_id={self.correlation_id!r}, cluster_session_id={self.cluster_session_id!r}, timestamp={self.timestamp!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r}, encoded_principal={self.encoded_principal!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.correlation_id, self.cluster_session_id, self.timestamp, self.response_stream_id, self.response_channel, self.encoded_principal) == (other.leadership_term_id, other.correlation_id, other.cluster_session_id, other.timestamp, other.response_stream_id, other.response_channel, other.encoded_principal)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.correlation_id, self.cluster_session_id, self.timestamp, self.response_stream_id, self.response_channel, self.encoded_principal))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SessionCloseEvent(SbeMessage):
     """SessionCloseEvent: templateId 22, blockLength 28."""
 
@@ -198,8 +369,25 @@ class SessionCloseEvent(SbeMessage):
     timestamp: int
     close_reason: CloseReason | int
 
+    def __init__(self, *, leadership_term_id: int, cluster_session_id: int, timestamp: int, close_reason: CloseReason | int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'close_reason', close_reason)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, timestamp={self.timestamp!r}, close_reason={self.close_reason!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.cluster_session_id, self.timestamp, self.close_reason) == (other.leadership_term_id, other.cluster_session_id, other.timestamp, other.close_reason)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.cluster_session_id, self.timestamp, self.close_reason))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterActionRequest(SbeMessage):
     """ClusterActionRequest: templateId 23, blockLength 32."""
 
@@ -209,8 +397,26 @@ class ClusterActionRequest(SbeMessage):
     action: ClusterAction | int
     flags: int = -2147483648
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, timestamp: int, action: ClusterAction | int, flags: int = -2147483648) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'action', action)
+        _set(self, 'flags', flags)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, action={self.action!r}, flags={self.flags!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.timestamp, self.action, self.flags) == (other.leadership_term_id, other.log_position, other.timestamp, other.action, other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.timestamp, self.action, self.flags))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class NewLeadershipTermEvent(SbeMessage):
     """NewLeadershipTermEvent: templateId 24, blockLength 48."""
 
@@ -223,8 +429,29 @@ class NewLeadershipTermEvent(SbeMessage):
     time_unit: ClusterTimeUnit | int = ClusterTimeUnit._value2member_map_.get(-2147483648, -2147483648)
     app_version: int = 0
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, timestamp: int, term_base_log_position: int, leader_member_id: int, log_session_id: int, time_unit: ClusterTimeUnit | int = ClusterTimeUnit._value2member_map_.get(-2147483648, -2147483648), app_version: int = 0) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'term_base_log_position', term_base_log_position)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'log_session_id', log_session_id)
+        _set(self, 'time_unit', time_unit)
+        _set(self, 'app_version', app_version)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, term_base_log_position={self.term_base_log_position!r}, leader_member_id={self.leader_member_id!r}, log_session_id={self.log_session_id!r}, time_unit={self.time_unit!r}, app_version={self.app_version!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.timestamp, self.term_base_log_position, self.leader_member_id, self.log_session_id, self.time_unit, self.app_version) == (other.leadership_term_id, other.log_position, other.timestamp, other.term_base_log_position, other.leader_member_id, other.log_session_id, other.time_unit, other.app_version)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.timestamp, self.term_base_log_position, self.leader_member_id, self.log_session_id, self.time_unit, self.app_version))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class MembershipChangeEvent(SbeMessage):
     """MembershipChangeEvent: templateId 25, blockLength 40."""
 
@@ -237,8 +464,29 @@ class MembershipChangeEvent(SbeMessage):
     member_id: int
     cluster_members: str = ""
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, timestamp: int, leader_member_id: int, cluster_size: int, change_type: ChangeType | int, member_id: int, cluster_members: str = "") -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'cluster_size', cluster_size)
+        _set(self, 'change_type', change_type)
+        _set(self, 'member_id', member_id)
+        _set(self, 'cluster_members', cluster_members)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, leader_member_id={self.leader_member_id!r}, cluster_size={self.cluster_size!r}, change_type={self.change_type!r}, member_id={self.member_id!r}, cluster_members={self.cluster_members!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.timestamp, self.leader_member_id, self.cluster_size, self.change_type, self.member_id, self.cluster_members) == (other.leadership_term_id, other.log_position, other.timestamp, other.leader_member_id, other.cluster_size, other.change_type, other.member_id, other.cluster_members)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.timestamp, self.leader_member_id, self.cluster_size, self.change_type, self.member_id, self.cluster_members))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class AdminRequest(SbeMessage):
     """AdminRequest: templateId 26, blockLength 28."""
 
@@ -248,8 +496,26 @@ class AdminRequest(SbeMessage):
     request_type: AdminRequestType | int
     payload: bytes = b""
 
+    def __init__(self, *, leadership_term_id: int, cluster_session_id: int, correlation_id: int, request_type: AdminRequestType | int, payload: bytes = b"") -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'request_type', request_type)
+        _set(self, 'payload', payload)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, request_type={self.request_type!r}, payload={self.payload!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.cluster_session_id, self.correlation_id, self.request_type, self.payload) == (other.leadership_term_id, other.cluster_session_id, other.correlation_id, other.request_type, other.payload)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.cluster_session_id, self.correlation_id, self.request_type, self.payload))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class AdminResponse(SbeMessage):
     """AdminResponse: templateId 27, blockLength 24."""
 
@@ -260,30 +526,92 @@ class AdminResponse(SbeMessage):
     message: str = ""
     payload: bytes = b""
 
+    def __init__(self, *, cluster_session_id: int, correlation_id: int, request_type: AdminRequestType | int, response_code: AdminResponseCode | int, message: str = "", payload: bytes = b"") -> None:
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'request_type', request_type)
+        _set(self, 'response_code', response_code)
+        _set(self, 'message', message)
+        _set(self, 'payload', payload)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, request_type={self.request_type!r}, response_code={self.response_code!r}, message={self.message!r}, payload={self.payload!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.cluster_session_id, self.correlation_id, self.request_type, self.response_code, self.message, self.payload) == (other.cluster_session_id, other.correlation_id, other.request_type, other.response_code, other.message, other.payload)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.cluster_session_id, self.correlation_id, self.request_type, self.response_code, self.message, self.payload))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class CloseSession(SbeMessage):
     """CloseSession: templateId 30, blockLength 8."""
 
     cluster_session_id: int
 
+    def __init__(self, *, cluster_session_id: int) -> None:
+        _set(self, 'cluster_session_id', cluster_session_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.cluster_session_id,) == (other.cluster_session_id,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.cluster_session_id,))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ScheduleTimer(SbeMessage):
     """ScheduleTimer: templateId 31, blockLength 16."""
 
     correlation_id: int
     deadline: int
 
+    def __init__(self, *, correlation_id: int, deadline: int) -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'deadline', deadline)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, deadline={self.deadline!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.deadline) == (other.correlation_id, other.deadline)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.deadline))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class CancelTimer(SbeMessage):
     """CancelTimer: templateId 32, blockLength 8."""
 
     correlation_id: int
 
+    def __init__(self, *, correlation_id: int) -> None:
+        _set(self, 'correlation_id', correlation_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id,) == (other.correlation_id,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id,))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ServiceAck(SbeMessage):
     """ServiceAck: templateId 33, blockLength 36."""
 
@@ -293,24 +621,72 @@ class ServiceAck(SbeMessage):
     relevant_id: int
     service_id: int
 
+    def __init__(self, *, log_position: int, timestamp: int, ack_id: int, relevant_id: int, service_id: int) -> None:
+        _set(self, 'log_position', log_position)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'ack_id', ack_id)
+        _set(self, 'relevant_id', relevant_id)
+        _set(self, 'service_id', service_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(log_position={self.log_position!r}, timestamp={self.timestamp!r}, ack_id={self.ack_id!r}, relevant_id={self.relevant_id!r}, service_id={self.service_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.log_position, self.timestamp, self.ack_id, self.relevant_id, self.service_id) == (other.log_position, other.timestamp, other.ack_id, other.relevant_id, other.service_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.log_position, self.timestamp, self.ack_id, self.relevant_id, self.service_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterMembersQuery(SbeMessage):
     """ClusterMembersQuery: templateId 34, blockLength 12."""
 
     correlation_id: int
     extended: BooleanType | int = BooleanType._value2member_map_.get(-2147483648, -2147483648)
 
+    def __init__(self, *, correlation_id: int, extended: BooleanType | int = BooleanType._value2member_map_.get(-2147483648, -2147483648)) -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'extended', extended)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, extended={self.extended!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.extended) == (other.correlation_id, other.extended)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.extended))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class RemoveMember(SbeMessage):
     """RemoveMember: templateId 35, blockLength 8. Deprecated since schema version 12."""
 
     member_id: int
     is_passive: BooleanType | int
 
+    def __init__(self, *, member_id: int, is_passive: BooleanType | int) -> None:
+        _set(self, 'member_id', member_id)
+        _set(self, 'is_passive', is_passive)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, is_passive={self.is_passive!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.member_id, self.is_passive) == (other.member_id, other.is_passive)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.member_id, self.is_passive))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class JoinLog(SbeMessage):
     """JoinLog: templateId 40, blockLength 36."""
 
@@ -323,8 +699,29 @@ class JoinLog(SbeMessage):
     role: int
     log_channel: str = ""
 
+    def __init__(self, *, log_position: int, max_log_position: int, member_id: int, log_session_id: int, log_stream_id: int, is_startup: BooleanType | int, role: int, log_channel: str = "") -> None:
+        _set(self, 'log_position', log_position)
+        _set(self, 'max_log_position', max_log_position)
+        _set(self, 'member_id', member_id)
+        _set(self, 'log_session_id', log_session_id)
+        _set(self, 'log_stream_id', log_stream_id)
+        _set(self, 'is_startup', is_startup)
+        _set(self, 'role', role)
+        _set(self, 'log_channel', log_channel)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(log_position={self.log_position!r}, max_log_position={self.max_log_position!r}, member_id={self.member_id!r}, log_session_id={self.log_session_id!r}, log_stream_id={self.log_stream_id!r}, is_startup={self.is_startup!r}, role={self.role!r}, log_channel={self.log_channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.log_position, self.max_log_position, self.member_id, self.log_session_id, self.log_stream_id, self.is_startup, self.role, self.log_channel) == (other.log_position, other.max_log_position, other.member_id, other.log_session_id, other.log_stream_id, other.is_startup, other.role, other.log_channel)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.log_position, self.max_log_position, self.member_id, self.log_session_id, self.log_stream_id, self.is_startup, self.role, self.log_channel))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterMembersResponse(SbeMessage):
     """ClusterMembersResponse: templateId 41, blockLength 12."""
 
@@ -333,15 +730,46 @@ class ClusterMembersResponse(SbeMessage):
     active_members: str = ""
     passive_followers: str = ""
 
+    def __init__(self, *, correlation_id: int, leader_member_id: int, active_members: str = "", passive_followers: str = "") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'active_members', active_members)
+        _set(self, 'passive_followers', passive_followers)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, leader_member_id={self.leader_member_id!r}, active_members={self.active_members!r}, passive_followers={self.passive_followers!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.leader_member_id, self.active_members, self.passive_followers) == (other.correlation_id, other.leader_member_id, other.active_members, other.passive_followers)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.leader_member_id, self.active_members, self.passive_followers))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ServiceTerminationPosition(SbeMessage):
     """ServiceTerminationPosition: templateId 42, blockLength 8."""
 
     log_position: int
 
+    def __init__(self, *, log_position: int) -> None:
+        _set(self, 'log_position', log_position)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(log_position={self.log_position!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.log_position,) == (other.log_position,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.log_position,))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterMembersExtendedResponseActiveMembers(SbeMessage):
     """One entry of ClusterMembersExtendedResponse.activeMembers."""
 
@@ -355,8 +783,30 @@ class ClusterMembersExtendedResponseActiveMembers(SbeMessage):
     catchup_endpoint: str = ""
     archive_endpoint: str = ""
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, time_of_last_append_ns: int, member_id: int, ingress_endpoint: str = "", consensus_endpoint: str = "", log_endpoint: str = "", catchup_endpoint: str = "", archive_endpoint: str = "") -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'time_of_last_append_ns', time_of_last_append_ns)
+        _set(self, 'member_id', member_id)
+        _set(self, 'ingress_endpoint', ingress_endpoint)
+        _set(self, 'consensus_endpoint', consensus_endpoint)
+        _set(self, 'log_endpoint', log_endpoint)
+        _set(self, 'catchup_endpoint', catchup_endpoint)
+        _set(self, 'archive_endpoint', archive_endpoint)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, time_of_last_append_ns={self.time_of_last_append_ns!r}, member_id={self.member_id!r}, ingress_endpoint={self.ingress_endpoint!r}, consensus_endpoint={self.consensus_endpoint!r}, log_endpoint={self.log_endpoint!r}, catchup_endpoint={self.catchup_endpoint!r}, archive_endpoint={self.archive_endpoint!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.time_of_last_append_ns, self.member_id, self.ingress_endpoint, self.consensus_endpoint, self.log_endpoint, self.catchup_endpoint, self.archive_endpoint) == (other.leadership_term_id, other.log_position, other.time_of_last_append_ns, other.member_id, other.ingress_endpoint, other.consensus_endpoint, other.log_endpoint, other.catchup_endpoint, other.archive_endpoint)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.time_of_last_append_ns, self.member_id, self.ingress_endpoint, self.consensus_endpoint, self.log_endpoint, self.catchup_endpoint, self.archive_endpoint))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterMembersExtendedResponsePassiveMembers(SbeMessage):
     """One entry of ClusterMembersExtendedResponse.passiveMembers."""
 
@@ -370,8 +820,30 @@ class ClusterMembersExtendedResponsePassiveMembers(SbeMessage):
     catchup_endpoint: str = ""
     archive_endpoint: str = ""
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, time_of_last_append_ns: int, member_id: int, ingress_endpoint: str = "", consensus_endpoint: str = "", log_endpoint: str = "", catchup_endpoint: str = "", archive_endpoint: str = "") -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'time_of_last_append_ns', time_of_last_append_ns)
+        _set(self, 'member_id', member_id)
+        _set(self, 'ingress_endpoint', ingress_endpoint)
+        _set(self, 'consensus_endpoint', consensus_endpoint)
+        _set(self, 'log_endpoint', log_endpoint)
+        _set(self, 'catchup_endpoint', catchup_endpoint)
+        _set(self, 'archive_endpoint', archive_endpoint)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, time_of_last_append_ns={self.time_of_last_append_ns!r}, member_id={self.member_id!r}, ingress_endpoint={self.ingress_endpoint!r}, consensus_endpoint={self.consensus_endpoint!r}, log_endpoint={self.log_endpoint!r}, catchup_endpoint={self.catchup_endpoint!r}, archive_endpoint={self.archive_endpoint!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.time_of_last_append_ns, self.member_id, self.ingress_endpoint, self.consensus_endpoint, self.log_endpoint, self.catchup_endpoint, self.archive_endpoint) == (other.leadership_term_id, other.log_position, other.time_of_last_append_ns, other.member_id, other.ingress_endpoint, other.consensus_endpoint, other.log_endpoint, other.catchup_endpoint, other.archive_endpoint)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.time_of_last_append_ns, self.member_id, self.ingress_endpoint, self.consensus_endpoint, self.log_endpoint, self.catchup_endpoint, self.archive_endpoint))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterMembersExtendedResponse(SbeMessage):
     """ClusterMembersExtendedResponse: templateId 43, blockLength 24."""
 
@@ -382,15 +854,48 @@ class ClusterMembersExtendedResponse(SbeMessage):
     active_members: tuple[ClusterMembersExtendedResponseActiveMembers, ...] = ()
     passive_members: tuple[ClusterMembersExtendedResponsePassiveMembers, ...] = ()
 
+    def __init__(self, *, correlation_id: int, current_time_ns: int, leader_member_id: int, member_id: int, active_members: tuple[ClusterMembersExtendedResponseActiveMembers, ...] = (), passive_members: tuple[ClusterMembersExtendedResponsePassiveMembers, ...] = ()) -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'current_time_ns', current_time_ns)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'member_id', member_id)
+        _set(self, 'active_members', active_members)
+        _set(self, 'passive_members', passive_members)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, current_time_ns={self.current_time_ns!r}, leader_member_id={self.leader_member_id!r}, member_id={self.member_id!r}, active_members={self.active_members!r}, passive_members={self.passive_members!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.current_time_ns, self.leader_member_id, self.member_id, self.active_members, self.passive_members) == (other.correlation_id, other.current_time_ns, other.leader_member_id, other.member_id, other.active_members, other.passive_members)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.current_time_ns, self.leader_member_id, self.member_id, self.active_members, self.passive_members))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class RequestServiceAck(SbeMessage):
     """requestServiceAck: templateId 108, blockLength 8."""
 
     log_position: int
 
+    def __init__(self, *, log_position: int) -> None:
+        _set(self, 'log_position', log_position)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(log_position={self.log_position!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.log_position,) == (other.log_position,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.log_position,))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class CanvassPosition(SbeMessage):
     """CanvassPosition: templateId 50, blockLength 32."""
 
@@ -400,8 +905,26 @@ class CanvassPosition(SbeMessage):
     follower_member_id: int
     protocol_version: int = 0
 
+    def __init__(self, *, log_leadership_term_id: int, log_position: int, leadership_term_id: int, follower_member_id: int, protocol_version: int = 0) -> None:
+        _set(self, 'log_leadership_term_id', log_leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'follower_member_id', follower_member_id)
+        _set(self, 'protocol_version', protocol_version)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(log_leadership_term_id={self.log_leadership_term_id!r}, log_position={self.log_position!r}, leadership_term_id={self.leadership_term_id!r}, follower_member_id={self.follower_member_id!r}, protocol_version={self.protocol_version!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.log_leadership_term_id, self.log_position, self.leadership_term_id, self.follower_member_id, self.protocol_version) == (other.log_leadership_term_id, other.log_position, other.leadership_term_id, other.follower_member_id, other.protocol_version)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.log_leadership_term_id, self.log_position, self.leadership_term_id, self.follower_member_id, self.protocol_version))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class RequestVote(SbeMessage):
     """RequestVote: templateId 51, blockLength 32."""
 
@@ -411,8 +934,26 @@ class RequestVote(SbeMessage):
     candidate_member_id: int
     protocol_version: int = 0
 
+    def __init__(self, *, log_leadership_term_id: int, log_position: int, candidate_term_id: int, candidate_member_id: int, protocol_version: int = 0) -> None:
+        _set(self, 'log_leadership_term_id', log_leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'candidate_term_id', candidate_term_id)
+        _set(self, 'candidate_member_id', candidate_member_id)
+        _set(self, 'protocol_version', protocol_version)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(log_leadership_term_id={self.log_leadership_term_id!r}, log_position={self.log_position!r}, candidate_term_id={self.candidate_term_id!r}, candidate_member_id={self.candidate_member_id!r}, protocol_version={self.protocol_version!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.log_leadership_term_id, self.log_position, self.candidate_term_id, self.candidate_member_id, self.protocol_version) == (other.log_leadership_term_id, other.log_position, other.candidate_term_id, other.candidate_member_id, other.protocol_version)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.log_leadership_term_id, self.log_position, self.candidate_term_id, self.candidate_member_id, self.protocol_version))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class Vote(SbeMessage):
     """Vote: templateId 52, blockLength 36."""
 
@@ -423,8 +964,27 @@ class Vote(SbeMessage):
     follower_member_id: int
     vote: BooleanType | int
 
+    def __init__(self, *, candidate_term_id: int, log_leadership_term_id: int, log_position: int, candidate_member_id: int, follower_member_id: int, vote: BooleanType | int) -> None:
+        _set(self, 'candidate_term_id', candidate_term_id)
+        _set(self, 'log_leadership_term_id', log_leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'candidate_member_id', candidate_member_id)
+        _set(self, 'follower_member_id', follower_member_id)
+        _set(self, 'vote', vote)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(candidate_term_id={self.candidate_term_id!r}, log_leadership_term_id={self.log_leadership_term_id!r}, log_position={self.log_position!r}, candidate_member_id={self.candidate_member_id!r}, follower_member_id={self.follower_member_id!r}, vote={self.vote!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.candidate_term_id, self.log_leadership_term_id, self.log_position, self.candidate_member_id, self.follower_member_id, self.vote) == (other.candidate_term_id, other.log_leadership_term_id, other.log_position, other.candidate_member_id, other.follower_member_id, other.vote)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.candidate_term_id, self.log_leadership_term_id, self.log_position, self.candidate_member_id, self.follower_member_id, self.vote))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class NewLeadershipTerm(SbeMessage):
     """NewLeadershipTerm: templateId 53, blockLength 88."""
 
@@ -442,8 +1002,34 @@ class NewLeadershipTerm(SbeMessage):
     app_version: int = 0
     is_startup: BooleanType | int
 
+    def __init__(self, *, log_leadership_term_id: int, next_leadership_term_id: int, next_term_base_log_position: int, next_log_position: int, leadership_term_id: int, term_base_log_position: int, log_position: int, leader_recording_id: int, timestamp: int, leader_member_id: int, log_session_id: int, app_version: int = 0, is_startup: BooleanType | int) -> None:
+        _set(self, 'log_leadership_term_id', log_leadership_term_id)
+        _set(self, 'next_leadership_term_id', next_leadership_term_id)
+        _set(self, 'next_term_base_log_position', next_term_base_log_position)
+        _set(self, 'next_log_position', next_log_position)
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'term_base_log_position', term_base_log_position)
+        _set(self, 'log_position', log_position)
+        _set(self, 'leader_recording_id', leader_recording_id)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'log_session_id', log_session_id)
+        _set(self, 'app_version', app_version)
+        _set(self, 'is_startup', is_startup)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(log_leadership_term_id={self.log_leadership_term_id!r}, next_leadership_term_id={self.next_leadership_term_id!r}, next_term_base_log_position={self.next_term_base_log_position!r}, next_log_position={self.next_log_position!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, leader_recording_id={self.leader_recording_id!r}, timestamp={self.timestamp!r}, leader_member_id={self.leader_member_id!r}, log_session_id={self.log_session_id!r}, app_version={self.app_version!r}, is_startup={self.is_startup!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.log_leadership_term_id, self.next_leadership_term_id, self.next_term_base_log_position, self.next_log_position, self.leadership_term_id, self.term_base_log_position, self.log_position, self.leader_recording_id, self.timestamp, self.leader_member_id, self.log_session_id, self.app_version, self.is_startup) == (other.log_leadership_term_id, other.next_leadership_term_id, other.next_term_base_log_position, other.next_log_position, other.leadership_term_id, other.term_base_log_position, other.log_position, other.leader_recording_id, other.timestamp, other.leader_member_id, other.log_session_id, other.app_version, other.is_startup)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.log_leadership_term_id, self.next_leadership_term_id, self.next_term_base_log_position, self.next_log_position, self.leadership_term_id, self.term_base_log_position, self.log_position, self.leader_recording_id, self.timestamp, self.leader_member_id, self.log_session_id, self.app_version, self.is_startup))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class AppendPosition(SbeMessage):
     """AppendPosition: templateId 54, blockLength 21."""
 
@@ -452,8 +1038,25 @@ class AppendPosition(SbeMessage):
     follower_member_id: int
     flags: int = 255
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, follower_member_id: int, flags: int = 255) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'follower_member_id', follower_member_id)
+        _set(self, 'flags', flags)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, follower_member_id={self.follower_member_id!r}, flags={self.flags!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.follower_member_id, self.flags) == (other.leadership_term_id, other.log_position, other.follower_member_id, other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.follower_member_id, self.flags))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class CommitPosition(SbeMessage):
     """CommitPosition: templateId 55, blockLength 20."""
 
@@ -461,8 +1064,24 @@ class CommitPosition(SbeMessage):
     log_position: int
     leader_member_id: int
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, leader_member_id: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'leader_member_id', leader_member_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, leader_member_id={self.leader_member_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.leader_member_id) == (other.leadership_term_id, other.log_position, other.leader_member_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.leader_member_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class CatchupPosition(SbeMessage):
     """CatchupPosition: templateId 56, blockLength 20."""
 
@@ -471,24 +1090,71 @@ class CatchupPosition(SbeMessage):
     follower_member_id: int
     catchup_endpoint: str = ""
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, follower_member_id: int, catchup_endpoint: str = "") -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'follower_member_id', follower_member_id)
+        _set(self, 'catchup_endpoint', catchup_endpoint)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, follower_member_id={self.follower_member_id!r}, catchup_endpoint={self.catchup_endpoint!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.follower_member_id, self.catchup_endpoint) == (other.leadership_term_id, other.log_position, other.follower_member_id, other.catchup_endpoint)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.follower_member_id, self.catchup_endpoint))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class StopCatchup(SbeMessage):
     """StopCatchup: templateId 57, blockLength 12."""
 
     leadership_term_id: int
     follower_member_id: int
 
+    def __init__(self, *, leadership_term_id: int, follower_member_id: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'follower_member_id', follower_member_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, follower_member_id={self.follower_member_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.follower_member_id) == (other.leadership_term_id, other.follower_member_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.follower_member_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class AddPassiveMember(SbeMessage):
     """AddPassiveMember: templateId 70, blockLength 8. Deprecated since schema version 12."""
 
     correlation_id: int
     member_endpoints: str = ""
 
+    def __init__(self, *, correlation_id: int, member_endpoints: str = "") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'member_endpoints', member_endpoints)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, member_endpoints={self.member_endpoints!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.member_endpoints) == (other.correlation_id, other.member_endpoints)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.member_endpoints))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterMembersChange(SbeMessage):
     """ClusterMembersChange: templateId 71, blockLength 12. Deprecated since schema version 12."""
 
@@ -497,16 +1163,48 @@ class ClusterMembersChange(SbeMessage):
     active_members: str = ""
     passive_members: str = ""
 
+    def __init__(self, *, correlation_id: int, leader_member_id: int, active_members: str = "", passive_members: str = "") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'active_members', active_members)
+        _set(self, 'passive_members', passive_members)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, leader_member_id={self.leader_member_id!r}, active_members={self.active_members!r}, passive_members={self.passive_members!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.leader_member_id, self.active_members, self.passive_members) == (other.correlation_id, other.leader_member_id, other.active_members, other.passive_members)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.leader_member_id, self.active_members, self.passive_members))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SnapshotRecordingQuery(SbeMessage):
     """SnapshotRecordingQuery: templateId 72, blockLength 12. Deprecated since schema version 12."""
 
     correlation_id: int
     request_member_id: int
 
+    def __init__(self, *, correlation_id: int, request_member_id: int) -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'request_member_id', request_member_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, request_member_id={self.request_member_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.request_member_id) == (other.correlation_id, other.request_member_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.request_member_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SnapshotRecordingsSnapshots(SbeMessage):
     """One entry of SnapshotRecordings.snapshots."""
 
@@ -517,8 +1215,27 @@ class SnapshotRecordingsSnapshots(SbeMessage):
     timestamp: int
     service_id: int
 
+    def __init__(self, *, recording_id: int, leadership_term_id: int, term_base_log_position: int, log_position: int, timestamp: int, service_id: int) -> None:
+        _set(self, 'recording_id', recording_id)
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'term_base_log_position', term_base_log_position)
+        _set(self, 'log_position', log_position)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'service_id', service_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(recording_id={self.recording_id!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, service_id={self.service_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.recording_id, self.leadership_term_id, self.term_base_log_position, self.log_position, self.timestamp, self.service_id) == (other.recording_id, other.leadership_term_id, other.term_base_log_position, other.log_position, other.timestamp, other.service_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.recording_id, self.leadership_term_id, self.term_base_log_position, self.log_position, self.timestamp, self.service_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SnapshotRecordings(SbeMessage):
     """SnapshotRecordings: templateId 73, blockLength 8. Deprecated since schema version 12."""
 
@@ -526,24 +1243,70 @@ class SnapshotRecordings(SbeMessage):
     snapshots: tuple[SnapshotRecordingsSnapshots, ...] = ()
     member_endpoints: str = ""
 
+    def __init__(self, *, correlation_id: int, snapshots: tuple[SnapshotRecordingsSnapshots, ...] = (), member_endpoints: str = "") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'snapshots', snapshots)
+        _set(self, 'member_endpoints', member_endpoints)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, snapshots={self.snapshots!r}, member_endpoints={self.member_endpoints!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.snapshots, self.member_endpoints) == (other.correlation_id, other.snapshots, other.member_endpoints)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.snapshots, self.member_endpoints))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class JoinCluster(SbeMessage):
     """JoinCluster: templateId 74, blockLength 12. Deprecated since schema version 12."""
 
     leadership_term_id: int
     member_id: int
 
+    def __init__(self, *, leadership_term_id: int, member_id: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'member_id', member_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, member_id={self.member_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.member_id) == (other.leadership_term_id, other.member_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.member_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class TerminationPosition(SbeMessage):
     """TerminationPosition: templateId 75, blockLength 16."""
 
     leadership_term_id: int
     log_position: int
 
+    def __init__(self, *, leadership_term_id: int, log_position: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position) == (other.leadership_term_id, other.log_position)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class TerminationAck(SbeMessage):
     """TerminationAck: templateId 76, blockLength 20."""
 
@@ -551,8 +1314,24 @@ class TerminationAck(SbeMessage):
     log_position: int
     member_id: int
 
+    def __init__(self, *, leadership_term_id: int, log_position: int, member_id: int) -> None:
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'member_id', member_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, member_id={self.member_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.leadership_term_id, self.log_position, self.member_id) == (other.leadership_term_id, other.log_position, other.member_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.leadership_term_id, self.log_position, self.member_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class BackupQuery(SbeMessage):
     """BackupQuery: templateId 77, blockLength 16."""
 
@@ -562,8 +1341,26 @@ class BackupQuery(SbeMessage):
     response_channel: str = ""
     encoded_credentials: bytes = b""
 
+    def __init__(self, *, correlation_id: int, response_stream_id: int, version: int = 0, response_channel: str = "", encoded_credentials: bytes = b"") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'response_stream_id', response_stream_id)
+        _set(self, 'version', version)
+        _set(self, 'response_channel', response_channel)
+        _set(self, 'encoded_credentials', encoded_credentials)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, response_stream_id={self.response_stream_id!r}, version={self.version!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.response_stream_id, self.version, self.response_channel, self.encoded_credentials) == (other.correlation_id, other.response_stream_id, other.version, other.response_channel, other.encoded_credentials)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.response_stream_id, self.version, self.response_channel, self.encoded_credentials))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class BackupResponseSnapshots(SbeMessage):
     """One entry of BackupResponse.snapshots."""
 
@@ -574,8 +1371,27 @@ class BackupResponseSnapshots(SbeMessage):
     timestamp: int
     service_id: int
 
+    def __init__(self, *, recording_id: int, leadership_term_id: int, term_base_log_position: int, log_position: int, timestamp: int, service_id: int) -> None:
+        _set(self, 'recording_id', recording_id)
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'term_base_log_position', term_base_log_position)
+        _set(self, 'log_position', log_position)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'service_id', service_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(recording_id={self.recording_id!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, service_id={self.service_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.recording_id, self.leadership_term_id, self.term_base_log_position, self.log_position, self.timestamp, self.service_id) == (other.recording_id, other.leadership_term_id, other.term_base_log_position, other.log_position, other.timestamp, other.service_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.recording_id, self.leadership_term_id, self.term_base_log_position, self.log_position, self.timestamp, self.service_id))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class BackupResponse(SbeMessage):
     """BackupResponse: templateId 78, blockLength 60."""
 
@@ -591,8 +1407,32 @@ class BackupResponse(SbeMessage):
     snapshots: tuple[BackupResponseSnapshots, ...] = ()
     cluster_members: str = ""
 
+    def __init__(self, *, correlation_id: int, log_recording_id: int, log_leadership_term_id: int, log_term_base_log_position: int, last_leadership_term_id: int, last_term_base_log_position: int, commit_position_counter_id: int, leader_member_id: int, member_id: int = -2147483648, snapshots: tuple[BackupResponseSnapshots, ...] = (), cluster_members: str = "") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'log_recording_id', log_recording_id)
+        _set(self, 'log_leadership_term_id', log_leadership_term_id)
+        _set(self, 'log_term_base_log_position', log_term_base_log_position)
+        _set(self, 'last_leadership_term_id', last_leadership_term_id)
+        _set(self, 'last_term_base_log_position', last_term_base_log_position)
+        _set(self, 'commit_position_counter_id', commit_position_counter_id)
+        _set(self, 'leader_member_id', leader_member_id)
+        _set(self, 'member_id', member_id)
+        _set(self, 'snapshots', snapshots)
+        _set(self, 'cluster_members', cluster_members)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, log_recording_id={self.log_recording_id!r}, log_leadership_term_id={self.log_leadership_term_id!r}, log_term_base_log_position={self.log_term_base_log_position!r}, last_leadership_term_id={self.last_leadership_term_id!r}, last_term_base_log_position={self.last_term_base_log_position!r}, commit_position_counter_id={self.commit_position_counter_id!r}, leader_member_id={self.leader_member_id!r}, member_id={self.member_id!r}, snapshots={self.snapshots!r}, cluster_members={self.cluster_members!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.log_recording_id, self.log_leadership_term_id, self.log_term_base_log_position, self.last_leadership_term_id, self.last_term_base_log_position, self.commit_position_counter_id, self.leader_member_id, self.member_id, self.snapshots, self.cluster_members) == (other.correlation_id, other.log_recording_id, other.log_leadership_term_id, other.log_term_base_log_position, other.last_leadership_term_id, other.last_term_base_log_position, other.commit_position_counter_id, other.leader_member_id, other.member_id, other.snapshots, other.cluster_members)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.log_recording_id, self.log_leadership_term_id, self.log_term_base_log_position, self.last_leadership_term_id, self.last_term_base_log_position, self.commit_position_counter_id, self.leader_member_id, self.member_id, self.snapshots, self.cluster_members))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class HeartbeatRequest(SbeMessage):
     """HeartbeatRequest: templateId 79, blockLength 12."""
 
@@ -601,15 +1441,46 @@ class HeartbeatRequest(SbeMessage):
     response_channel: str = ""
     encoded_credentials: bytes = b""
 
+    def __init__(self, *, correlation_id: int, response_stream_id: int, response_channel: str = "", encoded_credentials: bytes = b"") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'response_stream_id', response_stream_id)
+        _set(self, 'response_channel', response_channel)
+        _set(self, 'encoded_credentials', encoded_credentials)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.response_stream_id, self.response_channel, self.encoded_credentials) == (other.correlation_id, other.response_stream_id, other.response_channel, other.encoded_credentials)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.response_stream_id, self.response_channel, self.encoded_credentials))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class HeartbeatResponse(SbeMessage):
     """HeartbeatResponse: templateId 80, blockLength 8."""
 
     correlation_id: int
 
+    def __init__(self, *, correlation_id: int) -> None:
+        _set(self, 'correlation_id', correlation_id)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id,) == (other.correlation_id,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id,))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class StandbySnapshotSnapshots(SbeMessage):
     """One entry of StandbySnapshot.snapshots."""
 
@@ -621,8 +1492,28 @@ class StandbySnapshotSnapshots(SbeMessage):
     service_id: int
     archive_endpoint: str = ""
 
+    def __init__(self, *, recording_id: int, leadership_term_id: int, term_base_log_position: int, log_position: int, timestamp: int, service_id: int, archive_endpoint: str = "") -> None:
+        _set(self, 'recording_id', recording_id)
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'term_base_log_position', term_base_log_position)
+        _set(self, 'log_position', log_position)
+        _set(self, 'timestamp', timestamp)
+        _set(self, 'service_id', service_id)
+        _set(self, 'archive_endpoint', archive_endpoint)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(recording_id={self.recording_id!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, service_id={self.service_id!r}, archive_endpoint={self.archive_endpoint!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.recording_id, self.leadership_term_id, self.term_base_log_position, self.log_position, self.timestamp, self.service_id, self.archive_endpoint) == (other.recording_id, other.leadership_term_id, other.term_base_log_position, other.log_position, other.timestamp, other.service_id, other.archive_endpoint)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.recording_id, self.leadership_term_id, self.term_base_log_position, self.log_position, self.timestamp, self.service_id, self.archive_endpoint))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class StandbySnapshot(SbeMessage):
     """StandbySnapshot: templateId 81, blockLength 16."""
 
@@ -633,8 +1524,27 @@ class StandbySnapshot(SbeMessage):
     response_channel: str = ""
     encoded_credentials: bytes = b""
 
+    def __init__(self, *, correlation_id: int, version: int, response_stream_id: int, snapshots: tuple[StandbySnapshotSnapshots, ...] = (), response_channel: str = "", encoded_credentials: bytes = b"") -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'version', version)
+        _set(self, 'response_stream_id', response_stream_id)
+        _set(self, 'snapshots', snapshots)
+        _set(self, 'response_channel', response_channel)
+        _set(self, 'encoded_credentials', encoded_credentials)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, version={self.version!r}, response_stream_id={self.response_stream_id!r}, snapshots={self.snapshots!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.version, self.response_stream_id, self.snapshots, self.response_channel, self.encoded_credentials) == (other.correlation_id, other.version, other.response_stream_id, other.snapshots, other.response_channel, other.encoded_credentials)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.version, self.response_stream_id, self.snapshots, self.response_channel, self.encoded_credentials))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class SnapshotMarker(SbeMessage):
     """SnapshotMarker: templateId 100, blockLength 40."""
 
@@ -646,8 +1556,28 @@ class SnapshotMarker(SbeMessage):
     time_unit: ClusterTimeUnit | int = ClusterTimeUnit._value2member_map_.get(-2147483648, -2147483648)
     app_version: int = 0
 
+    def __init__(self, *, type_id: int, log_position: int, leadership_term_id: int, index: int, mark: SnapshotMark | int, time_unit: ClusterTimeUnit | int = ClusterTimeUnit._value2member_map_.get(-2147483648, -2147483648), app_version: int = 0) -> None:
+        _set(self, 'type_id', type_id)
+        _set(self, 'log_position', log_position)
+        _set(self, 'leadership_term_id', leadership_term_id)
+        _set(self, 'index', index)
+        _set(self, 'mark', mark)
+        _set(self, 'time_unit', time_unit)
+        _set(self, 'app_version', app_version)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(type_id={self.type_id!r}, log_position={self.log_position!r}, leadership_term_id={self.leadership_term_id!r}, index={self.index!r}, mark={self.mark!r}, time_unit={self.time_unit!r}, app_version={self.app_version!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.type_id, self.log_position, self.leadership_term_id, self.index, self.mark, self.time_unit, self.app_version) == (other.type_id, other.log_position, other.leadership_term_id, other.index, other.mark, other.time_unit, other.app_version)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.type_id, self.log_position, self.leadership_term_id, self.index, self.mark, self.time_unit, self.app_version))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClientSession(SbeMessage):
     """ClientSession: templateId 102, blockLength 12."""
 
@@ -656,8 +1586,25 @@ class ClientSession(SbeMessage):
     response_channel: str = ""
     encoded_principal: bytes = b""
 
+    def __init__(self, *, cluster_session_id: int, response_stream_id: int, response_channel: str = "", encoded_principal: bytes = b"") -> None:
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'response_stream_id', response_stream_id)
+        _set(self, 'response_channel', response_channel)
+        _set(self, 'encoded_principal', encoded_principal)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r}, encoded_principal={self.encoded_principal!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.cluster_session_id, self.response_stream_id, self.response_channel, self.encoded_principal) == (other.cluster_session_id, other.response_stream_id, other.response_channel, other.encoded_principal)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.cluster_session_id, self.response_stream_id, self.response_channel, self.encoded_principal))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterSession(SbeMessage):
     """ClusterSession: templateId 103, blockLength 40."""
 
@@ -669,16 +1616,51 @@ class ClusterSession(SbeMessage):
     response_stream_id: int
     response_channel: str = ""
 
+    def __init__(self, *, cluster_session_id: int, correlation_id: int, opened_log_position: int, time_of_last_activity: int, close_reason: CloseReason | int, response_stream_id: int, response_channel: str = "") -> None:
+        _set(self, 'cluster_session_id', cluster_session_id)
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'opened_log_position', opened_log_position)
+        _set(self, 'time_of_last_activity', time_of_last_activity)
+        _set(self, 'close_reason', close_reason)
+        _set(self, 'response_stream_id', response_stream_id)
+        _set(self, 'response_channel', response_channel)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, opened_log_position={self.opened_log_position!r}, time_of_last_activity={self.time_of_last_activity!r}, close_reason={self.close_reason!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.cluster_session_id, self.correlation_id, self.opened_log_position, self.time_of_last_activity, self.close_reason, self.response_stream_id, self.response_channel) == (other.cluster_session_id, other.correlation_id, other.opened_log_position, other.time_of_last_activity, other.close_reason, other.response_stream_id, other.response_channel)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.cluster_session_id, self.correlation_id, self.opened_log_position, self.time_of_last_activity, self.close_reason, self.response_stream_id, self.response_channel))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class Timer(SbeMessage):
     """Timer: templateId 104, blockLength 16."""
 
     correlation_id: int
     deadline: int
 
+    def __init__(self, *, correlation_id: int, deadline: int) -> None:
+        _set(self, 'correlation_id', correlation_id)
+        _set(self, 'deadline', deadline)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, deadline={self.deadline!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.correlation_id, self.deadline) == (other.correlation_id, other.deadline)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.correlation_id, self.deadline))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ConsensusModule(SbeMessage):
     """ConsensusModule: templateId 105, blockLength 28."""
 
@@ -687,8 +1669,25 @@ class ConsensusModule(SbeMessage):
     log_service_session_id: int = -9223372036854775808
     pending_message_capacity: int = 0
 
+    def __init__(self, *, next_session_id: int, next_service_session_id: int = -9223372036854775808, log_service_session_id: int = -9223372036854775808, pending_message_capacity: int = 0) -> None:
+        _set(self, 'next_session_id', next_session_id)
+        _set(self, 'next_service_session_id', next_service_session_id)
+        _set(self, 'log_service_session_id', log_service_session_id)
+        _set(self, 'pending_message_capacity', pending_message_capacity)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(next_session_id={self.next_session_id!r}, next_service_session_id={self.next_service_session_id!r}, log_service_session_id={self.log_service_session_id!r}, pending_message_capacity={self.pending_message_capacity!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.next_session_id, self.next_service_session_id, self.log_service_session_id, self.pending_message_capacity) == (other.next_session_id, other.next_service_session_id, other.log_service_session_id, other.pending_message_capacity)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.next_session_id, self.next_service_session_id, self.log_service_session_id, self.pending_message_capacity))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class ClusterMembers(SbeMessage):
     """ClusterMembers: templateId 106, blockLength 8."""
 
@@ -696,8 +1695,24 @@ class ClusterMembers(SbeMessage):
     high_member_id: int
     cluster_members: str = ""
 
+    def __init__(self, *, member_id: int, high_member_id: int, cluster_members: str = "") -> None:
+        _set(self, 'member_id', member_id)
+        _set(self, 'high_member_id', high_member_id)
+        _set(self, 'cluster_members', cluster_members)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, high_member_id={self.high_member_id!r}, cluster_members={self.cluster_members!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.member_id, self.high_member_id, self.cluster_members) == (other.member_id, other.high_member_id, other.cluster_members)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.member_id, self.high_member_id, self.cluster_members))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False)
 class PendingMessageTracker(SbeMessage):
     """PendingMessageTracker: templateId 107, blockLength 24."""
 
@@ -705,6 +1720,23 @@ class PendingMessageTracker(SbeMessage):
     log_service_session_id: int
     pending_message_capacity: int = 0
     service_id: int
+
+    def __init__(self, *, next_service_session_id: int, log_service_session_id: int, pending_message_capacity: int = 0, service_id: int) -> None:
+        _set(self, 'next_service_session_id', next_service_session_id)
+        _set(self, 'log_service_session_id', log_service_session_id)
+        _set(self, 'pending_message_capacity', pending_message_capacity)
+        _set(self, 'service_id', service_id)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(next_service_session_id={self.next_service_session_id!r}, log_service_session_id={self.log_service_session_id!r}, pending_message_capacity={self.pending_message_capacity!r}, service_id={self.service_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.next_service_session_id, self.log_service_session_id, self.pending_message_capacity, self.service_id) == (other.next_service_session_id, other.log_service_session_id, other.pending_message_capacity, other.service_id)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.next_service_session_id, self.log_service_session_id, self.pending_message_capacity, self.service_id))
 
 
 MESSAGES: tuple[MessageSpec, ...] = (

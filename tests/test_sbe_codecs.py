@@ -311,3 +311,81 @@ def test_attribute_names_are_snake_case_of_aeron_names():
     assert snake_case("logLeadershipTermId") == "log_leadership_term_id"
     assert snake_case("timeOfLastAppendNs") == "time_of_last_append_ns"
     assert [f.attr for f in codecs.Vote.BLOCK.fields][-1] == "vote"
+
+
+# --- The written-out dataclass methods behave as the ones `dataclasses` generates ------------------
+
+
+def _ordinary_twin(cls):
+    """``cls`` declared again as an ordinary frozen, slotted, keyword-only dataclass: every method generated."""
+    import dataclasses
+
+    spec = [(f.name, f.type) if f.default is dataclasses.MISSING else (f.name, f.type, dataclasses.field(default=f.default))
+            for f in dataclasses.fields(cls)]
+    return dataclasses.make_dataclass(cls.__name__, spec, bases=(codecs.SbeMessage,), frozen=True, slots=True,
+                                      kw_only=True)
+
+
+def _entry_classes(block):
+    yield block.cls
+    for group in block.groups:
+        yield from _entry_classes(group.entry)
+
+
+EVERY_CLASS = sorted({cls for spec in codecs.MESSAGES for cls in _entry_classes(spec.block)}, key=lambda c: c.__name__)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_written_out_methods_behave_as_the_generated_ones(data):
+    import copy
+    import dataclasses
+    import pickle
+
+    spec = data.draw(st.sampled_from(codecs.MESSAGES))
+    block = spec.block
+    if block.groups and data.draw(st.booleans()):  # a group entry's class as well as the message's
+        block = data.draw(st.sampled_from(block.groups)).entry
+    message = data.draw(_block_strategy(block))
+    cls = type(message)
+    twin = _ordinary_twin(cls)
+    values = {f.name: getattr(message, f.name) for f in dataclasses.fields(cls)}
+    other = twin(**values)
+    assert repr(message) == repr(other)
+    assert hash(message) == hash(other)
+    assert message == cls(**values) and not message != cls(**values)
+    assert message != other  # another class: unequal, as between two dataclasses
+    assert dataclasses.astuple(message) == dataclasses.astuple(other)
+    assert pickle.loads(pickle.dumps(message)) == message
+    assert copy.deepcopy(message) == message
+    assert dataclasses.replace(message) == message
+    for name in values:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(message, name, 1)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(message, name)
+    required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+    if required:
+        missing = dict(values)
+        del missing[required[-1]]
+        with pytest.raises(TypeError):
+            cls(**missing)
+        with pytest.raises(TypeError):
+            cls(*values.values())  # keyword-only
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    given_only = cls(**{name: values[name] for name in required})
+    assert all(getattr(given_only, name) == default for name, default in defaults.items())
+    assert repr(given_only) == repr(twin(**{name: values[name] for name in required}))
+
+
+def test_every_class_keeps_the_dataclass_interface():
+    import dataclasses
+
+    for cls in EVERY_CLASS:
+        twin = _ordinary_twin(cls)
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
+        assert [(f.name, f.default) for f in dataclasses.fields(cls)] == \
+            [(f.name, f.default) for f in dataclasses.fields(twin)], cls
+        assert cls.__slots__ == twin.__slots__ and cls.__match_args__ == twin.__match_args__, cls
+        assert not hasattr(cls(**{f.name: f.default if f.default is not dataclasses.MISSING else 0
+                                  for f in dataclasses.fields(cls)}), "__dict__"), cls
