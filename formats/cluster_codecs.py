@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 from formats.sbe import BlockSpec, FieldSpec, GroupSpec, MessageSpec, SbeMessage, VarDataSpec
 
-_set = object.__setattr__
-
 SCHEMA_ID = 111
 SCHEMA_VERSION = 12
 SEMANTIC_VERSION = '5.4'
@@ -101,9 +99,9 @@ class SessionMessageHeader(SbeMessage):
     timestamp: int
 
     def __init__(self, *, leadership_term_id: int, cluster_session_id: int, timestamp: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'timestamp', timestamp)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, timestamp={self.timestamp!r})"
@@ -130,13 +128,13 @@ class SessionEvent(SbeMessage):
     detail: str = ""
 
     def __init__(self, *, cluster_session_id: int, correlation_id: int, leadership_term_id: int, leader_member_id: int, code: EventCode | int, version: int = 0, detail: str = "") -> None:
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'code', code)
-        _set(self, 'version', version)
-        _set(self, 'detail', detail)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'code', code)
+        object.__setattr__(self, 'version', version)
+        object.__setattr__(self, 'detail', detail)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, leadership_term_id={self.leadership_term_id!r}, leader_member_id={self.leader_member_id!r}, code={self.code!r}, version={self.version!r}, detail={self.detail!r})"
@@ -161,11 +159,11 @@ class SessionConnectRequest(SbeMessage):
     encoded_credentials: bytes = b""
 
     def __init__(self, *, correlation_id: int, response_stream_id: int, version: int = 0, response_channel: str = "", encoded_credentials: bytes = b"") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'response_stream_id', response_stream_id)
-        _set(self, 'version', version)
-        _set(self, 'response_channel', response_channel)
-        _set(self, 'encoded_credentials', encoded_credentials)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'response_stream_id', response_stream_id)
+        object.__setattr__(self, 'version', version)
+        object.__setattr__(self, 'response_channel', response_channel)
+        object.__setattr__(self, 'encoded_credentials', encoded_credentials)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, response_stream_id={self.response_stream_id!r}, version={self.version!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
@@ -187,8 +185,8 @@ class SessionCloseRequest(SbeMessage):
     cluster_session_id: int
 
     def __init__(self, *, leadership_term_id: int, cluster_session_id: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r})"
@@ -210,8 +208,8 @@ class SessionKeepAlive(SbeMessage):
     cluster_session_id: int
 
     def __init__(self, *, leadership_term_id: int, cluster_session_id: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r})"
@@ -235,10 +233,10 @@ class NewLeaderEvent(SbeMessage):
     ingress_endpoints: str = ""
 
     def __init__(self, *, leadership_term_id: int, cluster_session_id: int, leader_member_id: int, ingress_endpoints: str = "") -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'ingress_endpoints', ingress_endpoints)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'ingress_endpoints', ingress_endpoints)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, leader_member_id={self.leader_member_id!r}, ingress_endpoints={self.ingress_endpoints!r})"
@@ -261,9 +259,9 @@ class Challenge(SbeMessage):
     encoded_challenge: bytes = b""
 
     def __init__(self, *, correlation_id: int, cluster_session_id: int, encoded_challenge: bytes = b"") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'encoded_challenge', encoded_challenge)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'encoded_challenge', encoded_challenge)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, cluster_session_id={self.cluster_session_id!r}, encoded_challenge={self.encoded_challenge!r})"
@@ -286,9 +284,9 @@ class ChallengeResponse(SbeMessage):
     encoded_credentials: bytes = b""
 
     def __init__(self, *, correlation_id: int, cluster_session_id: int, encoded_credentials: bytes = b"") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'encoded_credentials', encoded_credentials)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'encoded_credentials', encoded_credentials)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, cluster_session_id={self.cluster_session_id!r}, encoded_credentials={self.encoded_credentials!r})"
@@ -311,9 +309,9 @@ class TimerEvent(SbeMessage):
     timestamp: int
 
     def __init__(self, *, leadership_term_id: int, correlation_id: int, timestamp: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'timestamp', timestamp)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, correlation_id={self.correlation_id!r}, timestamp={self.timestamp!r})"
@@ -340,13 +338,13 @@ class SessionOpenEvent(SbeMessage):
     encoded_principal: bytes = b""
 
     def __init__(self, *, leadership_term_id: int, correlation_id: int, cluster_session_id: int, timestamp: int, response_stream_id: int, response_channel: str = "", encoded_principal: bytes = b"") -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'response_stream_id', response_stream_id)
-        _set(self, 'response_channel', response_channel)
-        _set(self, 'encoded_principal', encoded_principal)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'response_stream_id', response_stream_id)
+        object.__setattr__(self, 'response_channel', response_channel)
+        object.__setattr__(self, 'encoded_principal', encoded_principal)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, correlation_id={self.correlation_id!r}, cluster_session_id={self.cluster_session_id!r}, timestamp={self.timestamp!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r}, encoded_principal={self.encoded_principal!r})"
@@ -370,10 +368,10 @@ class SessionCloseEvent(SbeMessage):
     close_reason: CloseReason | int
 
     def __init__(self, *, leadership_term_id: int, cluster_session_id: int, timestamp: int, close_reason: CloseReason | int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'close_reason', close_reason)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'close_reason', close_reason)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, timestamp={self.timestamp!r}, close_reason={self.close_reason!r})"
@@ -398,11 +396,11 @@ class ClusterActionRequest(SbeMessage):
     flags: int = -2147483648
 
     def __init__(self, *, leadership_term_id: int, log_position: int, timestamp: int, action: ClusterAction | int, flags: int = -2147483648) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'action', action)
-        _set(self, 'flags', flags)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'action', action)
+        object.__setattr__(self, 'flags', flags)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, action={self.action!r}, flags={self.flags!r})"
@@ -430,14 +428,14 @@ class NewLeadershipTermEvent(SbeMessage):
     app_version: int = 0
 
     def __init__(self, *, leadership_term_id: int, log_position: int, timestamp: int, term_base_log_position: int, leader_member_id: int, log_session_id: int, time_unit: ClusterTimeUnit | int = ClusterTimeUnit._value2member_map_.get(-2147483648, -2147483648), app_version: int = 0) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'term_base_log_position', term_base_log_position)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'log_session_id', log_session_id)
-        _set(self, 'time_unit', time_unit)
-        _set(self, 'app_version', app_version)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'term_base_log_position', term_base_log_position)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'log_session_id', log_session_id)
+        object.__setattr__(self, 'time_unit', time_unit)
+        object.__setattr__(self, 'app_version', app_version)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, term_base_log_position={self.term_base_log_position!r}, leader_member_id={self.leader_member_id!r}, log_session_id={self.log_session_id!r}, time_unit={self.time_unit!r}, app_version={self.app_version!r})"
@@ -465,14 +463,14 @@ class MembershipChangeEvent(SbeMessage):
     cluster_members: str = ""
 
     def __init__(self, *, leadership_term_id: int, log_position: int, timestamp: int, leader_member_id: int, cluster_size: int, change_type: ChangeType | int, member_id: int, cluster_members: str = "") -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'cluster_size', cluster_size)
-        _set(self, 'change_type', change_type)
-        _set(self, 'member_id', member_id)
-        _set(self, 'cluster_members', cluster_members)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'cluster_size', cluster_size)
+        object.__setattr__(self, 'change_type', change_type)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'cluster_members', cluster_members)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, leader_member_id={self.leader_member_id!r}, cluster_size={self.cluster_size!r}, change_type={self.change_type!r}, member_id={self.member_id!r}, cluster_members={self.cluster_members!r})"
@@ -497,11 +495,11 @@ class AdminRequest(SbeMessage):
     payload: bytes = b""
 
     def __init__(self, *, leadership_term_id: int, cluster_session_id: int, correlation_id: int, request_type: AdminRequestType | int, payload: bytes = b"") -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'request_type', request_type)
-        _set(self, 'payload', payload)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'request_type', request_type)
+        object.__setattr__(self, 'payload', payload)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, request_type={self.request_type!r}, payload={self.payload!r})"
@@ -527,12 +525,12 @@ class AdminResponse(SbeMessage):
     payload: bytes = b""
 
     def __init__(self, *, cluster_session_id: int, correlation_id: int, request_type: AdminRequestType | int, response_code: AdminResponseCode | int, message: str = "", payload: bytes = b"") -> None:
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'request_type', request_type)
-        _set(self, 'response_code', response_code)
-        _set(self, 'message', message)
-        _set(self, 'payload', payload)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'request_type', request_type)
+        object.__setattr__(self, 'response_code', response_code)
+        object.__setattr__(self, 'message', message)
+        object.__setattr__(self, 'payload', payload)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, request_type={self.request_type!r}, response_code={self.response_code!r}, message={self.message!r}, payload={self.payload!r})"
@@ -553,7 +551,7 @@ class CloseSession(SbeMessage):
     cluster_session_id: int
 
     def __init__(self, *, cluster_session_id: int) -> None:
-        _set(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r})"
@@ -575,8 +573,8 @@ class ScheduleTimer(SbeMessage):
     deadline: int
 
     def __init__(self, *, correlation_id: int, deadline: int) -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'deadline', deadline)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'deadline', deadline)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, deadline={self.deadline!r})"
@@ -597,7 +595,7 @@ class CancelTimer(SbeMessage):
     correlation_id: int
 
     def __init__(self, *, correlation_id: int) -> None:
-        _set(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r})"
@@ -622,11 +620,11 @@ class ServiceAck(SbeMessage):
     service_id: int
 
     def __init__(self, *, log_position: int, timestamp: int, ack_id: int, relevant_id: int, service_id: int) -> None:
-        _set(self, 'log_position', log_position)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'ack_id', ack_id)
-        _set(self, 'relevant_id', relevant_id)
-        _set(self, 'service_id', service_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'ack_id', ack_id)
+        object.__setattr__(self, 'relevant_id', relevant_id)
+        object.__setattr__(self, 'service_id', service_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(log_position={self.log_position!r}, timestamp={self.timestamp!r}, ack_id={self.ack_id!r}, relevant_id={self.relevant_id!r}, service_id={self.service_id!r})"
@@ -648,8 +646,8 @@ class ClusterMembersQuery(SbeMessage):
     extended: BooleanType | int = BooleanType._value2member_map_.get(-2147483648, -2147483648)
 
     def __init__(self, *, correlation_id: int, extended: BooleanType | int = BooleanType._value2member_map_.get(-2147483648, -2147483648)) -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'extended', extended)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'extended', extended)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, extended={self.extended!r})"
@@ -671,8 +669,8 @@ class RemoveMember(SbeMessage):
     is_passive: BooleanType | int
 
     def __init__(self, *, member_id: int, is_passive: BooleanType | int) -> None:
-        _set(self, 'member_id', member_id)
-        _set(self, 'is_passive', is_passive)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'is_passive', is_passive)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, is_passive={self.is_passive!r})"
@@ -700,14 +698,14 @@ class JoinLog(SbeMessage):
     log_channel: str = ""
 
     def __init__(self, *, log_position: int, max_log_position: int, member_id: int, log_session_id: int, log_stream_id: int, is_startup: BooleanType | int, role: int, log_channel: str = "") -> None:
-        _set(self, 'log_position', log_position)
-        _set(self, 'max_log_position', max_log_position)
-        _set(self, 'member_id', member_id)
-        _set(self, 'log_session_id', log_session_id)
-        _set(self, 'log_stream_id', log_stream_id)
-        _set(self, 'is_startup', is_startup)
-        _set(self, 'role', role)
-        _set(self, 'log_channel', log_channel)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'max_log_position', max_log_position)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'log_session_id', log_session_id)
+        object.__setattr__(self, 'log_stream_id', log_stream_id)
+        object.__setattr__(self, 'is_startup', is_startup)
+        object.__setattr__(self, 'role', role)
+        object.__setattr__(self, 'log_channel', log_channel)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(log_position={self.log_position!r}, max_log_position={self.max_log_position!r}, member_id={self.member_id!r}, log_session_id={self.log_session_id!r}, log_stream_id={self.log_stream_id!r}, is_startup={self.is_startup!r}, role={self.role!r}, log_channel={self.log_channel!r})"
@@ -731,10 +729,10 @@ class ClusterMembersResponse(SbeMessage):
     passive_followers: str = ""
 
     def __init__(self, *, correlation_id: int, leader_member_id: int, active_members: str = "", passive_followers: str = "") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'active_members', active_members)
-        _set(self, 'passive_followers', passive_followers)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'active_members', active_members)
+        object.__setattr__(self, 'passive_followers', passive_followers)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, leader_member_id={self.leader_member_id!r}, active_members={self.active_members!r}, passive_followers={self.passive_followers!r})"
@@ -755,7 +753,7 @@ class ServiceTerminationPosition(SbeMessage):
     log_position: int
 
     def __init__(self, *, log_position: int) -> None:
-        _set(self, 'log_position', log_position)
+        object.__setattr__(self, 'log_position', log_position)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(log_position={self.log_position!r})"
@@ -784,15 +782,15 @@ class ClusterMembersExtendedResponseActiveMembers(SbeMessage):
     archive_endpoint: str = ""
 
     def __init__(self, *, leadership_term_id: int, log_position: int, time_of_last_append_ns: int, member_id: int, ingress_endpoint: str = "", consensus_endpoint: str = "", log_endpoint: str = "", catchup_endpoint: str = "", archive_endpoint: str = "") -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'time_of_last_append_ns', time_of_last_append_ns)
-        _set(self, 'member_id', member_id)
-        _set(self, 'ingress_endpoint', ingress_endpoint)
-        _set(self, 'consensus_endpoint', consensus_endpoint)
-        _set(self, 'log_endpoint', log_endpoint)
-        _set(self, 'catchup_endpoint', catchup_endpoint)
-        _set(self, 'archive_endpoint', archive_endpoint)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'time_of_last_append_ns', time_of_last_append_ns)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'ingress_endpoint', ingress_endpoint)
+        object.__setattr__(self, 'consensus_endpoint', consensus_endpoint)
+        object.__setattr__(self, 'log_endpoint', log_endpoint)
+        object.__setattr__(self, 'catchup_endpoint', catchup_endpoint)
+        object.__setattr__(self, 'archive_endpoint', archive_endpoint)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, time_of_last_append_ns={self.time_of_last_append_ns!r}, member_id={self.member_id!r}, ingress_endpoint={self.ingress_endpoint!r}, consensus_endpoint={self.consensus_endpoint!r}, log_endpoint={self.log_endpoint!r}, catchup_endpoint={self.catchup_endpoint!r}, archive_endpoint={self.archive_endpoint!r})"
@@ -821,15 +819,15 @@ class ClusterMembersExtendedResponsePassiveMembers(SbeMessage):
     archive_endpoint: str = ""
 
     def __init__(self, *, leadership_term_id: int, log_position: int, time_of_last_append_ns: int, member_id: int, ingress_endpoint: str = "", consensus_endpoint: str = "", log_endpoint: str = "", catchup_endpoint: str = "", archive_endpoint: str = "") -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'time_of_last_append_ns', time_of_last_append_ns)
-        _set(self, 'member_id', member_id)
-        _set(self, 'ingress_endpoint', ingress_endpoint)
-        _set(self, 'consensus_endpoint', consensus_endpoint)
-        _set(self, 'log_endpoint', log_endpoint)
-        _set(self, 'catchup_endpoint', catchup_endpoint)
-        _set(self, 'archive_endpoint', archive_endpoint)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'time_of_last_append_ns', time_of_last_append_ns)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'ingress_endpoint', ingress_endpoint)
+        object.__setattr__(self, 'consensus_endpoint', consensus_endpoint)
+        object.__setattr__(self, 'log_endpoint', log_endpoint)
+        object.__setattr__(self, 'catchup_endpoint', catchup_endpoint)
+        object.__setattr__(self, 'archive_endpoint', archive_endpoint)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, time_of_last_append_ns={self.time_of_last_append_ns!r}, member_id={self.member_id!r}, ingress_endpoint={self.ingress_endpoint!r}, consensus_endpoint={self.consensus_endpoint!r}, log_endpoint={self.log_endpoint!r}, catchup_endpoint={self.catchup_endpoint!r}, archive_endpoint={self.archive_endpoint!r})"
@@ -855,12 +853,12 @@ class ClusterMembersExtendedResponse(SbeMessage):
     passive_members: tuple[ClusterMembersExtendedResponsePassiveMembers, ...] = ()
 
     def __init__(self, *, correlation_id: int, current_time_ns: int, leader_member_id: int, member_id: int, active_members: tuple[ClusterMembersExtendedResponseActiveMembers, ...] = (), passive_members: tuple[ClusterMembersExtendedResponsePassiveMembers, ...] = ()) -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'current_time_ns', current_time_ns)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'member_id', member_id)
-        _set(self, 'active_members', active_members)
-        _set(self, 'passive_members', passive_members)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'current_time_ns', current_time_ns)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'active_members', active_members)
+        object.__setattr__(self, 'passive_members', passive_members)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, current_time_ns={self.current_time_ns!r}, leader_member_id={self.leader_member_id!r}, member_id={self.member_id!r}, active_members={self.active_members!r}, passive_members={self.passive_members!r})"
@@ -881,7 +879,7 @@ class RequestServiceAck(SbeMessage):
     log_position: int
 
     def __init__(self, *, log_position: int) -> None:
-        _set(self, 'log_position', log_position)
+        object.__setattr__(self, 'log_position', log_position)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(log_position={self.log_position!r})"
@@ -906,11 +904,11 @@ class CanvassPosition(SbeMessage):
     protocol_version: int = 0
 
     def __init__(self, *, log_leadership_term_id: int, log_position: int, leadership_term_id: int, follower_member_id: int, protocol_version: int = 0) -> None:
-        _set(self, 'log_leadership_term_id', log_leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'follower_member_id', follower_member_id)
-        _set(self, 'protocol_version', protocol_version)
+        object.__setattr__(self, 'log_leadership_term_id', log_leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'follower_member_id', follower_member_id)
+        object.__setattr__(self, 'protocol_version', protocol_version)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(log_leadership_term_id={self.log_leadership_term_id!r}, log_position={self.log_position!r}, leadership_term_id={self.leadership_term_id!r}, follower_member_id={self.follower_member_id!r}, protocol_version={self.protocol_version!r})"
@@ -935,11 +933,11 @@ class RequestVote(SbeMessage):
     protocol_version: int = 0
 
     def __init__(self, *, log_leadership_term_id: int, log_position: int, candidate_term_id: int, candidate_member_id: int, protocol_version: int = 0) -> None:
-        _set(self, 'log_leadership_term_id', log_leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'candidate_term_id', candidate_term_id)
-        _set(self, 'candidate_member_id', candidate_member_id)
-        _set(self, 'protocol_version', protocol_version)
+        object.__setattr__(self, 'log_leadership_term_id', log_leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'candidate_term_id', candidate_term_id)
+        object.__setattr__(self, 'candidate_member_id', candidate_member_id)
+        object.__setattr__(self, 'protocol_version', protocol_version)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(log_leadership_term_id={self.log_leadership_term_id!r}, log_position={self.log_position!r}, candidate_term_id={self.candidate_term_id!r}, candidate_member_id={self.candidate_member_id!r}, protocol_version={self.protocol_version!r})"
@@ -965,12 +963,12 @@ class Vote(SbeMessage):
     vote: BooleanType | int
 
     def __init__(self, *, candidate_term_id: int, log_leadership_term_id: int, log_position: int, candidate_member_id: int, follower_member_id: int, vote: BooleanType | int) -> None:
-        _set(self, 'candidate_term_id', candidate_term_id)
-        _set(self, 'log_leadership_term_id', log_leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'candidate_member_id', candidate_member_id)
-        _set(self, 'follower_member_id', follower_member_id)
-        _set(self, 'vote', vote)
+        object.__setattr__(self, 'candidate_term_id', candidate_term_id)
+        object.__setattr__(self, 'log_leadership_term_id', log_leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'candidate_member_id', candidate_member_id)
+        object.__setattr__(self, 'follower_member_id', follower_member_id)
+        object.__setattr__(self, 'vote', vote)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(candidate_term_id={self.candidate_term_id!r}, log_leadership_term_id={self.log_leadership_term_id!r}, log_position={self.log_position!r}, candidate_member_id={self.candidate_member_id!r}, follower_member_id={self.follower_member_id!r}, vote={self.vote!r})"
@@ -1003,19 +1001,19 @@ class NewLeadershipTerm(SbeMessage):
     is_startup: BooleanType | int
 
     def __init__(self, *, log_leadership_term_id: int, next_leadership_term_id: int, next_term_base_log_position: int, next_log_position: int, leadership_term_id: int, term_base_log_position: int, log_position: int, leader_recording_id: int, timestamp: int, leader_member_id: int, log_session_id: int, app_version: int = 0, is_startup: BooleanType | int) -> None:
-        _set(self, 'log_leadership_term_id', log_leadership_term_id)
-        _set(self, 'next_leadership_term_id', next_leadership_term_id)
-        _set(self, 'next_term_base_log_position', next_term_base_log_position)
-        _set(self, 'next_log_position', next_log_position)
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'term_base_log_position', term_base_log_position)
-        _set(self, 'log_position', log_position)
-        _set(self, 'leader_recording_id', leader_recording_id)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'log_session_id', log_session_id)
-        _set(self, 'app_version', app_version)
-        _set(self, 'is_startup', is_startup)
+        object.__setattr__(self, 'log_leadership_term_id', log_leadership_term_id)
+        object.__setattr__(self, 'next_leadership_term_id', next_leadership_term_id)
+        object.__setattr__(self, 'next_term_base_log_position', next_term_base_log_position)
+        object.__setattr__(self, 'next_log_position', next_log_position)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'term_base_log_position', term_base_log_position)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'leader_recording_id', leader_recording_id)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'log_session_id', log_session_id)
+        object.__setattr__(self, 'app_version', app_version)
+        object.__setattr__(self, 'is_startup', is_startup)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(log_leadership_term_id={self.log_leadership_term_id!r}, next_leadership_term_id={self.next_leadership_term_id!r}, next_term_base_log_position={self.next_term_base_log_position!r}, next_log_position={self.next_log_position!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, leader_recording_id={self.leader_recording_id!r}, timestamp={self.timestamp!r}, leader_member_id={self.leader_member_id!r}, log_session_id={self.log_session_id!r}, app_version={self.app_version!r}, is_startup={self.is_startup!r})"
@@ -1039,10 +1037,10 @@ class AppendPosition(SbeMessage):
     flags: int = 255
 
     def __init__(self, *, leadership_term_id: int, log_position: int, follower_member_id: int, flags: int = 255) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'follower_member_id', follower_member_id)
-        _set(self, 'flags', flags)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'follower_member_id', follower_member_id)
+        object.__setattr__(self, 'flags', flags)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, follower_member_id={self.follower_member_id!r}, flags={self.flags!r})"
@@ -1065,9 +1063,9 @@ class CommitPosition(SbeMessage):
     leader_member_id: int
 
     def __init__(self, *, leadership_term_id: int, log_position: int, leader_member_id: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, leader_member_id={self.leader_member_id!r})"
@@ -1091,10 +1089,10 @@ class CatchupPosition(SbeMessage):
     catchup_endpoint: str = ""
 
     def __init__(self, *, leadership_term_id: int, log_position: int, follower_member_id: int, catchup_endpoint: str = "") -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'follower_member_id', follower_member_id)
-        _set(self, 'catchup_endpoint', catchup_endpoint)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'follower_member_id', follower_member_id)
+        object.__setattr__(self, 'catchup_endpoint', catchup_endpoint)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, follower_member_id={self.follower_member_id!r}, catchup_endpoint={self.catchup_endpoint!r})"
@@ -1116,8 +1114,8 @@ class StopCatchup(SbeMessage):
     follower_member_id: int
 
     def __init__(self, *, leadership_term_id: int, follower_member_id: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'follower_member_id', follower_member_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'follower_member_id', follower_member_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, follower_member_id={self.follower_member_id!r})"
@@ -1139,8 +1137,8 @@ class AddPassiveMember(SbeMessage):
     member_endpoints: str = ""
 
     def __init__(self, *, correlation_id: int, member_endpoints: str = "") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'member_endpoints', member_endpoints)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'member_endpoints', member_endpoints)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, member_endpoints={self.member_endpoints!r})"
@@ -1164,10 +1162,10 @@ class ClusterMembersChange(SbeMessage):
     passive_members: str = ""
 
     def __init__(self, *, correlation_id: int, leader_member_id: int, active_members: str = "", passive_members: str = "") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'active_members', active_members)
-        _set(self, 'passive_members', passive_members)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'active_members', active_members)
+        object.__setattr__(self, 'passive_members', passive_members)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, leader_member_id={self.leader_member_id!r}, active_members={self.active_members!r}, passive_members={self.passive_members!r})"
@@ -1189,8 +1187,8 @@ class SnapshotRecordingQuery(SbeMessage):
     request_member_id: int
 
     def __init__(self, *, correlation_id: int, request_member_id: int) -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'request_member_id', request_member_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'request_member_id', request_member_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, request_member_id={self.request_member_id!r})"
@@ -1216,12 +1214,12 @@ class SnapshotRecordingsSnapshots(SbeMessage):
     service_id: int
 
     def __init__(self, *, recording_id: int, leadership_term_id: int, term_base_log_position: int, log_position: int, timestamp: int, service_id: int) -> None:
-        _set(self, 'recording_id', recording_id)
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'term_base_log_position', term_base_log_position)
-        _set(self, 'log_position', log_position)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'service_id', service_id)
+        object.__setattr__(self, 'recording_id', recording_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'term_base_log_position', term_base_log_position)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'service_id', service_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(recording_id={self.recording_id!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, service_id={self.service_id!r})"
@@ -1244,9 +1242,9 @@ class SnapshotRecordings(SbeMessage):
     member_endpoints: str = ""
 
     def __init__(self, *, correlation_id: int, snapshots: tuple[SnapshotRecordingsSnapshots, ...] = (), member_endpoints: str = "") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'snapshots', snapshots)
-        _set(self, 'member_endpoints', member_endpoints)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'snapshots', snapshots)
+        object.__setattr__(self, 'member_endpoints', member_endpoints)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, snapshots={self.snapshots!r}, member_endpoints={self.member_endpoints!r})"
@@ -1268,8 +1266,8 @@ class JoinCluster(SbeMessage):
     member_id: int
 
     def __init__(self, *, leadership_term_id: int, member_id: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'member_id', member_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'member_id', member_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, member_id={self.member_id!r})"
@@ -1291,8 +1289,8 @@ class TerminationPosition(SbeMessage):
     log_position: int
 
     def __init__(self, *, leadership_term_id: int, log_position: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r})"
@@ -1315,9 +1313,9 @@ class TerminationAck(SbeMessage):
     member_id: int
 
     def __init__(self, *, leadership_term_id: int, log_position: int, member_id: int) -> None:
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'member_id', member_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'member_id', member_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(leadership_term_id={self.leadership_term_id!r}, log_position={self.log_position!r}, member_id={self.member_id!r})"
@@ -1342,11 +1340,11 @@ class BackupQuery(SbeMessage):
     encoded_credentials: bytes = b""
 
     def __init__(self, *, correlation_id: int, response_stream_id: int, version: int = 0, response_channel: str = "", encoded_credentials: bytes = b"") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'response_stream_id', response_stream_id)
-        _set(self, 'version', version)
-        _set(self, 'response_channel', response_channel)
-        _set(self, 'encoded_credentials', encoded_credentials)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'response_stream_id', response_stream_id)
+        object.__setattr__(self, 'version', version)
+        object.__setattr__(self, 'response_channel', response_channel)
+        object.__setattr__(self, 'encoded_credentials', encoded_credentials)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, response_stream_id={self.response_stream_id!r}, version={self.version!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
@@ -1372,12 +1370,12 @@ class BackupResponseSnapshots(SbeMessage):
     service_id: int
 
     def __init__(self, *, recording_id: int, leadership_term_id: int, term_base_log_position: int, log_position: int, timestamp: int, service_id: int) -> None:
-        _set(self, 'recording_id', recording_id)
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'term_base_log_position', term_base_log_position)
-        _set(self, 'log_position', log_position)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'service_id', service_id)
+        object.__setattr__(self, 'recording_id', recording_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'term_base_log_position', term_base_log_position)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'service_id', service_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(recording_id={self.recording_id!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, service_id={self.service_id!r})"
@@ -1408,17 +1406,17 @@ class BackupResponse(SbeMessage):
     cluster_members: str = ""
 
     def __init__(self, *, correlation_id: int, log_recording_id: int, log_leadership_term_id: int, log_term_base_log_position: int, last_leadership_term_id: int, last_term_base_log_position: int, commit_position_counter_id: int, leader_member_id: int, member_id: int = -2147483648, snapshots: tuple[BackupResponseSnapshots, ...] = (), cluster_members: str = "") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'log_recording_id', log_recording_id)
-        _set(self, 'log_leadership_term_id', log_leadership_term_id)
-        _set(self, 'log_term_base_log_position', log_term_base_log_position)
-        _set(self, 'last_leadership_term_id', last_leadership_term_id)
-        _set(self, 'last_term_base_log_position', last_term_base_log_position)
-        _set(self, 'commit_position_counter_id', commit_position_counter_id)
-        _set(self, 'leader_member_id', leader_member_id)
-        _set(self, 'member_id', member_id)
-        _set(self, 'snapshots', snapshots)
-        _set(self, 'cluster_members', cluster_members)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'log_recording_id', log_recording_id)
+        object.__setattr__(self, 'log_leadership_term_id', log_leadership_term_id)
+        object.__setattr__(self, 'log_term_base_log_position', log_term_base_log_position)
+        object.__setattr__(self, 'last_leadership_term_id', last_leadership_term_id)
+        object.__setattr__(self, 'last_term_base_log_position', last_term_base_log_position)
+        object.__setattr__(self, 'commit_position_counter_id', commit_position_counter_id)
+        object.__setattr__(self, 'leader_member_id', leader_member_id)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'snapshots', snapshots)
+        object.__setattr__(self, 'cluster_members', cluster_members)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, log_recording_id={self.log_recording_id!r}, log_leadership_term_id={self.log_leadership_term_id!r}, log_term_base_log_position={self.log_term_base_log_position!r}, last_leadership_term_id={self.last_leadership_term_id!r}, last_term_base_log_position={self.last_term_base_log_position!r}, commit_position_counter_id={self.commit_position_counter_id!r}, leader_member_id={self.leader_member_id!r}, member_id={self.member_id!r}, snapshots={self.snapshots!r}, cluster_members={self.cluster_members!r})"
@@ -1442,10 +1440,10 @@ class HeartbeatRequest(SbeMessage):
     encoded_credentials: bytes = b""
 
     def __init__(self, *, correlation_id: int, response_stream_id: int, response_channel: str = "", encoded_credentials: bytes = b"") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'response_stream_id', response_stream_id)
-        _set(self, 'response_channel', response_channel)
-        _set(self, 'encoded_credentials', encoded_credentials)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'response_stream_id', response_stream_id)
+        object.__setattr__(self, 'response_channel', response_channel)
+        object.__setattr__(self, 'encoded_credentials', encoded_credentials)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
@@ -1466,7 +1464,7 @@ class HeartbeatResponse(SbeMessage):
     correlation_id: int
 
     def __init__(self, *, correlation_id: int) -> None:
-        _set(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r})"
@@ -1493,13 +1491,13 @@ class StandbySnapshotSnapshots(SbeMessage):
     archive_endpoint: str = ""
 
     def __init__(self, *, recording_id: int, leadership_term_id: int, term_base_log_position: int, log_position: int, timestamp: int, service_id: int, archive_endpoint: str = "") -> None:
-        _set(self, 'recording_id', recording_id)
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'term_base_log_position', term_base_log_position)
-        _set(self, 'log_position', log_position)
-        _set(self, 'timestamp', timestamp)
-        _set(self, 'service_id', service_id)
-        _set(self, 'archive_endpoint', archive_endpoint)
+        object.__setattr__(self, 'recording_id', recording_id)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'term_base_log_position', term_base_log_position)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'timestamp', timestamp)
+        object.__setattr__(self, 'service_id', service_id)
+        object.__setattr__(self, 'archive_endpoint', archive_endpoint)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(recording_id={self.recording_id!r}, leadership_term_id={self.leadership_term_id!r}, term_base_log_position={self.term_base_log_position!r}, log_position={self.log_position!r}, timestamp={self.timestamp!r}, service_id={self.service_id!r}, archive_endpoint={self.archive_endpoint!r})"
@@ -1525,12 +1523,12 @@ class StandbySnapshot(SbeMessage):
     encoded_credentials: bytes = b""
 
     def __init__(self, *, correlation_id: int, version: int, response_stream_id: int, snapshots: tuple[StandbySnapshotSnapshots, ...] = (), response_channel: str = "", encoded_credentials: bytes = b"") -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'version', version)
-        _set(self, 'response_stream_id', response_stream_id)
-        _set(self, 'snapshots', snapshots)
-        _set(self, 'response_channel', response_channel)
-        _set(self, 'encoded_credentials', encoded_credentials)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'version', version)
+        object.__setattr__(self, 'response_stream_id', response_stream_id)
+        object.__setattr__(self, 'snapshots', snapshots)
+        object.__setattr__(self, 'response_channel', response_channel)
+        object.__setattr__(self, 'encoded_credentials', encoded_credentials)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, version={self.version!r}, response_stream_id={self.response_stream_id!r}, snapshots={self.snapshots!r}, response_channel={self.response_channel!r}, encoded_credentials={self.encoded_credentials!r})"
@@ -1557,13 +1555,13 @@ class SnapshotMarker(SbeMessage):
     app_version: int = 0
 
     def __init__(self, *, type_id: int, log_position: int, leadership_term_id: int, index: int, mark: SnapshotMark | int, time_unit: ClusterTimeUnit | int = ClusterTimeUnit._value2member_map_.get(-2147483648, -2147483648), app_version: int = 0) -> None:
-        _set(self, 'type_id', type_id)
-        _set(self, 'log_position', log_position)
-        _set(self, 'leadership_term_id', leadership_term_id)
-        _set(self, 'index', index)
-        _set(self, 'mark', mark)
-        _set(self, 'time_unit', time_unit)
-        _set(self, 'app_version', app_version)
+        object.__setattr__(self, 'type_id', type_id)
+        object.__setattr__(self, 'log_position', log_position)
+        object.__setattr__(self, 'leadership_term_id', leadership_term_id)
+        object.__setattr__(self, 'index', index)
+        object.__setattr__(self, 'mark', mark)
+        object.__setattr__(self, 'time_unit', time_unit)
+        object.__setattr__(self, 'app_version', app_version)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(type_id={self.type_id!r}, log_position={self.log_position!r}, leadership_term_id={self.leadership_term_id!r}, index={self.index!r}, mark={self.mark!r}, time_unit={self.time_unit!r}, app_version={self.app_version!r})"
@@ -1587,10 +1585,10 @@ class ClientSession(SbeMessage):
     encoded_principal: bytes = b""
 
     def __init__(self, *, cluster_session_id: int, response_stream_id: int, response_channel: str = "", encoded_principal: bytes = b"") -> None:
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'response_stream_id', response_stream_id)
-        _set(self, 'response_channel', response_channel)
-        _set(self, 'encoded_principal', encoded_principal)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'response_stream_id', response_stream_id)
+        object.__setattr__(self, 'response_channel', response_channel)
+        object.__setattr__(self, 'encoded_principal', encoded_principal)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r}, encoded_principal={self.encoded_principal!r})"
@@ -1617,13 +1615,13 @@ class ClusterSession(SbeMessage):
     response_channel: str = ""
 
     def __init__(self, *, cluster_session_id: int, correlation_id: int, opened_log_position: int, time_of_last_activity: int, close_reason: CloseReason | int, response_stream_id: int, response_channel: str = "") -> None:
-        _set(self, 'cluster_session_id', cluster_session_id)
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'opened_log_position', opened_log_position)
-        _set(self, 'time_of_last_activity', time_of_last_activity)
-        _set(self, 'close_reason', close_reason)
-        _set(self, 'response_stream_id', response_stream_id)
-        _set(self, 'response_channel', response_channel)
+        object.__setattr__(self, 'cluster_session_id', cluster_session_id)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'opened_log_position', opened_log_position)
+        object.__setattr__(self, 'time_of_last_activity', time_of_last_activity)
+        object.__setattr__(self, 'close_reason', close_reason)
+        object.__setattr__(self, 'response_stream_id', response_stream_id)
+        object.__setattr__(self, 'response_channel', response_channel)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(cluster_session_id={self.cluster_session_id!r}, correlation_id={self.correlation_id!r}, opened_log_position={self.opened_log_position!r}, time_of_last_activity={self.time_of_last_activity!r}, close_reason={self.close_reason!r}, response_stream_id={self.response_stream_id!r}, response_channel={self.response_channel!r})"
@@ -1645,8 +1643,8 @@ class Timer(SbeMessage):
     deadline: int
 
     def __init__(self, *, correlation_id: int, deadline: int) -> None:
-        _set(self, 'correlation_id', correlation_id)
-        _set(self, 'deadline', deadline)
+        object.__setattr__(self, 'correlation_id', correlation_id)
+        object.__setattr__(self, 'deadline', deadline)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(correlation_id={self.correlation_id!r}, deadline={self.deadline!r})"
@@ -1670,10 +1668,10 @@ class ConsensusModule(SbeMessage):
     pending_message_capacity: int = 0
 
     def __init__(self, *, next_session_id: int, next_service_session_id: int = -9223372036854775808, log_service_session_id: int = -9223372036854775808, pending_message_capacity: int = 0) -> None:
-        _set(self, 'next_session_id', next_session_id)
-        _set(self, 'next_service_session_id', next_service_session_id)
-        _set(self, 'log_service_session_id', log_service_session_id)
-        _set(self, 'pending_message_capacity', pending_message_capacity)
+        object.__setattr__(self, 'next_session_id', next_session_id)
+        object.__setattr__(self, 'next_service_session_id', next_service_session_id)
+        object.__setattr__(self, 'log_service_session_id', log_service_session_id)
+        object.__setattr__(self, 'pending_message_capacity', pending_message_capacity)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(next_session_id={self.next_session_id!r}, next_service_session_id={self.next_service_session_id!r}, log_service_session_id={self.log_service_session_id!r}, pending_message_capacity={self.pending_message_capacity!r})"
@@ -1696,9 +1694,9 @@ class ClusterMembers(SbeMessage):
     cluster_members: str = ""
 
     def __init__(self, *, member_id: int, high_member_id: int, cluster_members: str = "") -> None:
-        _set(self, 'member_id', member_id)
-        _set(self, 'high_member_id', high_member_id)
-        _set(self, 'cluster_members', cluster_members)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'high_member_id', high_member_id)
+        object.__setattr__(self, 'cluster_members', cluster_members)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, high_member_id={self.high_member_id!r}, cluster_members={self.cluster_members!r})"
@@ -1722,10 +1720,10 @@ class PendingMessageTracker(SbeMessage):
     service_id: int
 
     def __init__(self, *, next_service_session_id: int, log_service_session_id: int, pending_message_capacity: int = 0, service_id: int) -> None:
-        _set(self, 'next_service_session_id', next_service_session_id)
-        _set(self, 'log_service_session_id', log_service_session_id)
-        _set(self, 'pending_message_capacity', pending_message_capacity)
-        _set(self, 'service_id', service_id)
+        object.__setattr__(self, 'next_service_session_id', next_service_session_id)
+        object.__setattr__(self, 'log_service_session_id', log_service_session_id)
+        object.__setattr__(self, 'pending_message_capacity', pending_message_capacity)
+        object.__setattr__(self, 'service_id', service_id)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}(next_service_session_id={self.next_service_session_id!r}, log_service_session_id={self.log_service_session_id!r}, pending_message_capacity={self.pending_message_capacity!r}, service_id={self.service_id!r})"

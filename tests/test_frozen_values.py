@@ -18,8 +18,23 @@ from formats.udp import DataFrame, StatusMessage, decode_datagram, encode_frame
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _assigns_class(tree: ast.AST) -> bool:
+def _constructors(tree: ast.AST) -> set[ast.AST]:
+    """The nodes inside a class's own ``__init__``: a constructor setting its fields, as the ``__init__`` that
+    `dataclasses` generates for a frozen class does (`formats.cluster_codecs` writes those out)."""
+    inside: set[ast.AST] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    inside.update(ast.walk(item))
+    return inside
+
+
+def _assigns_class(tree: ast.AST) -> bool:
+    constructors = _constructors(tree)
+    for node in ast.walk(tree):
+        if node in constructors:
+            continue
         targets = node.targets if isinstance(node, ast.Assign) else []
         if any(isinstance(t, ast.Attribute) and t.attr == "__class__" for t in targets):
             return True

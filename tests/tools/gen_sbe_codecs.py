@@ -227,7 +227,7 @@ def _emit_methods(lines: list[str], attrs: list[tuple[str, str, str | None]]) ->
                        for name, annotation, default in attrs)
     lines.append(f"    def __init__(self, *, {params}) -> None:" if attrs else "    def __init__(self) -> None:")
     for name in names:
-        lines.append(f"        _set(self, {name!r}, {name})")
+        lines.append(f"        object.__setattr__(self, {name!r}, {name})")
     if not names:
         lines.append("        pass")
     lines.append("")
@@ -309,8 +309,6 @@ def generate(schema: XSchema, source_name: str) -> str:
         "from dataclasses import dataclass",
         "",
         "from formats.sbe import BlockSpec, FieldSpec, GroupSpec, MessageSpec, SbeMessage, VarDataSpec",
-        "",
-        "_set = object.__setattr__",
         "",
         f"SCHEMA_ID = {schema.id}",
         f"SCHEMA_VERSION = {schema.version}",
