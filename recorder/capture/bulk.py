@@ -199,6 +199,7 @@ class _Capture:
         self.capture = capture
         self.runs: list[tuple] = []  # (stream, first, end, sender, receiver, channel, base, sends_as)
         self.dropped: list[np.ndarray] = []  # candidate positions whose held ``in`` event was dropped
+        self._in_time_order = False  # times never go back and row order is packet order (set as the walk begins)
         self._sort(columns)
 
     # --- sorting the datagrams ----------------------------------------------------------------------
@@ -525,6 +526,8 @@ class _Capture:
                 decoder.frames[name] += count
         fed = np.flatnonzero(self.kind == _FED).tolist()
         packets, self.fed_packets = self.fed_packets, None
+        ts, index = c.ts_ns, c.index
+        self._in_time_order = not c.huge_ts and bool((ts[1:] >= ts[:-1]).all() and (index[1:] > index[:-1]).all())
         self._fed_count = 0
         self._pending = [-1] * self.stream_count
         self._states: list[Any] = [None] * self.stream_count
@@ -730,7 +733,11 @@ class _Capture:
         state.join = None  # from here on the reassembler's own position rules (as `_on_term_frame` says)
         first_message = int(self.c_next_message[position])
         if first_message < end:  # the publication's first message (`DatagramDecoder._on_term_frame`)
-            ts = int(self.columns.ts_ns[self.c_row[first_message]])
+            if self._in_time_order:  # (else the earliest of the run's messages, wherever it is)
+                ts = int(self.columns.ts_ns[self.c_row[first_message]])
+            else:
+                rows = self.c_row[first_message:end][self.c_kind[first_message:end] == _MESSAGE]
+                ts = int(self.columns.ts_ns[rows].min())
             if publication.first_data_ts is None or ts < publication.first_data_ts:
                 publication.first_data_ts = ts
         row = int(self.c_row[last])
