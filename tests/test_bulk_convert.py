@@ -536,10 +536,66 @@ def _fed_one_by_one(monkeypatch, capture: bytes) -> list[int]:
     return fed
 
 
+def test_the_messages_that_make_a_publications_sender_known_are_taken_in_bulk(monkeypatch):
+    """A consensus publication's first message names its sender, an egress publication's first
+    NewLeaderEvent names the leader, and a log publication's heartbeats come before the NewLeadershipTerm
+    (on a consensus stream) that names its leader: the walk takes them in its runs, as the decoder takes
+    them one by one (the same events, notes and evidence), feeding only the SETUPs and that
+    NewLeadershipTerm (which has side effects on other streams)."""
+    vote = _Publication(41001, 20103, 701, 108)  # member 0 → member 1's consensus endpoint
+    term = _Publication(41010, 20003, 710, 108)  # member 1 → member 0: the NewLeadershipTerm
+    log = _Publication(42000, 20004, -55, 100)  # leader 1's log to member 0
+    egress = _Publication(43001, 20900, 901, 102)  # to a client
+    datagrams: list[tuple[int, int, int, bytes]] = []
+    ts = 1_700_000_000_000_000_000
+
+    def add(publication: _Publication, payload: bytes, *, back: bool = False) -> None:
+        nonlocal ts
+        ts += 1_000_000
+        here = (publication.dst, publication.src) if back else (publication.src, publication.dst)
+        datagrams.append((ts, *here, payload))
+
+    setups = []
+    for publication in (vote, term, log, egress):
+        setups.append(len(datagrams) + 1)
+        add(publication, publication.setup())
+        add(publication, publication.status(0), back=True)
+    for choice in (0, 0, 0):  # CanvassPositions naming member 0
+        add(vote, vote.frames(_message(vote, choice), mtu=1408)[0])
+    for _ in range(3):
+        add(log, log.heartbeat(False))
+    named = len(datagrams) + 1
+    add(term, term.frames(_message(term, 3), mtu=1408)[0])  # NewLeadershipTerm: leader 1, log session -55
+    for choice in (0, 1):
+        add(log, log.heartbeat(False))
+        add(log, log.frames(_message(log, choice), mtu=1408)[0])
+        add(egress, egress.frames(_message(egress, choice), mtu=1408)[0])  # NewLeaderEvent
+        add(vote, vote.frames(_message(vote, 1), mtu=1408)[0])  # AppendPosition
+        add(vote, vote.status(0), back=True)
+        add(log, log.status(0), back=True)
+    assert _fed_one_by_one(monkeypatch, _capture_of(datagrams)) == [*setups, named]
+
+
+def test_a_silence_inside_a_run_splits_a_members_activity_in_bulk_as_one_by_one(monkeypatch):
+    """Member 0's only traffic, a steady consensus stream, falls silent for 1.2 s: the walk's spans of its
+    activity (from the silences between a run's datagrams) are the decoder's (from every send in packet
+    order), two of them."""
+    vote = _Publication(41001, 20103, 701, 108)
+    ts = 1_700_000_000_000_000_000
+    datagrams = [(ts, vote.src, vote.dst, vote.setup())]
+    for step in range(40):
+        ts += 1_200_000_000 if step == 20 else 50_000_000
+        datagrams.append((ts, vote.src, vote.dst, vote.frames(_message(vote, 1), mtu=1408)[0]))
+    capture = _capture_of(datagrams)
+    assert _fed_one_by_one(monkeypatch, capture) == [1]
+    assert len(decode_captures([("made-up.pcap", capture)], LOOPBACK).liveness[0].heard) == 2
+
+
 def test_a_capture_whose_times_go_back_decodes_the_same_both_ways(monkeypatch):
     """Times that go back in the capture (a clock step, captures merged): a run's first message need not
     be its earliest, and the publication's first data (``first_data_ns``, read by the evidence of when it
-    was connected) is the earliest of them, as the decoder has it from every message."""
+    was connected) is the earliest of them, as the decoder has it from every message; a member's spans of
+    activity are read from every send in packet order, not from stretches in time order."""
     vote = _Publication(41001, 20103, 701, 108)
     ts = 1_700_000_000_000_000_000
     datagrams = [(ts, vote.src, vote.dst, vote.setup())]
