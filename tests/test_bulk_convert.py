@@ -592,10 +592,8 @@ def test_a_silence_inside_a_run_splits_a_members_activity_in_bulk_as_one_by_one(
 
 
 def test_a_capture_whose_times_go_back_decodes_the_same_both_ways(monkeypatch):
-    """Times that go back in the capture (a clock step, captures merged): a run's first message need not
-    be its earliest, and the publication's first data (``first_data_ns``, read by the evidence of when it
-    was connected) is the earliest of them, as the decoder has it from every message; a member's spans of
-    activity are read from every send in packet order, not from stretches in time order."""
+    """Times that go back in the capture (clock steps, merged captures): a member's spans of activity are
+    then read from every send in packet order, not from stretches in time order."""
     vote = _Publication(41001, 20103, 701, 108)
     ts = 1_700_000_000_000_000_000
     datagrams = [(ts, vote.src, vote.dst, vote.setup())]
@@ -606,3 +604,48 @@ def test_a_capture_whose_times_go_back_decodes_the_same_both_ways(monkeypatch):
             datagrams.append((ts, vote.dst, vote.src, vote.status(0)))
     _fed_one_by_one(monkeypatch, _capture_of(datagrams))
 
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_assembled_order_puts_the_moved_rows_and_extra_events_where_a_sort_of_them_all_would(data):
+    """`recorder.capture._assembled_order` against ``np.lexsort`` over every kept row and extra event:
+    rows sorted by time with some moved later (queued to a start, an end of stream answered), some not
+    kept, extra events of every order group tied with rows and with each other at equal times."""
+    from recorder.capture import _assembled_order
+
+    count = data.draw(st.integers(0, 30))
+    captured_ts = np.sort(np.array(data.draw(st.lists(st.integers(0, 9), min_size=count, max_size=count)),
+                                   dtype=np.int64))
+    if data.draw(st.booleans()) and count > 1:  # (times that are not in order: the sort itself)
+        captured_ts = captured_ts[::-1].copy()
+    ts = captured_ts.copy()
+    for row in data.draw(st.lists(st.integers(0, max(count - 1, 0)), max_size=count)) if count else []:
+        ts[row] = data.draw(st.integers(int(ts[row]), 12))
+    kept = np.array(data.draw(st.lists(st.booleans(), min_size=count, max_size=count)), dtype=bool)
+    extra = data.draw(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 3), st.integers(0, count + 2)),
+                               max_size=8))
+    when, group, position = (np.array([item[k] for item in extra], dtype=np.int64) for k in range(3))
+    taken = np.flatnonzero(kept)
+    index = np.concatenate([taken, count + np.arange(len(extra))])
+    expected = index[np.lexsort((np.concatenate([taken, position]),
+                                 np.concatenate([np.ones(len(taken), np.int64), group]),
+                                 np.concatenate([ts[taken], when])))]
+    assert _assembled_order(captured_ts, ts, kept, when, group, position).tolist() == expected.tolist()
+
+
+def test_the_rows_of_each_type_are_found_from_one_look_up_of_each_rows_type(reference):
+    """`recorder.capture._TypedRows.rows_of_type` (each row's type looked up once) gives what
+    `EventColumns.rows_of_type` gives, for every type of a real capture's rows, several types at once and
+    a type it does not hold."""
+    from recorder.capture import _TypedRows
+
+    directory = reference / "aeron-1.47.3-capture" / "f_follower_kill_rejoin_catchup"
+    rows = load_captures([directory / "capture.pcap"], members=_members_of(directory)).columns
+    typed = _TypedRows(rows)
+    names = sorted(set(rows.entries.types))
+    assert len(names) > 10
+    for name in names:
+        assert typed.rows_of_type(name).tolist() == rows.rows_of_type(name).tolist()
+    for several in (names[::3], ("CommitPosition", "AppendPosition", "CommitPosition"), ("NoSuchMessage",), ()):
+        assert typed.rows_of_type(*several).tolist() == rows.rows_of_type(*several).tolist()
+    assert typed.ts is rows.ts
