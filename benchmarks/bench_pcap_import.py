@@ -66,6 +66,22 @@ between passes (10-20 ms, +38 MB); larger or smaller stretches of the file; fewe
 (-40% page faults, no measurable time).  5× needs about 0.2 s more: no single step holds it; the next
 factor would be fewer passes over the data in Python (the walk's fed datagrams and runs, the lives) and
 a codec module whose message classes cost nothing to import.
+
+The walk and the members' lives, fewer Python passes (2026-11-25, paired with 2ec46e3, 7 rounds, load
+1.1-2.6, replay files identical): recount 1.167 -> 1.080 s wall (median of paired differences 87 ms),
+1.17 -> 1.08 s CPU, peak memory unchanged (175.9 MB), 4.41x -> 4.76x tshark.  In process: the walk 227 ->
+160 ms (the messages that make a publication's sender known taken in runs: 6,435 -> 4,875 datagrams fed
+one by one; the members' spans of activity from stretches, 22 -> 7 ms; status messages settled for every
+stream at once, 15 -> 5 ms), the members' lives 87 -> 67 ms (the final order by merging the few moved rows
+and extra events into rows already in time order instead of a lexsort of all; each member's sends grouped
+once; each row's type looked up once).  What is left of the walk is Python per stream: the bench's copies
+make 5,000 streams, each with its SETUPs fed (3,315, 10 us each: a new stream's objects), a check and a run
+(5,655, 6-7 us each); and the 1,170 datagrams of two or four frames, fed because they carry a
+NewLeadershipTerm.  Tried and dropped: every member's sent rows marked in one array over the capture's rows
+and sorted by member (as slow as the sorts it replaced: fresh pages of 400k-row arrays cost 0.3 ms a MB
+here); each member's rows found once and every per-member step done on them (the gathers cost what the
+masks did); the rows of each type by one sort of all the rows by type (its radix sort cost what the
+lookups saved).
 """
 
 from __future__ import annotations

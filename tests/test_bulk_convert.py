@@ -506,3 +506,146 @@ def test_ballots_on_the_wire_are_found_the_same_in_columns_as_in_events(script):
                 | (out & np.isin(kinds, ["NewLeadershipTerm", "AppendPosition", "CommitPosition"]))))
     assert sorted(found) == sorted(samples)
     assert infer_settings(columns) == infer_settings(events)
+
+
+# --- what the walk takes in bulk ---------------------------------------------------------------------
+def _capture_of(datagrams: list[tuple[int, int, int, bytes]]) -> bytes:
+    """A pcap of (ts, src port, dst port, payload) datagrams on 127.0.0.1."""
+    writer = PcapWriter()
+    return writer.file_header() + b"".join(writer.udp_packet(when, "127.0.0.1", src, "127.0.0.1", dst, payload)
+                                           for when, src, dst, payload in datagrams)
+
+
+def _fed_one_by_one(monkeypatch, capture: bytes) -> list[int]:
+    """The packet numbers the bulk decoding of ``capture`` fed to the decoder one datagram at a time; the
+    capture decoded both ways, the same."""
+    fed: list[int] = []
+    feed = bulk._Capture._feed
+
+    def counted(self, packet):
+        fed.append(packet.index)
+        feed(self, packet)
+
+    monkeypatch.setattr(bulk._Capture, "_feed", counted)
+    outcomes = []
+    for fast in (True, False):
+        result = decode_captures([("made-up.pcap", capture)], LOOPBACK, bulk=fast)
+        outcomes.append((result.events, [p.to_json() for p in result.problems], result.notes, result.summary,
+                         result.liveness, _publication_evidence(result)))
+    assert outcomes[0] == outcomes[1]
+    return fed
+
+
+def test_the_messages_that_make_a_publications_sender_known_are_taken_in_bulk(monkeypatch):
+    """A consensus publication's first message names its sender, an egress publication's first
+    NewLeaderEvent names the leader, and a log publication's heartbeats come before the NewLeadershipTerm
+    (on a consensus stream) that names its leader: the walk takes them in its runs, as the decoder takes
+    them one by one (the same events, notes and evidence), feeding only the SETUPs and that
+    NewLeadershipTerm (which has side effects on other streams)."""
+    vote = _Publication(41001, 20103, 701, 108)  # member 0 → member 1's consensus endpoint
+    term = _Publication(41010, 20003, 710, 108)  # member 1 → member 0: the NewLeadershipTerm
+    log = _Publication(42000, 20004, -55, 100)  # leader 1's log to member 0
+    egress = _Publication(43001, 20900, 901, 102)  # to a client
+    datagrams: list[tuple[int, int, int, bytes]] = []
+    ts = 1_700_000_000_000_000_000
+
+    def add(publication: _Publication, payload: bytes, *, back: bool = False) -> None:
+        nonlocal ts
+        ts += 1_000_000
+        here = (publication.dst, publication.src) if back else (publication.src, publication.dst)
+        datagrams.append((ts, *here, payload))
+
+    setups = []
+    for publication in (vote, term, log, egress):
+        setups.append(len(datagrams) + 1)
+        add(publication, publication.setup())
+        add(publication, publication.status(0), back=True)
+    for choice in (0, 0, 0):  # CanvassPositions naming member 0
+        add(vote, vote.frames(_message(vote, choice), mtu=1408)[0])
+    for _ in range(3):
+        add(log, log.heartbeat(False))
+    named = len(datagrams) + 1
+    add(term, term.frames(_message(term, 3), mtu=1408)[0])  # NewLeadershipTerm: leader 1, log session -55
+    for choice in (0, 1):
+        add(log, log.heartbeat(False))
+        add(log, log.frames(_message(log, choice), mtu=1408)[0])
+        add(egress, egress.frames(_message(egress, choice), mtu=1408)[0])  # NewLeaderEvent
+        add(vote, vote.frames(_message(vote, 1), mtu=1408)[0])  # AppendPosition
+        add(vote, vote.status(0), back=True)
+        add(log, log.status(0), back=True)
+    assert _fed_one_by_one(monkeypatch, _capture_of(datagrams)) == [*setups, named]
+
+
+def test_a_silence_inside_a_run_splits_a_members_activity_in_bulk_as_one_by_one(monkeypatch):
+    """Member 0's only traffic, a steady consensus stream, falls silent for 1.2 s: the walk's spans of its
+    activity (from the silences between a run's datagrams) are the decoder's (from every send in packet
+    order), two of them."""
+    vote = _Publication(41001, 20103, 701, 108)
+    ts = 1_700_000_000_000_000_000
+    datagrams = [(ts, vote.src, vote.dst, vote.setup())]
+    for step in range(40):
+        ts += 1_200_000_000 if step == 20 else 50_000_000
+        datagrams.append((ts, vote.src, vote.dst, vote.frames(_message(vote, 1), mtu=1408)[0]))
+    capture = _capture_of(datagrams)
+    assert _fed_one_by_one(monkeypatch, capture) == [1]
+    assert len(decode_captures([("made-up.pcap", capture)], LOOPBACK).liveness[0].heard) == 2
+
+
+def test_a_capture_whose_times_go_back_decodes_the_same_both_ways(monkeypatch):
+    """Times that go back in the capture (clock steps, merged captures): a member's spans of activity are
+    then read from every send in packet order, not from stretches in time order."""
+    vote = _Publication(41001, 20103, 701, 108)
+    ts = 1_700_000_000_000_000_000
+    datagrams = [(ts, vote.src, vote.dst, vote.setup())]
+    for step in range(40):
+        ts += -3_000_000_000 if step == 20 else 50_000_000
+        datagrams.append((ts, vote.src, vote.dst, vote.frames(_message(vote, 1), mtu=1408)[0]))
+        if step % 5 == 0:
+            datagrams.append((ts, vote.dst, vote.src, vote.status(0)))
+    _fed_one_by_one(monkeypatch, _capture_of(datagrams))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_assembled_order_puts_the_moved_rows_and_extra_events_where_a_sort_of_them_all_would(data):
+    """`recorder.capture._assembled_order` against ``np.lexsort`` over every kept row and extra event:
+    rows sorted by time with some moved later (queued to a start, an end of stream answered), some not
+    kept, extra events of every order group tied with rows and with each other at equal times."""
+    from recorder.capture import _assembled_order
+
+    count = data.draw(st.integers(0, 30))
+    captured_ts = np.sort(np.array(data.draw(st.lists(st.integers(0, 9), min_size=count, max_size=count)),
+                                   dtype=np.int64))
+    if data.draw(st.booleans()) and count > 1:  # (times that are not in order: the sort itself)
+        captured_ts = captured_ts[::-1].copy()
+    ts = captured_ts.copy()
+    for row in data.draw(st.lists(st.integers(0, max(count - 1, 0)), max_size=count)) if count else []:
+        ts[row] = data.draw(st.integers(int(ts[row]), 12))
+    kept = np.array(data.draw(st.lists(st.booleans(), min_size=count, max_size=count)), dtype=bool)
+    extra = data.draw(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 3), st.integers(0, count + 2)),
+                               max_size=8))
+    when, group, position = (np.array([item[k] for item in extra], dtype=np.int64) for k in range(3))
+    taken = np.flatnonzero(kept)
+    index = np.concatenate([taken, count + np.arange(len(extra))])
+    expected = index[np.lexsort((np.concatenate([taken, position]),
+                                 np.concatenate([np.ones(len(taken), np.int64), group]),
+                                 np.concatenate([ts[taken], when])))]
+    assert _assembled_order(captured_ts, ts, kept, when, group, position).tolist() == expected.tolist()
+
+
+def test_the_rows_of_each_type_are_found_from_one_look_up_of_each_rows_type(reference):
+    """`recorder.capture._TypedRows.rows_of_type` (each row's type looked up once) gives what
+    `EventColumns.rows_of_type` gives, for every type of a real capture's rows, several types at once and
+    a type it does not hold."""
+    from recorder.capture import _TypedRows
+
+    directory = reference / "aeron-1.47.3-capture" / "f_follower_kill_rejoin_catchup"
+    rows = load_captures([directory / "capture.pcap"], members=_members_of(directory)).columns
+    typed = _TypedRows(rows)
+    names = sorted(set(rows.entries.types))
+    assert len(names) > 10
+    for name in names:
+        assert typed.rows_of_type(name).tolist() == rows.rows_of_type(name).tolist()
+    for several in (names[::3], ("CommitPosition", "AppendPosition", "CommitPosition"), ("NoSuchMessage",), ()):
+        assert typed.rows_of_type(*several).tolist() == rows.rows_of_type(*several).tolist()
+    assert typed.ts is rows.ts

@@ -429,9 +429,9 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
     the reference: `tests/test_bulk_convert.py` holds the two to the same bytes."""
     rows = captured.columns
     count = len(rows)
-    ts = rows.ts.copy()
-    captured_flag = rows.captured.copy()
-    captured_ts = rows.captured_ts.copy()
+    # The times and captured times, copied at the first change (`queue_until`, an answered end of stream).
+    ts, captured_flag, captured_ts = rows.ts, rows.captured, rows.captured_ts
+    copied = False
     incoming = rows.dir == DIRECTIONS.index("in")
     consensus_out = (rows.dir == DIRECTIONS.index("out")) & (rows.channel == CHANNELS.index("consensus"))
     kept = np.ones(count, dtype=bool)
@@ -440,37 +440,76 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
     if directories:
         from recorder.capture.cluster_dir_import import member_of
         from recorder.capture.cluster_dir_import import member_start as build_member_start
+    # The capture's rows come in time order, and a time only ever moves later (to a start, to the message
+    # that answered an end of stream): what lies before a time is found in the rows before it.
+    in_order = count < 2 or bool((rows.ts[1:] >= rows.ts[:-1]).all())
+    # Each member's consensus messages, in row order (the rows grouped by member once).
+    sent_rows = np.flatnonzero(consensus_out)
+    sent_rows = sent_rows[_member_order(rows.node[sent_rows])]
+    sent_nodes = rows.node[sent_rows]
+    sent_at = np.flatnonzero(sent_nodes[1:] != sent_nodes[:-1]) + 1
+    sent_by: dict[int, np.ndarray] = (dict(zip(sent_nodes[np.concatenate([[0], sent_at])].tolist(),
+                                               np.split(sent_rows, sent_at), strict=True)) if len(sent_rows) else {})
+    nothing = np.zeros(0, dtype=np.int64)
+
+    def writable() -> None:
+        nonlocal ts, captured_flag, captured_ts, copied
+        if not copied:
+            ts, captured_flag, captured_ts, copied = ts.copy(), captured_flag.copy(), captured_ts.copy(), True
+
+    def before(at: int, side: str = "left") -> int:
+        """How many rows may have a time before ``at`` (``side`` "right": at or before it)."""
+        return int(np.searchsorted(rows.ts, at, side=side)) if in_order else count
 
     def first_sent_from(node: int, start: int) -> list[Event]:
         """The member's first consensus message from ``start`` on (all `own_words_on_wire` reads)."""
-        found = np.flatnonzero(consensus_out & (rows.node == node) & (rows.ts >= start))
+        mine = sent_by.get(node, nothing)
+        found = mine[rows.ts[mine] >= start]
         return [rows.event(int(found[0]))] if len(found) else []
+
+    def first_kept(node: int) -> int | None:
+        """The member's first row still in (looked for a stretch at a time, from the start)."""
+        start, step = 0, 4096
+        while start < count:
+            found = np.flatnonzero((rows.node[start:start + step] == node) & kept[start:start + step])
+            if len(found):
+                return start + int(found[0])
+            start, step = start + step, step * 2
+        return None
 
     def start_of(directory: Any, node: int, last_life: bool) -> int:
         """`_start_time` of a member without an agent log."""
-        mine = kept & (rows.node == node)
-        firsts = [int(ts[mine].min())] if mine.any() else []
+        first = first_kept(node)
+        firsts = []
+        if first is not None:  # its earliest time: none of the rows after those of times up to its first row's
+            limit = before(int(ts[first]), "right")
+            firsts.append(int(ts[:limit][(rows.node[:limit] == node) & kept[:limit]].min()))
         firsts += [item[0] for item in extra if item[3].node == node]
-        sent = np.flatnonzero(mine & consensus_out)
+        sent = sent_by.get(node, nothing)
+        sent = sent[kept[sent]]
         first_sent = (rows.entries.types[rows.entry[sent[0]]], int(ts[sent[0]])) if len(sent) else None
         return _start_time_from(directory, capture_start, min(firsts, default=None), [], None, first_sent,
                                 last_life=last_life)
 
     def queue_until(node: int, start: int, since: int | None = None) -> None:
-        """`_queued_until_start`."""
-        early = kept & (rows.node == node) & incoming & (ts < start)
+        """`_queued_until_start` (looking at the rows that may be before ``start`` only)."""
+        limit = before(start)
+        when = ts[:limit]
+        early = kept[:limit] & (rows.node[:limit] == node) & incoming[:limit] & (when < start)
         if since is not None:
-            early &= ts >= since
-        captured_ts[early] = ts[early]
-        captured_flag[early] = True
-        ts[early] = start
+            early &= when >= since
+        early = np.flatnonzero(early)
+        if len(early):
+            writable()
+            captured_ts[early] = ts[early]
+            captured_flag[early] = True
+            ts[early] = start
 
     # Each member's lives, from the wire; what reached it while it was down, dropped.
     restarts: list[Restart] = []
     mark_starts = {member_of(d): _mark_start(d) for d in directories}
     for member, alive in captured.liveness.items():
-        found = wire_restarts(member, alive, ts[consensus_out & (rows.node == member)],
-                              mark_starts.get(member))
+        found = wire_restarts(member, alive, ts[sent_by.get(member, nothing)], mark_starts.get(member))
         restarts += found.restarts
         load.notes += found.notes
     ends = _life_ends(restarts)
@@ -530,14 +569,20 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
                 extra.append((end, 3, member, Event(ts=end, node=member, dir="local", peer=None, channel="local",
                                                     type="End", fields={})))
     # What each member sent on the consensus channel, in time order, with its type (`_typed_sends`).
-    codes, names = rows.type_codes()
-    type_names = np.array(names, dtype=object)
-    sent = np.flatnonzero(kept & consensus_out)
-    sent = sent[np.lexsort((ts[sent], rows.node[sent]))]
-    bounds = np.flatnonzero(np.diff(rows.node[sent])) + 1
-    sends = {int(rows.node[mine[0]]): (ts[mine].tolist(), type_names[codes[mine]])
-             for mine in np.split(sent, bounds) if len(mine)}
+    # (A member's consensus messages keep their captured times: in row order, they are in time order.)
+    type_names = np.array(rows.entries.types, dtype=object)
+    if in_order:
+        sends = {member: (ts[mine].tolist(), type_names[rows.entry[mine]])
+                 for member, mine in ((member, mine[kept[mine]]) for member, mine in sent_by.items()) if len(mine)}
+    else:
+        sent = np.flatnonzero(kept & consensus_out)
+        sent = sent[np.lexsort((ts[sent], rows.node[sent]))]
+        bounds = np.flatnonzero(np.diff(rows.node[sent])) + 1
+        sends = {int(rows.node[mine[0]]): (ts[mine].tolist(), type_names[rows.entry[mine]])
+                 for mine in np.split(sent, bounds) if len(mine)}
     # `with_shutdown_evidence` and `with_leader_join_evidence`, as `load_captures` applies them.
+    # (What follows asks for the rows of a dozen types: each row's type is looked up once.)
+    all_rows, rows = rows, _TypedRows(rows)
     led_by = sorted(first_of_each_sent(rows, kept, "NewLeadershipTerm"), key=lambda event: event.ts)
     # (Each distinct message once, at its first sight: a resend says nothing more of a shutdown.)
     terminations = rows.rows_of_type("TerminationPosition")
@@ -574,17 +619,90 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
             if new is None:
                 kept[row] = False
             elif new is not True:
+                writable()
                 captured_ts[row], captured_flag[row], ts[row] = ts[row], True, new
+    rows = all_rows
     moved = rows.replaced(ts=ts, captured=captured_flag, captured_ts=captured_ts)
     others = EventColumns.from_events([item[3] for item in extra], entries=rows.entries)
-    taken = np.flatnonzero(kept)
-    index = np.concatenate([taken, count + np.arange(len(extra), dtype=np.int64)])
-    when = np.concatenate([ts[taken], np.array([item[0] for item in extra], dtype=np.int64)])
-    group = np.concatenate([np.ones(len(taken), np.int64), np.array([item[1] for item in extra], dtype=np.int64)])
-    position = np.concatenate([taken, np.array([item[2] for item in extra], dtype=np.int64)])
-    order = index[np.lexsort((position, group, when))]
-    del when, group, position, index
+    order = _assembled_order(rows.ts, ts, kept, np.array([item[0] for item in extra], dtype=np.int64),
+                             np.array([item[1] for item in extra], dtype=np.int64),
+                             np.array([item[2] for item in extra], dtype=np.int64), in_order=in_order)
     return EventColumns.gathered([moved, others], order)
+
+
+class _TypedRows:
+    """A capture's rows (`formats.event_columns.EventColumns`, whose attributes it gives as they are) with
+    each row's type as a small number, looked up once: `rows_of_type` is then a comparison of those, where
+    `EventColumns.rows_of_type` looks every row's type up again."""
+
+    __slots__ = ("_rows", "_number", "_codes")
+
+    def __init__(self, rows: EventColumns) -> None:
+        self._rows = rows
+        self._number: dict[str, int] = {}
+        types = rows.entries.types
+        codes = np.fromiter((self._number.setdefault(name, len(self._number)) for name in types), np.int32, len(types))
+        self._codes = codes.astype(np.int16 if len(self._number) < 1 << 15 else np.int32)[rows.entry]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rows, name)
+
+    def rows_of_type(self, *names: str) -> np.ndarray:
+        """`EventColumns.rows_of_type`: the rows whose type is one of ``names``, in order."""
+        numbers = [self._number[name] for name in set(names) if name in self._number]
+        if len(numbers) == 1:
+            return np.flatnonzero(self._codes == numbers[0])
+        return np.flatnonzero(np.isin(self._codes, numbers))
+
+
+def _member_order(numbers: np.ndarray) -> np.ndarray:
+    """``np.argsort(numbers, kind="stable")``: by one radix sort when they are small members' numbers."""
+    if len(numbers) and 0 <= int(numbers.min()) and int(numbers.max()) < 1 << 16:
+        return np.argsort(numbers.astype(np.uint16), kind="stable")
+    return np.argsort(numbers, kind="stable")
+
+
+def _assembled_order(captured_ts: np.ndarray, ts: np.ndarray, kept: np.ndarray, when: np.ndarray, group: np.ndarray,
+                     position: np.ndarray, *, in_order: bool | None = None) -> np.ndarray:
+    """`_assembled`'s order: the kept rows (times ``ts``, order group 1, their own row as position) and then
+    the extra events (``when``, ``group``, ``position``; numbered after the rows) by (time, group, position),
+    ties in that numbering, as ``np.lexsort`` over them all gives it.
+
+    The captured rows come sorted by their times (``captured_ts``; ``in_order`` if the caller has checked it):
+    those kept whose time did not move are in order already, so only the few others (moved to a start, an
+    end of stream answered) and the extra events are sorted, and each is put in among them where its time,
+    group and position say."""
+    count = len(ts)
+    if in_order is None:
+        in_order = count < 2 or bool((captured_ts[1:] >= captured_ts[:-1]).all())
+    if not in_order:  # (never, from `BulkDecoder.finish`)
+        taken = np.flatnonzero(kept)
+        index = np.concatenate([taken, count + np.arange(len(when), dtype=np.int64)])
+        keys = (np.concatenate([taken, position]), np.concatenate([np.ones(len(taken), np.int64), group]),
+                np.concatenate([ts[taken], when]))
+        return index[np.lexsort(keys)]
+    staying = kept & (ts == captured_ts)
+    moved = np.flatnonzero(kept & ~staying)
+    staying = np.flatnonzero(staying)
+    index = np.concatenate([moved, count + np.arange(len(when), dtype=np.int64)])
+    when = np.concatenate([ts[moved], when])
+    group = np.concatenate([np.ones(len(moved), np.int64), group])
+    position = np.concatenate([moved, position])
+    order = np.lexsort((position, group, when))
+    index, when, group, position = index[order], when[order], group[order], position[order]
+    # The rows that stay before each: those of earlier times; at its time, those of group 1 (all of them)
+    # before a later group, and before one of group 1 those at a smaller position (the row) or, a tie, an
+    # earlier number (the row, always before the extra events).
+    low = np.searchsorted(captured_ts, when, side="left")
+    high = np.searchsorted(captured_ts, when, side="right")
+    bound = np.where(group < 1, low, np.where(group > 1, high, np.clip(position + 1, low, high)))
+    places = np.searchsorted(staying, bound) + np.arange(len(index))
+    out = np.empty(len(staying) + len(index), dtype=np.int64)
+    rest = np.ones(len(out), dtype=bool)
+    rest[places] = False
+    out[rest] = staying
+    out[places] = index
+    return out
 
 
 def _restarts(parsed: Any, keyed: list, liveness: WireLiveness | None) -> tuple[list[Restart], list[str]]:

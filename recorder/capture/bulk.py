@@ -61,7 +61,7 @@ from formats.udp import (
     SetupFrame,
     decode_datagram,
 )
-from recorder.capture.datagrams import MAX_EXAMPLES, DatagramDecoder, Keyed
+from recorder.capture.datagrams import MAX_EXAMPLES, RESTART_SILENCE_NS, DatagramDecoder, Keyed
 from recorder.capture.members import SENDER_FIELD
 
 # What a datagram is, for the walk.
@@ -153,6 +153,12 @@ class BulkDecoder:
         state = self._captures.get(member[0])
         return state.sends(member[1]) if state is not None else np.zeros((0, 2), np.int64)
 
+    def activity(self, member: tuple[int, int], own: np.ndarray) -> list[tuple[int, int]] | None:
+        """``member``'s spans of activity (`DatagramDecoder._activity`) in a capture being walked, ``own``
+        being the (packet, time) of what the decoder was fed; None: work them out from every send."""
+        state = self._captures.get(member[0])
+        return state.activity(member[1], own) if state is not None else None
+
     # --- entries ------------------------------------------------------------------------------------
     def entry(self, payload: bytes) -> int:
         """The entry of a whole message's bytes, decoded once (-1: it does not decode: fed one by one)."""
@@ -199,6 +205,9 @@ class _Capture:
         self.capture = capture
         self.runs: list[tuple] = []  # (stream, first, end, sender, receiver, channel, base, sends_as)
         self.dropped: list[np.ndarray] = []  # candidate positions whose held ``in`` event was dropped
+        self._in_time_order = False  # times never go back and row order is packet order (set as the walk begins)
+        self._silences: np.ndarray | None = None  # `activity`: candidates followed by a silence
+        self.c_ts: np.ndarray | None = None  # each candidate's time (as the walk ends)
         self._sort(columns)
 
     # --- sorting the datagrams ----------------------------------------------------------------------
@@ -525,32 +534,42 @@ class _Capture:
                 decoder.frames[name] += count
         fed = np.flatnonzero(self.kind == _FED).tolist()
         packets, self.fed_packets = self.fed_packets, None
+        ts, index = c.ts_ns, c.index
+        self._in_time_order = not c.huge_ts and bool((ts[1:] >= ts[:-1]).all() and (index[1:] > index[:-1]).all())
         self._fed_count = 0
         self._pending = [-1] * self.stream_count
         self._states: list[Any] = [None] * self.stream_count
-        heap: list[tuple[int, int, int]] = []
+        self._stream_ends = self.c_end.tolist()
+        # Each stream with candidates, checked at its first (`_schedule` for each, at once).
+        live = np.flatnonzero(self.c_start < self.c_end)
+        firsts = self.c_start[live]
+        heap: list[tuple[int, int, int]] = list(zip(self.c_row[firsts].tolist(), live.tolist(), firsts.tolist(),
+                                                    strict=True))
+        heapq.heapify(heap)
         self._heap = heap
-        for stream in range(self.stream_count):
-            self._schedule(stream, int(self.c_start[stream]))
+        for _, stream, position in heap:
+            self._pending[stream] = position
         file_offset = c.file_offset
         done = 0
         steps = 0
         index = 0
         fed.append(1 << 62)
+        self._fed_rows = fed  # (`_run` looks up the next of them)
         touched = self._touched_index
+        pending, pop, check, feed, schedule = self._pending, heapq.heappop, self._check, self._feed, self._schedule
         while True:
             next_fed = fed[index]
             if heap and heap[0][0] < next_fed:
-                row, stream, position = heapq.heappop(heap)
-                if self._pending[stream] != position:
+                row, stream, position = pop(heap)
+                if pending[stream] != position:
                     continue  # replaced by an earlier check
-                self._pending[stream] = -1
-                self._check(stream, position)
+                pending[stream] = -1
+                check(stream, position)
             elif next_fed < 1 << 62:
                 index += 1
-                self._feed(packets[index - 1])
+                feed(packets[index - 1])
                 for stream, position in touched.get(next_fed, ()):
-                    self._schedule(stream, position)
+                    schedule(stream, position)
             else:
                 break
             steps += 1
@@ -564,6 +583,7 @@ class _Capture:
                         self.read(0, at)
                     done = at
         decoder.datagrams += len(c) - self._fed_count
+        self.c_ts = c.ts_ns[self.c_row]
         # Every datagram of the capture has been seen: its members' spans of activity (`DatagramDecoder.heard`)
         # are worked out while this walk still knows what its runs and status messages sent.
         decoder.settle_activity(self.capture, self.senders())
@@ -574,7 +594,6 @@ class _Capture:
                 progress(total - done)
         # The capture's events from its runs, now: its columns and the walk's arrays can then go (a
         # later capture's status messages never ask about this one's streams).
-        self.c_ts = c.ts_ns[self.c_row]
         self.c_packet = c.index[self.c_row]
         self.columns = None  # the capture's columns can go before its runs' events are made
         del c, file_offset, packets
@@ -612,13 +631,13 @@ class _Capture:
 
     def _schedule(self, stream: int, position: int) -> None:
         """Check the stream at its candidate ``position`` (unless an earlier check is already due)."""
-        if position >= self.c_end[stream]:
+        if position >= self._stream_ends[stream]:
             return
         pending = self._pending[stream]
         if pending != -1 and pending <= position:
             return
         self._pending[stream] = position
-        heapq.heappush(self._heap, (int(self.c_row[position]), stream, position))
+        heapq.heappush(self._heap, (self.c_row.item(position), stream, position))
 
     def _feed(self, packet: Packet) -> None:
         self.bulk.keyed += self.decoder.feed_keyed(packet, packet.index, capture=self.capture,
@@ -650,13 +669,13 @@ class _Capture:
             state = self._states[stream] = self.decoder._streams.get(self._stream_key(stream))
         applied = 0
         if state is not None:
-            end = int(self.c_run_end[position])
+            end = self.c_run_end.item(position)
             if state.reassembler is None:
                 applied = self._skip(stream, position, end)
             else:
                 applied = self._run(state, stream, position, end)
         if not applied:
-            self._feed_row(int(self.c_row[position]))
+            self._feed_row(self.c_row.item(position))
             applied = 1
         self._schedule(stream, position + applied)
 
@@ -681,17 +700,35 @@ class _Capture:
         if (decoder.local_members is not None or decoder.observer is not None or state.awaiting_setup
                 or state.arrivals or state.unreceived):
             return 0
+        naming = False  # the message at ``position`` is the one that makes its publication's sender known
         if sender is None and channel != "ingress":
-            # Heartbeats alone may pass before the sender is known, on a publication with no other stream
-            # that could name it meanwhile (the log's are named by another stream's NewLeadershipTerm).
-            if channel == "log" or self.publication_streams[stream] != 1:
+            if (channel == "consensus" or channel == "egress") and self.c_kind.item(position) == _MESSAGE:
+                # A run of that message alone, its sender found as `DatagramDecoder._on_item` finds it (below,
+                # once the run is sure to be applied); the messages after it are the next run's.
+                if publication.pending:
+                    return 0
+                naming, end = True, position + 1
+                if channel == "consensus":
+                    sender = self.c_named.item(position)
+                    if sender == _NO_SENDER:  # (a message that does not name it waits for it: fed)
+                        return 0
+            elif channel == "log":
+                # Heartbeats alone before the sender is known, up to the next datagram fed one by one: only
+                # such a datagram can name the log's sender (a NewLeadershipTerm, on another stream).
+                end = min(end, self.c_next_message.item(position))
+                upto = self._fed_rows[bisect.bisect_right(self._fed_rows, self.c_row.item(position))]
+                end = position + int(np.searchsorted(self.c_row[position:end], upto))
+            elif self.publication_streams.item(stream) != 1:
+                # Heartbeats alone may pass before the sender is known, on a publication with no other stream
+                # that could name it meanwhile.
                 return 0
-            end = min(end, int(self.c_next_message[position]))
+            else:
+                end = min(end, self.c_next_message.item(position))
         if state.join is not None:  # a new image: its first frame must be at or past the join position
             join, join_shift, join_initial = state.join
-            term = int(self.c_term[position])
+            term = self.c_term.item(position)
             at = ((((term - join_initial + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000) << join_shift)
-            if at + int(self.c_offset[position]) < join:
+            if at + self.c_offset.item(position) < join:
                 return 0
         reassembler = state.reassembler
         if channel == "log" and not state.eos_seen and reassembler.end_of_stream and state.receiver is not None:
@@ -700,9 +737,9 @@ class _Capture:
         if steady is None:
             return 0
         initial, shift, next_position, term_length, length_known = steady
-        term = int(self.c_term[position])
+        term = self.c_term.item(position)
         base = ((((term - initial + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000) << shift)
-        if base + int(self.c_offset[position]) != next_position:
+        if base + self.c_offset.item(position) != next_position:
             return 0
         if not length_known:  # messages must lie within the assumed term (else it is corrected)
             beyond = np.flatnonzero((self.c_kind[position:end] == _MESSAGE) & (
@@ -710,37 +747,70 @@ class _Capture:
             if len(beyond):
                 end = position + int(beyond[0])
         if channel == "consensus":
-            named_at = int(self.c_next_named[position])
-            if named_at < end and int(self.c_named[named_at]) != sender:
+            named_at = self.c_next_named.item(position)
+            if named_at < end and self.c_named.item(named_at) != sender:
                 end = named_at  # a message naming another sender: fed, for its problem
-        ended = min(int(self.c_next_eos[position]), end)
+        ended = min(self.c_next_eos.item(position), end)
         if ended < end and channel == "log" and not state.eos_seen and state.receiver is not None:
             end = ended  # the heartbeat that ends the log: fed, for its LogEndOfStream event
         if end <= position:
             return 0
+        if naming:
+            sender = self._sender_named(state, position, sender)
+            if sender is None:
+                return 0
         if ended < end:
             reassembler.end_of_stream = True
         last = end - 1
-        last_message = int(self.c_last_message[last])
+        last_message = self.c_last_message.item(last)
         if last_message >= position:
-            next_position = base + int(self.c_offset[last_message]) + ((int(self.c_length[last_message]) + 31) & ~31)
+            next_position = base + self.c_offset.item(last_message) + ((self.c_length.item(last_message) + 31) & ~31)
             state.end_position = next_position
-        highest = next_position if last_message == last else base + int(self.c_offset[last])  # a heartbeat's position
+        highest = next_position if last_message == last else base + self.c_offset.item(last)  # a heartbeat's position
         reassembler.skip_ahead(next_position, highest)
         state.join = None  # from here on the reassembler's own position rules (as `_on_term_frame` says)
-        first_message = int(self.c_next_message[position])
+        first_message = self.c_next_message.item(position)
         if first_message < end:  # the publication's first message (`DatagramDecoder._on_term_frame`)
-            ts = int(self.columns.ts_ns[self.c_row[first_message]])
+            if self._in_time_order:  # (else the earliest of the run's messages, wherever it is)
+                ts = self.columns.ts_ns.item(self.c_row.item(first_message))
+            else:
+                rows = self.c_row[first_message:end][self.c_kind[first_message:end] == _MESSAGE]
+                ts = int(self.columns.ts_ns[rows].min())
             if publication.first_data_ts is None or ts < publication.first_data_ts:
                 publication.first_data_ts = ts
-        row = int(self.c_row[last])
-        state.last_ts = int(self.columns.ts_ns[row])
-        state.last_packet = int(self.columns.index[row])
+        row = self.c_row.item(last)
+        state.last_ts = self.columns.ts_ns.item(row)
+        state.last_packet = self.columns.index.item(row)
         state.seen_data = True
         decoder.frames["DATA"] += end - position
-        sends_as = sender if sender is not None else decoder.members.member_at_ip(self._stream_key(stream)[1])
+        # (What carried the message that made the sender known counts as sent by the member at its address.)
+        sends_as = (sender if sender is not None and not naming
+                    else decoder.members.member_at_ip(self._stream_key(stream)[1]))
         self.runs.append((stream, position, end, sender, state.receiver, channel, base, sends_as))
         return end - position
+
+    def _sender_named(self, state: Any, position: int, named: int | None) -> int | None:
+        """The sender of a publication not known yet, made known by its message at ``position`` as
+        `DatagramDecoder._on_item` makes it (None, nothing changed: it stays unknown, the message is fed): a
+        consensus message names it (``named``); an egress SessionEvent OK or NewLeaderEvent comes from the
+        leader it names, else the decoder's `_resolve` may find it (the only member at the source address,
+        session ids numbered beside another member's)."""
+        decoder = self.decoder
+        publication = state.publication
+        entry = self.c_entry.item(position)
+        type_name = self.bulk.entries.types[entry]
+        if state.channel == "consensus":
+            decoder._identify(publication, named, f"{type_name} names its sender", [])
+            return named
+        if type_name == "SessionEvent" or type_name == "NewLeaderEvent":
+            message = decode_cluster(self.bulk.entries.payloads[entry]).message
+            if type_name == "NewLeaderEvent":
+                decoder._identify(publication, message.leader_member_id, "NewLeaderEvent comes from the leader", [])
+            elif getattr(message.code, "name", "") == "OK":
+                decoder._identify(publication, message.leader_member_id, "SessionEvent OK comes from the leader", [])
+        if publication.sender is None:
+            decoder._resolve(publication, state, [])
+        return publication.sender
 
     # --- answers for the decoder --------------------------------------------------------------------
     def _stream_id(self, key: tuple) -> int | None:
@@ -773,21 +843,30 @@ class _Capture:
         (`DatagramDecoder.settle_status`): its evidence of when publications were connected and images
         there is what feeding each of them would have recorded."""
         decoder = self.decoder
-        c = self.columns
-        found = {}
+        streams = decoder._streams
+        states = self._states
+        limit = np.full(self.stream_count, np.iinfo(np.int64).max, dtype=np.int64)  # rows after it are the stream's
+        keys = {}
         for stream in np.flatnonzero(self.s_end > self.s_start).tolist():
             key = self._stream_key(stream)
-            state = decoder._streams.get(key)
+            state = states[stream] if states[stream] is not None else streams.get(key)
             if (state is None or state.reassembler is None or state.receiver is None
                     or state.channel not in ("consensus", "log")):
                 continue
-            start, end = int(self.s_start[stream]), int(self.s_end[stream])
-            packets = self.s_packet[start:end]
             # The stream was made by a datagram fed one by one: what came before it found no stream.
-            mine = self.s_regular[start:end] & (packets > state.made_at)
-            if mine.any():
-                found[key] = np.stack([packets[mine], c.ts_ns[self.s_row[start:end][mine]],
-                                       self.s_flags[start:end][mine]], axis=1).astype(np.int64)
+            limit[stream] = state.made_at
+            keys[stream] = key
+        # Every stream's at once: the rows are grouped by stream, in packet order within each.
+        row_stream = np.repeat(np.arange(self.stream_count), self.s_end - self.s_start)
+        mine = np.flatnonzero(self.s_regular & (self.s_packet > limit[row_stream]))
+        rows = np.stack([self.s_packet[mine], self.columns.ts_ns[self.s_row[mine]], self.s_flags[mine]],
+                        axis=1).astype(np.int64)
+        owner = row_stream[mine]
+        bounds = (np.flatnonzero(owner[1:] != owner[:-1]) + 1).tolist()
+        starts = [0, *bounds] if len(owner) else []
+        found = {keys[stream]: rows[start:end]
+                 for stream, start, end in zip(owner[starts].tolist(), starts, [*bounds, len(owner)][:len(starts)],
+                                               strict=True)}
         decoder.settle_status(found)
 
     def drop_held(self, key: tuple, released: int, packet: int, down: int | None) -> int:
@@ -807,6 +886,45 @@ class _Capture:
                 self.dropped.append(held)
                 lost += len(held)
         return lost
+
+    def activity(self, member: int, own: np.ndarray) -> list[tuple[int, int]] | None:
+        """`BulkDecoder.activity`: where the capture's times never go back (row order is packet order),
+        ``member``'s sends in packet order are in time order, so its spans of activity are the stretches
+        of them without a silence of more than `RESTART_SILENCE_NS`: those of each part (what it was fed,
+        its status messages, each of its runs) joined where they overlap or are that close.  A run's
+        stretches come from the silences between neighbouring candidates, found once for all runs (no
+        array of all its sends, no sort of them).  None where times go back."""
+        c = self.columns
+        if not self._in_time_order:
+            return None
+        owners, _, times = self.status_sends
+        starts, ends = [], []
+        for part in (np.sort(own[:, 1]), times[owners == member]):
+            if len(part):
+                cut = np.flatnonzero(part[1:] - part[:-1] > RESTART_SILENCE_NS)
+                starts += [part[:1], part[cut + 1]]
+                ends += [part[cut], part[-1:]]
+        spans = sorted((first, end) for _, first, end, _, _, _, _, sends_as in self.runs if sends_as == member)
+        if spans:
+            if self._silences is None:  # candidates after which their stream's next comes after a silence
+                gaps = self.c_ts if self.c_ts is not None else c.ts_ns[self.c_row]
+                self._silences = np.flatnonzero(gaps[1:] - gaps[:-1] > RESTART_SILENCE_NS)
+            first = np.array([span[0] for span in spans], dtype=np.int64)
+            last = np.array([span[1] for span in spans], dtype=np.int64) - 1
+            silences = self._silences
+            run = np.searchsorted(first, silences, side="right") - 1  # the run each silence's candidate is in
+            inside = silences[(run >= 0) & (silences < last[np.maximum(run, 0)])]
+            # (Runs never overlap: in position order, the k-th start of a stretch goes with the k-th end.)
+            starts.append(c.ts_ns[self.c_row[np.sort(np.concatenate([first, inside + 1]))]])
+            ends.append(c.ts_ns[self.c_row[np.sort(np.concatenate([last, inside]))]])
+        if not starts:
+            return []
+        starts, ends = np.concatenate(starts), np.concatenate(ends)
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], np.maximum.accumulate(ends[order])
+        joined = np.flatnonzero(starts[1:] - ends[:-1] > RESTART_SILENCE_NS)
+        return list(zip(starts[np.concatenate([[0], joined + 1])].tolist(),
+                        ends[np.concatenate([joined, [len(ends) - 1]])].tolist(), strict=True))
 
     def sends(self, member: int) -> np.ndarray:
         """(packet, time) of ``member``'s status messages, then of its runs' datagrams, run by run."""
@@ -834,44 +952,48 @@ class _Capture:
         if not self.runs:
             return None
         runs = self.runs
-        first = np.array([r[1] for r in runs], dtype=np.int64)
-        end = np.array([r[2] for r in runs], dtype=np.int64)
-        lengths = end - first
-        run_of = np.repeat(np.arange(len(runs)), lengths)
-        positions = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(first, lengths)
-        messages = self.c_kind[positions] == _MESSAGE
-        positions, run_of = positions[messages], run_of[messages]
+        first = np.fromiter((r[1] for r in runs), np.int64, len(runs))
+        lengths = np.fromiter((r[2] for r in runs), np.int64, len(runs)) - first
+        # Every run's candidates, one run after the other; then its messages.
+        positions = np.arange(int(lengths.sum())) + np.repeat(first - (np.cumsum(lengths) - lengths), lengths)
+        messages = np.flatnonzero(self.c_kind[positions] == _MESSAGE)
+        positions = positions[messages]
+        run_of = np.repeat(np.arange(len(runs)), lengths)[messages]
+        del messages
         decoder = self.decoder
-        channel_names = [r[5] for r in runs]
-        channel = np.array([_CHANNEL[name] for name in channel_names], dtype=np.int8)[run_of]
-        sender = np.array([_NO_SENDER if r[3] is None else r[3] for r in runs], dtype=np.int64)[run_of]
-        receiver = np.array([_NO_SENDER if r[4] is None else r[4] for r in runs], dtype=np.int64)[run_of]
-        base = np.array([r[6] for r in runs], dtype=np.int64)[run_of]
+        channel = np.fromiter((_CHANNEL[r[5]] for r in runs), np.int8, len(runs))[run_of]
+        sender = np.fromiter((_NO_SENDER if r[3] is None else r[3] for r in runs), np.int64, len(runs))[run_of]
+        receiver = np.fromiter((_NO_SENDER if r[4] is None else r[4] for r in runs), np.int64, len(runs))[run_of]
         entry = self.c_entry[positions]
         # Messages counted by channel and type, as `_on_item` counts them.
         types = self.bulk.entries.types
-        pairs, counts = np.unique(channel.astype(np.int64) << 32 | entry.astype(np.int64), return_counts=True)
-        for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
-            decoder._message_counts[CHANNELS[pair >> 32], types[pair & 0xFFFFFFFF]] += count
-        has_out = np.isin(channel, [_CHANNEL["consensus"], _CHANNEL["log"], _CHANNEL["egress"]])
-        has_in = np.isin(channel, [_CHANNEL["consensus"], _CHANNEL["log"], _CHANNEL["ingress"]])
+        kinds = len(types)
+        counts = np.bincount(channel.astype(np.int64) * kinds + entry, minlength=len(CHANNELS) * kinds)
+        for pair in np.flatnonzero(counts).tolist():
+            decoder._message_counts[CHANNELS[pair // kinds], types[pair % kinds]] += int(counts[pair])
+        del counts
+        log, egress, ingress = _CHANNEL["log"], _CHANNEL["egress"], _CHANNEL["ingress"]
+        is_log = channel == log
+        # (A log message's position: where it ends in its stream.)
+        log_end = np.where(is_log, np.fromiter((r[6] for r in runs), np.int64, len(runs))[run_of]
+                           + self.c_offset[positions] + ((self.c_length[positions].astype(np.int64) + 31) & ~31), 0)
+        del run_of
+        has_in = channel != egress
         if self.dropped:
             has_in &= ~np.isin(positions, np.concatenate(self.dropped))
-        is_log = channel == _CHANNEL["log"]
-        peer_of_out = ~np.isin(channel, [_CHANNEL["egress"]])
-        peer_of_in = ~np.isin(channel, [_CHANNEL["ingress"]])
-        outs, ins = np.flatnonzero(has_out), np.flatnonzero(has_in)
+        outs, ins = np.flatnonzero(channel != ingress), np.flatnonzero(has_in)
+        del has_in
         picks = np.concatenate([outs, ins])
         out_rows = len(outs)
         direction = np.concatenate([np.full(out_rows, _OUT, np.int8), np.full(len(ins), _IN, np.int8)])
         node = np.concatenate([sender[outs], receiver[ins]])
         peer = np.concatenate([receiver[outs], sender[ins]])
-        has_peer = np.concatenate([peer_of_out[outs], peer_of_in[ins]])
+        has_peer = np.concatenate([channel[outs] != egress, channel[ins] != ingress])
         picked = positions[picks]
         ts = self.c_ts[picked]
         packet = self.c_packet[picked]
         log = is_log[picks]
-        log_position = np.where(log, base[picks] + self.c_offset[picked] + ((self.c_length[picked].astype(np.int64) + 31) & ~31), 0)
+        log_position = log_end[picks]
         count = len(picks)
         columns = EventColumns(
             ts=ts, node=node, dir=direction, peer=np.where(has_peer, peer, 0), has_peer=has_peer,

@@ -595,10 +595,14 @@ class DatagramDecoder:
         sends.append(packet)
         sends.append(ts)
 
+    def _own_sends(self, member: tuple[int, int]) -> np.ndarray:
+        """(packet, time) of what ``member`` was seen to send in the datagrams fed here, in the order fed."""
+        sends = self._sends.get(member)
+        return np.frombuffer(sends, dtype=np.int64).reshape(-1, 2) if sends else np.zeros((0, 2), np.int64)
+
     def _send_times(self, member: tuple[int, int], packet: int | None = None) -> np.ndarray:
         """When ``member`` sent what it was seen to send (up to packet ``packet``), in packet order."""
-        sends = self._sends.get(member)
-        pairs = np.frombuffer(sends, dtype=np.int64).reshape(-1, 2) if sends else np.zeros((0, 2), np.int64)
+        pairs = self._own_sends(member)
         if self.bulk is not None:
             pairs = np.concatenate([pairs, self.bulk.sends(member)])
             pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
@@ -621,6 +625,10 @@ class DatagramDecoder:
         spans = self._spans.get(member)
         if spans is not None:
             return spans
+        if self.bulk is not None:  # the same spans, from the stretches of what it decoded in bulk
+            spans = self.bulk.activity(member, self._own_sends(member))
+            if spans is not None:
+                return spans
         times = self._send_times(member)
         if not len(times):
             return []
@@ -660,8 +668,9 @@ class DatagramDecoder:
         ``packet``?  (Decoded in bulk, those status messages were not fed: `bulk` knows them.)"""
         if stream.answered:
             return True
-        return self.bulk is not None and self.bulk.answered(self._key_of(datagram, frame, capture),
-                                                            stream.answers_from, packet)
+        # (Nothing comes after ``answers_from`` and before ``packet`` when the image began with this SETUP.)
+        return self.bulk is not None and stream.answers_from < packet and self.bulk.answered(
+            self._key_of(datagram, frame, capture), stream.answers_from, packet)
 
     @staticmethod
     def _key_of(datagram: Datagram, frame: SetupFrame, capture: int) -> tuple:
@@ -781,7 +790,6 @@ class DatagramDecoder:
     def _classify(self, destination: tuple[str, int], stream_id: int):
         streams = self.streams
         owner = self.members.lookup(*destination)
-        where = f"{destination[0]}:{destination[1]}"
         if stream_id in streams.archive:
             return None, None, None, f"archive traffic (stream {stream_id}, schema 101): not decoded"
         if owner is not None:
@@ -792,10 +800,13 @@ class DatagramDecoder:
                 return "log", member, role, None
             if role == "ingress" and stream_id == streams.ingress:
                 return "ingress", member, role, None
-            return None, member, role, f"stream {stream_id} to member {member}'s {role} endpoint {where}: not decoded"
+            return (None, member, role,
+                    f"stream {stream_id} to member {member}'s {role} endpoint {destination[0]}:{destination[1]}:"
+                    " not decoded")
         if stream_id == streams.egress:
             return "egress", None, None, None
-        return None, None, None, f"stream {stream_id} to {where}, which is no member endpoint: not decoded"
+        return (None, None, None,
+                f"stream {stream_id} to {destination[0]}:{destination[1]}, which is no member endpoint: not decoded")
 
     # --- messages -------------------------------------------------------------------------------
     def _on_item(self, stream: _Stream, item: Message | Gap, ts: int, packet: int, capture: int,
