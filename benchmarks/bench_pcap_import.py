@@ -50,20 +50,35 @@ other core (CPU, and wall under load); importlib.metadata imported only where us
 up, 6 ms; endpoints numbered by a table rather than a sort in the flow-control and driver-stall scans,
 15 ms; nine-digit numbers of the extra column written with 32-bit division, 8 ms.
 
+Sorting the datagrams, the final sort and writing the replay file with fewer passes (2026-11-25, paired
+runs of the command, medians of the per-round differences, replay files identical): against 2ec46e3 (16
+rounds, load about 1) 1.245 -> 1.146 s wall, 109 ms less wall and 112 ms less CPU; merged with main at
+8798507 (the walk's and the lives' changes; 20 rounds, load 1.1) 1.151 -> 1.073 s, 94 ms less wall and 96
+ms less CPU, every round faster; peak memory 163.7 -> 165.3 MB there (the walk's peak, +0 to 2.5 MB from
+run to run).  In one process: sorting the datagrams 177 -> 129 ms, the final sort 45 -> 37 ms, writing
+178 -> 130-145 ms (below, where each goes now).
+
 Where a conversion's time goes now (load about 0.6, in one process, medians of three): start-up and
 imports 0.18-0.20 s (the interpreter and site 0.05; numpy and pyarrow 0.10; Typer and rich 0.05;
 recount's own modules 0.06, of which the SBE codecs' 59 dataclasses 0.025 -- each dataclass compiles
 its methods, 0.4 ms a class); argument parsing 4 ms; reading the capture's columns 0.15 (the record
 walk's one Python loop 0.05, the common-layout decoding 0.05); flow-control and driver-stall scans 0.08
-(their header gathers 0.03); sorting the datagrams 0.19 (messages grouped by their bytes 0.05, the
-payloads' first words 0.025, streams numbered 0.03); the walk 0.22 (6,435 datagrams fed one by one
-0.085, 5,655 runs checked and applied 0.06, the runs' events 0.03); the final sort 0.045; members'
-lives 0.085; settings 0.04; writing the 152 MB replay file 0.17-0.22 (record batches 0.11, Arrow's
-writer 0.045, the table plan 0.02); the summary 0.015; the exit 5 ms.  Peak memory is the sort of the
-datagrams (167 MB inside it), then the walk and the lives.  Tried and dropped (no gain, or memory over
-tshark's): the scans on a thread beside the walk (the GIL: same wall, +6 MB); pages of the capture kept
-between passes (10-20 ms, +38 MB); larger or smaller stretches of the file; fewer malloc_trim calls
-(-40% page faults, no measurable time).  5× needs about 0.2 s more: no single step holds it; the next
+(their header gathers 0.03); sorting the datagrams 0.13 (was 0.19: the headers and the messages' bytes
+read in one pass over the file 0.035, the messages grouped by their bytes and decoded once 0.015,
+streams numbered 0.02); the walk 0.22 (6,435 datagrams fed one by one 0.085, 5,655 runs checked and
+applied 0.06, the runs' events 0.03); the final sort 0.035 (was 0.045: the fed datagrams' events
+made 0.009, ordered 0.007, gathered 0.012); members' lives 0.085; settings 0.04; writing the 152 MB
+replay file 0.13-0.145 (was 0.17-0.22: record batches 0.08 -- the extra column's text 0.02, payload and
+fields 0.015, the per-name columns 0.03 --, Arrow's writer 0.04, the table plan 0.013); the summary
+0.015; the exit 5 ms (figures of the sort, final sort and writing: load about 2, medians of seven).
+Peak memory is the walk, then the lives; the sort of the datagrams peaks 12 MB below where it did.
+Tried and dropped (no gain, or memory over tshark's): the scans on a thread beside the walk (the GIL:
+same wall, +6 MB); pages of the capture kept between passes (10-20 ms, +38 MB); larger or smaller
+stretches of the file; fewer malloc_trim calls (-40% page faults, no measurable time); the final sort
+on one packed 64-bit key (the times' span and the packet numbers need 75 bits); all a batch's text, or
+int64, per-name columns taken as one matrix (as slow: the work is per row, not per call); the extra
+column made with Arrow's cast and binary_join kernels (5.3 against numpy's 5.4 ms a batch); Arrow's
+pool kept between batches (no gain, +14 MB).  5× needs about 0.2 s more: no single step holds it; the next
 factor would be fewer passes over the data in Python (the walk's fed datagrams and runs, the lives) and
 a codec module whose message classes cost nothing to import.
 

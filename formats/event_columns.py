@@ -159,7 +159,10 @@ class EventColumns:
 
     @classmethod
     def gathered(cls, parts: Sequence[EventColumns], rows: np.ndarray) -> EventColumns:
-        """``concat_shared(parts).take(rows)``, a column at a time (one column's copy in memory at once)."""
+        """``concat_shared(parts).take(rows)``, a column at a time (one column's copy in memory at once).
+
+        The rows are taken from the largest part directly, and those of the others (few, usually)
+        put in after: the parts are never joined into one array first."""
         entries = parts[0].entries
         if any(part.entries is not entries for part in parts):
             return cls.concat(parts).take(rows)
@@ -168,10 +171,25 @@ class EventColumns:
         for part in parts:
             refs.append(np.where(part.extra_ref >= 0, part.extra_ref + len(others), -1).astype(np.int32))
             others.extend(part.others)
+        sizes = [len(part) for part in parts]
+        main = int(np.argmax(sizes)) if parts else 0
+        before = sum(sizes[:main])
+        local = rows - before  # rows of the largest part, numbered within it
+        elsewhere = np.flatnonzero((local < 0) | (local >= sizes[main])) if len(parts) > 1 else np.zeros(0, np.int64)
+        local[elsewhere] = 0
+        # The other rows, numbered within the other parts one after the other.
+        rest = rows.take(elsewhere)
+        rest -= np.where(rest >= before + sizes[main], sizes[main], 0)
         arrays = {}
         for name in cls._ROW_COLUMNS:
             pieces = refs if name == "extra_ref" else [getattr(part, name) for part in parts]
-            arrays[name] = np.concatenate(pieces)[rows]
+            kind = np.result_type(*pieces)
+            column = pieces[main].take(local)
+            if column.dtype != kind:
+                column = column.astype(kind)
+            if len(elsewhere):
+                column[elsewhere] = np.concatenate(pieces[:main] + pieces[main + 1:]).take(rest)
+            arrays[name] = column
         return cls(**arrays, entries=entries, others=others)
 
     def replaced(self, **columns: np.ndarray) -> EventColumns:
@@ -299,10 +317,23 @@ def distinct_rows(*columns: np.ndarray) -> np.ndarray:
     return np.unique(np.stack([c.astype(np.int64) for c in columns], axis=1), axis=0)
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _extra_shape(extra: Mapping[str, Any] | None, others: list) -> tuple[int, int, int, int | None, int]:
     """(kind, packet, logPosition, capturedTs or None, ref into ``others``) for one event's extra."""
     if not extra:
         return EXTRA_NONE, 0, 0, None, -1
+    if type(extra) is dict:  # the two usual shapes first, as the general case below takes them
+        if len(extra) == 1:
+            packet = extra.get("packet")
+            if type(packet) is int and _INT64_MIN <= packet <= _INT64_MAX:
+                return EXTRA_PACKET, packet, 0, None, -1
+        elif len(extra) == 2:
+            position, packet = extra.get("logPosition"), extra.get("packet")
+            if (type(position) is int and type(packet) is int and _INT64_MIN <= position <= _INT64_MAX
+                    and _INT64_MIN <= packet <= _INT64_MAX and next(iter(extra)) == "logPosition"):
+                return EXTRA_LOG, packet, position, None, -1
     if type(extra) is dict and 1 <= len(extra) <= 3:
         keys = tuple(extra)
         captured = None
@@ -329,8 +360,10 @@ class _TablePlan:
         self._lengths: dict[Any, np.ndarray] = {}  # per text or binary array: its values' lengths, starts
         entries = columns.entries
         count = len(entries)
-        used = np.zeros(count, dtype=bool)
-        used[columns.entry] = True
+        rows = len(columns.entry)
+        first_row = np.full(count, rows, dtype=np.int64)  # each entry's first row (``rows``: unused)
+        np.minimum.at(first_row, columns.entry, np.arange(rows))
+        used = first_row < rows
         # Each used entry's canonical fields (replay_file._canonical_fields) and their JSON text.
         canonical: list[dict[str, Any] | None] = [None] * count
         for number in np.flatnonzero(used).tolist():
@@ -355,29 +388,49 @@ class _TablePlan:
         #: Per name, the entries that have a value: a batch none of whose rows has one gets an all-null
         #: column made of shared zeros (`_nulls`), which is what ``take`` would make, without the take.
         self.valid: dict[str, np.ndarray] = {}
+        #: Per name, those entries' numbers (see `_rare_cells`).
+        self.valid_entries: dict[str, np.ndarray] = {}
         self._zeros: dict[int, pa.Buffer] = {}
+        self._by_entry: _RowsOfEntries | None = None
+        self._step = BATCH_ROWS  #: rows per batch (`batches`)
+        self._batch_rows: dict[int, _RowsOfEntries] = {}  #: the rows of the batch being made and the next
+        same_entries: dict[bytes, np.ndarray] = {}
+        values_of: dict[str, list[Any]] = {name: [None] * count for name in names}
+        for number, value in enumerate(canonical):
+            for name, cell in value.items() if value is not None else ():
+                column = values_of.get(name)
+                if column is not None:
+                    column[number] = cell
         for name in names:
-            values = [None if c is None else c.get(name) for c in canonical]
+            values = values_of.pop(name)
             self.valid[name] = np.array([v is not None for v in values], dtype=bool)
+            # (One array for the names of the same entries, e.g. one message type's: a batch finds their rows once.)
+            self.valid_entries[name] = same_entries.setdefault(self.valid[name].tobytes(),
+                                                               np.flatnonzero(self.valid[name]))
             array = self.name_arrays[name] = replay_file._typed_arrays([values])[0]
             if pa.types.is_int64(array.type) or pa.types.is_boolean(array.type):
                 kind = bool if pa.types.is_boolean(array.type) else np.int64
                 self.fixed[name] = (np.array([0 if v is None else v for v in values], dtype=kind),
                                     np.array([v is not None for v in values], dtype=bool))
-        # The dictionaries of dir, channel and type, in order of first appearance over the whole table.
+        # The dictionaries of dir, channel and type, in order of first appearance over the whole table, and
+        # each one's numbers of the rows' values (a batch takes its codes through ``remaps``).
         self.dictionaries = {}
-        self.codes = {}
+        self.remaps: dict[str, np.ndarray] = {}
         type_of_entry, type_names = _entry_type_codes(entries)
-        for column, codes, names_of in (("dir", columns.dir, DIRECTIONS), ("channel", columns.channel, CHANNELS),
-                                        ("type", type_of_entry[columns.entry] if len(columns.entry) else
-                                         np.zeros(0, np.int32), type_names)):
-            present = np.flatnonzero(np.bincount(codes, minlength=1)) if len(codes) else np.zeros(0, np.int64)
-            first = np.array([int(np.argmax(codes == code)) for code in present.tolist()], dtype=np.int64)
-            order = present[np.argsort(first, kind="stable")]  # the values in order of first appearance
+        positions = np.arange(rows)
+        for column, names_of in (("dir", DIRECTIONS), ("channel", CHANNELS), ("type", type_names)):
+            first = np.full(max(len(names_of), 1), rows, dtype=np.int64)  # each value's first row
+            if column == "type":
+                np.minimum.at(first, type_of_entry, first_row)
+            else:
+                np.minimum.at(first, getattr(columns, column), positions)
+            present = np.flatnonzero(first < rows)
+            order = present[np.argsort(first[present], kind="stable")]  # the values in order of first appearance
             remap = np.zeros(max(len(names_of), 1), dtype=np.int32)
             remap[order] = np.arange(len(order), dtype=np.int32)
-            self.codes[column] = remap[codes] if len(codes) else codes.astype(np.int32)
+            self.remaps[column] = remap[type_of_entry] if column == "type" else remap
             self.dictionaries[column] = pa.array([names_of[c] for c in order.tolist()], type=pa.string())
+        del positions
         meta = {"recount.format": replay_file.FORMAT, "recount.formatVersion": str(replay_file.FORMAT_VERSION),
                 "recount.source": source}
         if cluster_members:
@@ -385,22 +438,22 @@ class _TablePlan:
         if metadata:
             meta.update(metadata)
         self.metadata = meta
-        first = self._batch(0, min(len(columns), 1))
-        self.schema = first.schema
+        self.schema = self._batch(0, min(len(columns), 1), last=True).schema  # (no bytes of later rows needed)
 
     def batches(self, rows: int) -> Iterator[pa.RecordBatch]:
         total = len(self.columns)
         if total == 0:
             yield self._batch(0, 0)
             return
+        self._step = rows
         for start in range(0, total, rows):
             yield self._batch(start, min(total, start + rows))
 
-    def _batch(self, start: int, end: int) -> pa.RecordBatch:
+    def _batch(self, start: int, end: int, last: bool | None = None) -> pa.RecordBatch:
         c = self.columns
         part = slice(start, end)
         entry = pa.array(c.entry[part], type=pa.int32())
-        last = end >= len(c)
+        last = end >= len(c) if last is None else last
         peer = c.peer[part].copy()
         missing = ~c.has_peer[part]
         peer[missing] = 0
@@ -408,20 +461,26 @@ class _TablePlan:
             "seq": pa.array(np.arange(start, end, dtype=np.uint64), type=pa.uint64()),
             "ts": pa.array(c.ts[part], type=pa.int64()),
             "node": pa.array(c.node[part], type=pa.int32()),
-            "dir": pa.DictionaryArray.from_arrays(pa.array(self.codes["dir"][part]), self.dictionaries["dir"]),
-            "channel": pa.DictionaryArray.from_arrays(pa.array(self.codes["channel"][part]),
-                                                      self.dictionaries["channel"]),
-            "type": pa.DictionaryArray.from_arrays(pa.array(self.codes["type"][part]), self.dictionaries["type"]),
+            "dir": self._codes("dir", c.dir[part]),
+            "channel": self._codes("channel", c.channel[part]),
+            "type": self._codes("type", c.entry[part]),
             "peer": pa.array(peer, type=pa.int32(), mask=missing if missing.any() else None),
             "payload": self._entry_cells(self.payloads, entry, end, last),
             "fields": self._entry_cells(self.fields_text, entry, end, last),
             "extra": self._extra(start, end, last),
         }
         entry_rows = c.entry[part].astype(np.intp)  # (``take`` with native indices: twice as fast as ``[]``)
-        used = np.bincount(entry_rows, minlength=len(c.entries)).astype(bool)  # the entries these rows have
+        rows_of = self._rows_of(start, end)
+        for done in [at for at in self._batch_rows if at < start]:
+            del self._batch_rows[done]
         for name, values in self.name_arrays.items():
-            if not (self.valid[name] & used).any() and _nullable(values.type):
+            valid_entries = self.valid_entries[name]
+            present = int(rows_of.counts.take(valid_entries).sum())  # rows with a value
+            if not present and _nullable(values.type):
                 arrays[name] = self._nulls(values.type, end - start)
+                continue
+            if present * 8 <= end - start and _nullable(values.type):  # a few rows: made from theirs alone
+                arrays[name] = self._rare_cells(name, values, rows_of, valid_entries, end, last)
                 continue
             fixed = self.fixed.get(name)
             if fixed is not None:
@@ -431,6 +490,21 @@ class _TablePlan:
                 arrays[name] = cells if cells is not None else self._entry_cells(values, entry, end, last)
         batch = pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
         return batch.replace_schema_metadata(self.metadata)
+
+    def _rows_of(self, start: int, end: int) -> _RowsOfEntries:
+        """The rows ``start`` to ``end`` (a batch) grouped by entry, kept for the batch (a batch before it
+        may look into them for the bytes its text columns bring along, `_following_rare`)."""
+        found = self._batch_rows.get(start)
+        if found is None or found.count != end - start:
+            found = self._batch_rows[start] = _RowsOfEntries(self.columns.entry[start:end].astype(np.intp),
+                                                             len(self.columns.entries))
+        return found
+
+    def _codes(self, column: str, values: np.ndarray) -> pa.DictionaryArray:
+        """A dictionary column's rows (``values``: the rows' direction, channel or entry numbers; every
+        code is in its dictionary: not checked again)."""
+        return pa.DictionaryArray.from_arrays(pa.array(self.remaps[column].take(values.astype(np.intp))),
+                                              self.dictionaries[column], safe=False)
 
     def _nulls(self, kind: pa.DataType, count: int) -> pa.Array:
         """``count`` nulls of ``kind`` (int64, bool, text or binary), as ``take`` makes them: a validity
@@ -446,6 +520,108 @@ class _TablePlan:
             return pa.Array.from_buffers(kind, count, [validity, zeros.slice(0, width)], null_count=count)
         return pa.Array.from_buffers(kind, count, [validity, zeros.slice(0, width), zeros.slice(0, 0)],
                                      null_count=count)
+
+    def _rare_cells(self, name: str, values: pa.Array, rows_of: _RowsOfEntries, valid_entries: np.ndarray,
+                    end: int, last: bool) -> pa.Array:
+        """`_entry_cells` of a per-name column (int64, bool, text or binary) few of whose rows have a value,
+        made from those rows alone: zeros (values, validity, lengths) elsewhere, as ``take`` leaves them;
+        a text or binary column brings the bytes of the next rows that the IPC writer copies along (see
+        `_following`)."""
+        count = rows_of.count
+        rows, entries, validity = rows_of.rows(valid_entries)
+        nulls = count - len(rows)
+        kind = values.type
+        fixed = self.fixed.get(name)
+        if fixed is not None:
+            taken = np.zeros(count, dtype=fixed[0].dtype)
+            taken[rows] = fixed[0].take(entries)
+            data = pa.py_buffer(np.packbits(taken, bitorder="little") if pa.types.is_boolean(kind) else taken)
+            return pa.Array.from_buffers(kind, count, [validity, data], null_count=nulls)
+        lengths = self._entry_lengths(values)
+        sizes = lengths.take(entries)
+        total = int(sizes.sum())
+        # Each row's end offset: constant between rows with a value (0 up to the first, the total after the last).
+        ends = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=ends[1:])
+        runs = np.diff(rows, prepend=-1, append=count)
+        offsets = np.repeat(ends.astype(np.int32), runs)
+        data_buffer = values.buffers()[2]
+        blob = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+        starts = self._entry_starts(values)
+        pieces = [_gather_values(blob, starts.take(entries), sizes, total)]
+        wanted = 0 if last else (-total) % 64
+        if wanted:
+            pieces += self._following_rare(valid_entries, lengths, blob, starts, end, wanted)
+        data = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        return pa.Array.from_buffers(kind, count, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                     null_count=nulls)
+
+    def _following_rare(self, valid_entries: np.ndarray, lengths: np.ndarray, blob: np.ndarray,
+                        starts: np.ndarray, end: int, wanted: int) -> list[np.ndarray]:
+        """`_following_bytes` of a per-name column few rows have (entries ``valid_entries``): found among
+        the rows of the next batches that have it, which those batches use again (`_rows_of`); where a
+        batch has it in many rows, the rows are looked through (`_following_bytes`)."""
+        pieces = []
+        total = len(self.columns)
+        while wanted > 0 and end < total:
+            stop = min(total, end + self._step)
+            rows_of = self._rows_of(end, stop)
+            if int(rows_of.counts.take(valid_entries).sum()) * 8 > stop - end:  # (as `_batch` decides)
+                return pieces + self._following_bytes(lengths, blob, starts, end, wanted)
+            entries = rows_of.rows(valid_entries)[1]
+            sizes = lengths.take(entries)
+            having = np.flatnonzero(sizes)[:wanted]  # (each has a byte at least)
+            if len(having):
+                sizes = sizes.take(having)
+                pieces.append(_gather_values(blob, starts.take(entries.take(having)), sizes, int(sizes.sum()))[:wanted])
+                wanted -= len(pieces[-1])
+            end = stop
+        return pieces
+
+    def _following_bytes(self, lengths: np.ndarray, blob: np.ndarray, starts: np.ndarray, end: int,
+                         wanted: int) -> list[np.ndarray]:
+        """The first ``wanted`` bytes of the values (one per entry: ``lengths`` bytes at ``starts`` in
+        ``blob``) of the rows after ``end``, in pieces: looked for in the next rows, then, for a value that
+        few rows have, among the rows that have bytes (`_rows_with_bytes`)."""
+        entries, total, row, step = self.columns.entry, len(self.columns), end, 64
+        pieces = []
+        while wanted > 0 and row < total:
+            if step > 64:
+                index = self._rows_with_bytes(lengths)
+                if index is not None:
+                    after = index[np.searchsorted(index, row):][:wanted]  # (each has a byte at least)
+                    following = entries.take(after).astype(np.intp)
+                    sizes = lengths.take(following)
+                    if len(after):
+                        pieces.append(_gather_values(blob, starts.take(following), sizes, int(sizes.sum()))[:wanted])
+                    return pieces
+            following = entries[row:row + step].astype(np.intp)
+            following_lengths = lengths.take(following)
+            found = int(following_lengths.sum())
+            if found:
+                pieces.append(_gather_bytes(blob, starts, following, following_lengths, found)[:wanted])
+                wanted -= min(found, wanted)
+            row += step
+            step *= 4
+        return pieces
+
+    def _rows_with_bytes(self, lengths: np.ndarray) -> np.ndarray | None:
+        """The rows of the table (increasing) whose value (``lengths`` bytes, one per entry) has bytes;
+        None when they are more than an eighth of the rows (the next rows are then looked through)."""
+        key = ("rows", id(lengths))
+        if key in self._lengths:
+            return self._lengths[key]
+        if self._by_entry is None:  # the table's rows by entry, each entry's in row order
+            entries = self.columns.entry
+            small = len(self.columns.entries) <= 1 << 16
+            self._by_entry = _RowsOfEntries(entries.astype(np.uint16) if small else entries.astype(np.intp),
+                                            len(self.columns.entries))
+        having = np.flatnonzero(lengths)
+        index = None
+        if int(self._by_entry.counts.take(having).sum()) * 8 <= len(self.columns):
+            index = self._by_entry._rows(having)[0]
+        self._lengths[key] = index
+        return index
 
     def _sparse_text(self, name: str, values: pa.Array, rows: np.ndarray, end: int, last: bool) -> pa.Array | None:
         """`_entry_cells` of a text column few of whose rows have bytes (most per-name columns: a name
@@ -465,16 +641,8 @@ class _TablePlan:
         starts = self._entry_starts(values)
         pieces = [_gather_bytes(blob, starts, rows, row_lengths, used)]
         wanted = 0 if last else (-used) % 64
-        entries, total, row, step = self.columns.entry, len(self.columns), end, 64
-        while wanted > 0 and row < total:  # the bytes after these rows', up to the next multiple of 64
-            following = entries[row:row + step].astype(np.intp)
-            following_lengths = lengths.take(following)
-            found = int(following_lengths.sum())
-            if found:
-                pieces.append(_gather_bytes(blob, starts, following, following_lengths, found)[:wanted])
-                wanted -= min(found, wanted)
-            row += step
-            step *= 4
+        if wanted:  # the bytes after these rows', up to the next multiple of 64
+            pieces += self._following_bytes(lengths, blob, starts, end, wanted)
         present = self.valid[name].take(rows)
         nulls = count - int(np.count_nonzero(present))
         validity = pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None
@@ -579,18 +747,24 @@ class _Texts:
         np.cumsum(self.lengths, out=offsets[1:])
         data = np.empty(int(offsets[-1]), dtype=np.uint8)
         for rows, pieces in self.groups:
-            at = offsets[rows]
-            for part, widths in pieces:
+            starts, at = [], offsets[rows]
+            for _, widths in pieces:
+                starts.append(at)
+                at = at + widths
+            # The numbers first: one may be written as a block of digits whose leading zeros fall on the
+            # end of the text before it (`_write_decimal`), which is written after.
+            room = 0
+            for (part, widths), start in zip(pieces, starts, strict=True):
+                if not isinstance(part, bytes):
+                    _write_decimal(data, start, part, widths, room=room)
+                room = len(part) if isinstance(part, bytes) else 0
+            for (part, _), start in zip(pieces, starts, strict=True):
                 if isinstance(part, bytes):
-                    for k, byte in enumerate(part):  # a byte position at a time: no index array per byte
-                        data[at + k] = byte
-                    at = at + len(part)
-                else:
-                    at = _write_decimal(data, at, part, widths)
+                    _write_bytes(data, start, part)
         nulls = self.count - int(np.count_nonzero(self.valid))
-        validity = pa.py_buffer(np.packbits(self.valid, bitorder="little").tobytes()) if nulls else None
+        validity = pa.py_buffer(np.packbits(self.valid, bitorder="little")) if nulls else None
         return pa.Array.from_buffers(pa.string(), self.count,
-                                     [validity, pa.py_buffer(offsets.astype(np.int32).tobytes()), pa.py_buffer(data)],
+                                     [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)],
                                      null_count=nulls)
 
 
@@ -599,24 +773,54 @@ _POWERS = 10 ** np.arange(19, dtype=np.int64)
 
 def _decimal_widths(values: np.ndarray) -> np.ndarray:
     """How many characters ``str`` writes for each int64 value."""
-    magnitude = np.abs(values.astype(np.int64))
+    magnitude = np.abs(values.astype(np.int64, copy=False))
     widths = np.searchsorted(_POWERS, magnitude, side="right").astype(np.int64)
     widths = np.maximum(widths, 1)
     widths[values == -(1 << 63)] = 19  # its magnitude does not fit: 9223372036854775808 has 19 digits
     return widths + (values < 0)
 
 
+def _write_bytes(data: np.ndarray, at: np.ndarray, part: bytes) -> None:
+    """Write ``part`` at each of the positions ``at`` in ``data``: all of it at once (a window of
+    ``data`` as wide as it, `_windows`), not a byte position at a time."""
+    if len(part) == 1 or len(part) > len(data):
+        for k, byte in enumerate(part):
+            data[at + k] = byte
+        return
+    _windows(data, len(part))[at] = np.frombuffer(part, dtype=np.dtype((np.void, len(part))))[0]
+
+
+def _windows(data: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes at every offset of ``data``, each one value (a view)."""
+    return np.ndarray((len(data) - width + 1,), dtype=np.dtype((np.void, width)), buffer=data, strides=(1,))
+
+
+#: The four digits of each number below 10**4 as one little-endian word: its bytes in writing order.
+_DIGITS4 = np.array([int.from_bytes(b"%04d" % number, "little") for number in range(10_000)], dtype="<u4")
+
+
 def _write_decimal(data: np.ndarray, at: np.ndarray, values: np.ndarray,
-                   widths: np.ndarray | None = None) -> np.ndarray:
+                   widths: np.ndarray | None = None, room: int = 0) -> np.ndarray:
     """Write each value in decimal at its position in ``data`` (``widths``: `_decimal_widths`, if known);
-    the positions after them."""
-    values = values.astype(np.int64)
-    negative = values < 0
-    data[at[negative]] = ord("-")
+    the positions after them.  With ``room`` >= 7 (there are at least that many bytes before each
+    position, to be written after this), values from 0 to 99,999,999 are written as eight digits at
+    once, their leading zeros on those bytes."""
+    values = values.astype(np.int64, copy=False)
     widths = _decimal_widths(values) if widths is None else widths
     digits_end = at + widths
     if not len(values):
         return digits_end
+    if room >= 7 and len(data) >= 8 and int(values.min()) >= 0 and int(values.max()) < 10 ** 8:
+        low = values.astype(np.uint32)
+        high = low // np.uint32(10_000)
+        low -= high * np.uint32(10_000)
+        blocks = np.empty((len(values), 2), dtype="<u4")
+        blocks[:, 0] = _DIGITS4.take(high)
+        blocks[:, 1] = _DIGITS4.take(low)
+        _windows(data, 8)[digits_end - 8] = blocks.view(np.dtype((np.void, 8))).reshape(-1)
+        return digits_end
+    negative = values < 0
+    data[at[negative]] = ord("-")
     remaining = np.abs(values).astype(np.uint64)  # -2**63 wraps to 2**63, its magnitude, as uint64
     digits = widths - negative
     if int(digits.max()) <= 9:  # magnitudes below 10**9: 32-bit division, twice as quick as 64-bit
@@ -661,6 +865,55 @@ def _gather_bytes(blob: np.ndarray | None, starts: np.ndarray, rows: np.ndarray,
     np.cumsum(sizes[:-1], out=before[1:])
     where = np.repeat(firsts - before, sizes) + np.arange(total, dtype=np.int64)
     return blob.take(where)
+
+
+class _RowsOfEntries:
+    """Rows (of a batch, or of the whole table) grouped by their entry (``entries``: each row's, of
+    ``entry_count``)."""
+
+    def __init__(self, entries: np.ndarray, entry_count: int) -> None:
+        self.entries = entries
+        self.count = len(entries)
+        self.counts = np.bincount(entries, minlength=entry_count)  #: rows per entry
+        self._order: np.ndarray | None = None
+        self._found: dict[int, tuple[np.ndarray, np.ndarray, pa.Buffer]] = {}
+
+    def rows(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, pa.Buffer]:
+        """The rows whose entry is one of ``wanted`` (increasing), their entries, and a validity bitmap
+        of them (once per array ``wanted``: the columns of the same entries share them)."""
+        found = self._found.get(id(wanted))
+        if found is None:
+            rows, entries = self._rows(wanted)
+            validity = np.zeros(self.count, dtype=bool)
+            validity[rows] = True
+            found = self._found[id(wanted)] = (rows, entries, pa.py_buffer(np.packbits(validity, bitorder="little")))
+        return found
+
+    def _rows(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._order is None:  # rows by entry, each entry's in row order (a radix sort when entries are few)
+            small = len(self.counts) <= 1 << 16
+            self._order = np.argsort(self.entries.astype(np.uint16, copy=False) if small else self.entries,
+                                     kind="stable")
+            self._first = np.cumsum(self.counts) - self.counts
+        counts = self.counts.take(wanted)
+        wanted, counts = wanted[counts > 0], counts[counts > 0]
+        total = int(counts.sum())
+        before = np.cumsum(counts) - counts
+        rows = self._order.take(np.repeat(self._first.take(wanted) - before, counts) + np.arange(total))
+        entries = np.repeat(wanted, counts)
+        order = np.argsort(rows, kind="stable")
+        return rows.take(order), entries.take(order)
+
+
+def _gather_values(blob: np.ndarray, firsts: np.ndarray, sizes: np.ndarray, total: int) -> np.ndarray:
+    """The values of ``sizes`` bytes (``total`` in all) starting at ``firsts`` in ``blob``, one after the other."""
+    if not total:
+        return np.zeros(0, dtype=np.uint8)
+    sizes = sizes.astype(np.int64)
+    before = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=before[1:])
+    # Each byte's place in ``blob``: its value's start, plus its place in the output less the value's.
+    return blob.take(np.repeat(firsts - before, sizes) + np.arange(total, dtype=np.int64))
 
 
 def _nullable(kind: pa.DataType) -> bool:

@@ -205,9 +205,11 @@ def test_members_lives_read_from_the_wire_are_the_same_in_bulk_and_reach_the_bul
 
 
 def test_reading_the_capture_in_small_stretches_changes_nothing(reference, monkeypatch):
-    """Stretch boundaries (4 MB in use) fall between any two records and inside a run."""
+    """Stretch boundaries (4 MB in use) fall between any two records and inside a run; the messages read
+    are grouped every few stretches (32 MB of them in use)."""
     monkeypatch.setattr(pcap, "SEGMENT_BYTES", 3000)
     monkeypatch.setattr(bulk, "STRETCH_BYTES", 2000)
+    monkeypatch.setattr(bulk, "HELD_MESSAGE_BYTES", 5000)
     for name in ("f_follower_kill_rejoin_catchup", "g_leader_sigterm_reelection_rejoin"):
         directory = reference / "aeron-1.47.3-capture" / name
         _same_import([directory / "capture.pcap"], _members_of(directory))

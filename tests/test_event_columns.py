@@ -160,3 +160,106 @@ def test_numbers_are_written_in_decimal_as_str_writes_them_whatever_their_width(
     ends = event_columns._write_decimal(data, at, array, widths)
     assert data.tobytes().decode() == "".join(str(v) for v in values)
     assert ends.tolist() == (at + widths).tolist()
+
+
+def test_numbers_after_long_texts_are_written_as_eight_digit_blocks_as_str_writes_them():
+    """After a text of seven bytes or more, values from 0 to 10**8 are written eight digits at a time,
+    the leading zeros on that text (written after them): each row is still what ``str`` gives, next to
+    rows whose numbers do not fit (written place by place) and with a short text before another."""
+    rng = np.random.default_rng(11)
+    small = np.concatenate([rng.integers(0, 10 ** 8, 4000), np.array([0, 9, 10, 9999, 10_000, 99_999_999])])
+    large = np.concatenate([small[:-3], np.array([10 ** 8, -1, (1 << 63) - 1])])
+    for first, second in ((small, small[::-1].copy()), (small, large), (large, small)):
+        texts = event_columns._Texts(2 * len(first) + 1)
+        rows = np.arange(1, 2 * len(first) + 1, 2)
+        texts.set(rows, [b'{"logPosition":', first, b',"packet":', second, b"}"])
+        texts.set(rows - 1, [b'{"x":', second, b"}"])
+        expected = [None] * (2 * len(first) + 1)
+        for k, (a, b) in enumerate(zip(first.tolist(), second.tolist(), strict=True)):
+            expected[2 * k + 1] = f'{{"logPosition":{a},"packet":{b}}}'
+            expected[2 * k] = f'{{"x":{b}}}'
+        assert texts.array().to_pylist() == expected
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10 ** 8 + 5), min_size=1, max_size=40))
+def test_numbers_written_in_blocks_are_written_as_str_writes_them(values):
+    array = np.array(values, dtype=np.int64)
+    widths = event_columns._decimal_widths(array)
+    room = 7
+    at = room + np.concatenate([[0], np.cumsum(widths + room)[:-1]]).astype(np.int64)
+    data = np.full(int((widths + room).sum()), ord("."), dtype=np.uint8)
+    ends = event_columns._write_decimal(data, at, array, widths, room=room)
+    for start in (at - room).tolist():  # the bytes before each number, written after it
+        data[start:start + room] = ord(".")
+    assert data.tobytes().decode() == "".join("." * room + str(v) for v in values)
+    assert ends.tolist() == (at + widths).tolist()
+
+
+@pytest.mark.parametrize("sizes", [(40, 5, 3), (5, 40, 3), (3, 5, 40), (0, 40, 0), (40,)])
+def test_rows_gathered_from_parts_are_the_joined_parts_rows(sizes):
+    """`EventColumns.gathered` takes the largest part's rows directly and puts the others' in after."""
+    events = _many_events(sum(sizes) + 1)[1:]
+    parts, start = [], 0
+    columns = EventColumns.from_events(events[:sizes[0]])
+    for size in sizes:
+        parts.append(EventColumns.from_events(events[start:start + size], entries=columns.entries))
+        start += size
+    rows = np.random.default_rng(sum(sizes)).permutation(sum(sizes))[: sum(sizes) - 2]
+    gathered = EventColumns.gathered(parts, rows)
+    joined = EventColumns.concat_shared(parts).take(rows)
+    for name in EventColumns._ROW_COLUMNS:
+        assert np.array_equal(getattr(gathered, name), getattr(joined, name))
+        assert getattr(gathered, name).dtype == getattr(joined, name).dtype
+    assert list(gathered) == [events[k] for k in rows.tolist()]
+
+
+def test_extras_of_the_usual_shapes_and_others_are_told_apart():
+    others: list = []
+    shape = event_columns._extra_shape
+    assert shape({"packet": 5}, others) == (event_columns.EXTRA_PACKET, 5, 0, None, -1)
+    assert shape({"logPosition": 7, "packet": 5}, others) == (event_columns.EXTRA_LOG, 5, 7, None, -1)
+    assert shape({"logPosition": 7, "packet": 5, "capturedTs": 3}, others) == (event_columns.EXTRA_LOG, 5, 7, 3, -1)
+    assert shape({"packet": 5, "capturedTs": -3}, others) == (event_columns.EXTRA_PACKET, 5, 0, -3, -1)
+    odd = [{"packet": True}, {"packet": 1 << 63}, {"packet": 5, "logPosition": 7}, {"logPosition": 7, "x": 5},
+           {"logPosition": 7.0, "packet": 5}, {"capturedTs": 3}, {"x": 1}]
+    for k, extra in enumerate(odd):
+        assert shape(extra, others) == (event_columns.EXTRA_OTHER, 0, 0, None, k)
+    assert others == odd
+
+
+def test_a_rare_name_with_long_values_writes_the_same_bytes():
+    """A name few rows of a batch have, whose values hold many bytes, and rare booleans and integers in
+    a batch full of other names' values."""
+    count = BATCH_ROWS + 3000
+    events = []
+    for k in range(count):
+        fields: dict = {"memberId": k % 3, "logPosition": 64 * k}
+        if k % 70 == 3:
+            fields["clusterMembers"] = "0,host:20000|" * (20 + k % 13)
+        if k % 997 == 5:
+            fields["flag"] = bool(k % 2)
+        if k % 500 == 1:
+            fields["count"] = -k
+        events.append(Event(ts=k, node=k % 3, dir="local", peer=None, channel="local", type="MemberStart",
+                            fields=fields, extra={"logPosition": k, "packet": k} if k % 2 else None))
+    meta = {"source": "long", "cluster_members": None, "metadata": None}
+    assert _column_bytes(EventColumns.from_events(events), **meta) == _reference_bytes(events, **meta)
+
+
+@pytest.mark.parametrize("later", ["two batches on", "many rows of the next batch"])
+def test_the_bytes_a_rare_text_brings_along_come_from_the_batches_after_it(later):
+    """A batch's last value of a name few rows have is followed by its next value two batches on (the
+    batch between without it), or in many rows of the next batch (looked through row by row there)."""
+    count = BATCH_ROWS * 3 + 100
+    events = []
+    for k in range(count):
+        fields: dict = {"memberId": k % 3}
+        batch = k // BATCH_ROWS
+        if (batch == 0 and k % 9000 == 7) or (later == "two batches on" and batch == 2 and k % 7000 == 11):
+            fields["reason"] = "r%d" % k
+        if later == "many rows of the next batch" and batch == 1 and k % 3 == 0:
+            fields["reason"] = "" if k % 2 else "s%d" % k
+        events.append(Event(ts=k, node=k % 3, dir="local", peer=None, channel="local", type="MemberStart",
+                            fields=fields, extra={"packet": k}))
+    meta = {"source": "rare", "cluster_members": None, "metadata": None}
+    assert _column_bytes(EventColumns.from_events(events), **meta) == _reference_bytes(events, **meta)

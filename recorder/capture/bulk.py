@@ -54,7 +54,7 @@ from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
 from formats.event_columns import EXTRA_LOG, EXTRA_PACKET, Entries, EventColumns
 from formats.events import CHANNELS, DIRECTIONS
-from formats.pcap import Packet, PacketColumns, _typed
+from formats.pcap import Packet, PacketColumns
 from formats.udp import (
     DataFrame,
     PadFrame,
@@ -75,6 +75,8 @@ _CHANNEL = {name: code for code, name in enumerate(CHANNELS)}
 PROGRESS_EVERY = 4096
 #: The capture's bytes are read a stretch of about this many at a time (see `BulkDecoder.feed`).
 STRETCH_BYTES = 1 << 22
+#: Whole messages' bytes (padded to 8) held before those read are grouped (see `_Capture._entries`).
+HELD_MESSAGE_BYTES = 1 << 25
 #: Odd 64-bit multipliers, one per 8 bytes of a message, for the hash `_Capture._entries` groups by.
 def _splitmix(count: int) -> np.ndarray:
     """``count`` well-mixed odd 64-bit numbers (SplitMix64 over 1, 2, 3, ...), the same on every run."""
@@ -121,12 +123,13 @@ class BulkDecoder:
         self.decoder.bulk = None
         keyed = self.keyed
         python = EventColumns.from_events([event for _, event in keyed], entries=self.entries)
-        keys = [np.fromiter((key[k] for key, _ in keyed), np.int64, len(keyed)) for k in range(5)]
+        table = np.array([key for key, _ in keyed], dtype=np.int64).reshape(-1, 5)
+        keys = [table[:, k] for k in range(5)]
         self.keyed = []
         parts = [python] + [columns for columns, _ in self._made]
         part_keys = [keys] + [made_keys for _, made_keys in self._made]
         self._made = []
-        order = _sort_order([np.concatenate([k[i] for k in part_keys]) for i in range(5)])
+        order = _sort_order(part_keys)
         del part_keys
         return EventColumns.gathered(parts, order)
 
@@ -213,25 +216,16 @@ class _Capture:
     # --- sorting the datagrams ----------------------------------------------------------------------
     def _sort(self, columns: PacketColumns) -> None:
         count = len(columns)
-        data = columns.data
         offset = columns.payload_offset
         length = columns.payload_length
         kind = np.zeros(count, dtype=np.int8)  # _FED
-        # The first frame's header where the payload is in the file (a rebuilt IP datagram is fed).
+        # The first frame's header where the payload is in the file (a rebuilt IP datagram is fed), and
+        # what it is: counted (NAK, status message, RTTM), a heartbeat or a whole message alone in its
+        # DATA frame (`_frame_kinds`), each such message's entry.  The fields are read in place from
+        # ``heads`` (kept for the streams of the datagrams fed one by one).
         has = np.flatnonzero((offset >= 0) & (length >= 8))
-        at = offset[has]
-        header, word1, word2 = self._heads(at)  # the payloads' first 24 bytes, as three words
-        heads = (has, header, word1, word2)  # kept for the streams of the datagrams fed one by one
-        frame_length = (header & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-        version = ((header >> 32) & 0xFF).astype(np.uint8)
-        flags = ((header >> 40) & 0xFF).astype(np.uint8)
-        frame_type = (header >> 48).astype(np.uint16)
-        del header  # (still in ``heads``)
-        size = length[has]
-        minimum = np.select([frame_type == 3, frame_type == 2, frame_type == 6], [36, 28, 40], (1 << 31) - 1)
-        minimum = minimum.astype(np.int32)
-        counted = (version == 0) & (minimum <= frame_length) & (frame_length <= size)
-        del minimum
+        heads, counted, heartbeat, message, entry = self._read_heads(offset[has], length[has])
+        frame_length, flags, frame_type = _field(heads, 0, "<i4"), heads[:, 5], _field(heads, 6, "<u2")
         status = counted & (frame_type == 3)
         regular = status & ((flags & 0x80) == 0)
         kind[has[counted & (frame_type != 3)]] = _COUNTED
@@ -240,58 +234,40 @@ class _Capture:
                         "RTTM": int(np.count_nonzero(counted & (frame_type == 6))),
                         "SM": int(np.count_nonzero(regular))}
         all_status = has[status]  # regular ones and those asking for a SETUP: their stream's key is reversed
-        status_word = word1[status]
+        s_session, s_stream = _field(heads, 8, "<i4")[status], _field(heads, 12, "<i4")[status]
         status_flags = flags[status]
-        del status, regular
-        # DATA frames alone in their datagram: a heartbeat, or a whole message.
-        is_data = ~counted & (frame_type == 1) & (size >= 32) & (version == 0)
-        data_rows, data_at = has[is_data], at[is_data]
-        frame_length, flags, size = frame_length[is_data], flags[is_data], size[is_data]
-        second, word2 = word1[is_data], word2[is_data]
-        del counted, version, frame_type, is_data, at
-        term_offset = (second & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-        aligned = (term_offset >= 0) & ((term_offset & 31) == 0)
-        heartbeat = aligned & (frame_length == 0) & (size == 32)
-        padded = (frame_length.astype(np.int64) + 31) & ~31
-        message = aligned & (frame_length >= 32) & (frame_length <= size) & (size <= padded) & ((flags & 0xC0) == 0xC0)
-        del aligned, padded, size
-        # A message's bytes, decoded once per distinct payload.
-        entry = self._entries(data, data_at[message] + 32, frame_length[message].astype(np.int64) - 32)
-        del data
+        del status, regular, counted
         fed = np.array(self.bulk._entry_fed + [True], dtype=bool)[entry]  # -1 (undecodable) is fed too
         message[np.flatnonzero(message)[fed]] = False
         entry = entry[~fed]
-        kind[data_rows[heartbeat]] = _HEARTBEAT
-        kind[data_rows[message]] = _MESSAGE
+        kind[has[heartbeat]] = _HEARTBEAT
+        kind[has[message]] = _MESSAGE
         self.kind = kind
         # The candidates' fields, in packet order.
         candidate = heartbeat | message
-        rows = data_rows[candidate]
-        third = word2[candidate]
-        c_session = (second[candidate] >> 32).astype(np.uint32).view(np.int32)
-        c_stream = (third & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-        c_term = (third >> 32).astype(np.uint32).view(np.int32)
-        c_offset = term_offset[candidate]
+        rows = has[candidate]
+        c_session = _field(heads, 12, "<i4")[candidate]
+        c_stream = _field(heads, 16, "<i4")[candidate]
+        c_term = _field(heads, 20, "<i4")[candidate]
+        c_offset = _field(heads, 8, "<i4")[candidate]
         c_length = frame_length[candidate]
         c_eos = heartbeat[candidate] & ((flags[candidate] & 0x20) != 0)
         c_entry = np.full(len(rows), -1, dtype=np.int32)
         c_entry[message[candidate]] = entry
-        del second, third, word2, term_offset, frame_length, flags, heartbeat, message, candidate, data_rows, data_at
-        del entry
+        del frame_length, flags, frame_type, heartbeat, message, candidate, entry
         # The datagrams fed one by one (their bytes copied now, a stretch of the file at a time), and the
         # streams each of them touches.
         fed_rows = np.flatnonzero(kind == _FED)
         self.fed_packets = self._packets(fed_rows)
-        touched = self._fed_streams(fed_rows, heads)
-        del heads
+        touched = self._fed_streams(fed_rows, has, heads)
+        del heads, has
         # One number per stream (source, destination, session, stream id), whichever way it was seen.
         src, sport, dst, dport = columns.src, columns.src_port, columns.dst, columns.dst_port
-        keys = [np.concatenate(parts).astype(np.int32) for parts in (
-            (src[rows], dst[all_status], touched[:, 1]), (sport[rows], dport[all_status], touched[:, 2]),
-            (dst[rows], src[all_status], touched[:, 3]), (dport[rows], sport[all_status], touched[:, 4]),
-            (c_session, (status_word & 0xFFFFFFFF).astype(np.uint32).view(np.int32), touched[:, 5]),
-            (c_stream, (status_word >> 32).astype(np.uint32).view(np.int32), touched[:, 6]))]
-        del status_word, c_session, c_stream
+        keys = [_joined(*parts) for parts in (
+            ((src, rows), dst[all_status], touched[:, 1]), ((sport, rows), dport[all_status], touched[:, 2]),
+            ((dst, rows), src[all_status], touched[:, 3]), ((dport, rows), sport[all_status], touched[:, 4]),
+            (c_session, s_session, touched[:, 5]), (c_stream, s_stream, touched[:, 6]))]
+        del s_session, s_stream, c_session, c_stream
         stream_of = _group(*keys)
         streams = int(stream_of.max()) + 1 if len(stream_of) else 0
         first = np.full(streams, -1, dtype=np.int64)
@@ -355,13 +331,11 @@ class _Capture:
         big = count + 1
         candidate_key = c_stream_id * big + self.c_row
         fed_key = np.unique(t_stream_id * big + touched[:, 0])
-        fed_before = np.searchsorted(fed_key, candidate_key)  # fed datagrams of its stream before each candidate
-        boundary[1:] |= fed_before[1:] != fed_before[:-1]
-        del fed_before
+        after = np.searchsorted(candidate_key, fed_key, side="right")  # each fed datagram's next candidate
+        boundary[after[after < n]] = True  # (the keys increase: a candidate with fed datagrams of its stream before it)
         starts_at = np.append(np.flatnonzero(boundary), n)
         self.c_run_end = starts_at[np.cumsum(boundary)].astype(np.int32)  # the next start after each (boundary[0] is set)
         del boundary, starts_at, positions
-        after = np.searchsorted(candidate_key, fed_key, side="right")  # each fed datagram's next candidate
         fed_stream, fed_row = fed_key // big, fed_key % big
         here = (after < n) & (c_stream_id[np.minimum(after, max(n - 1, 0))] == fed_stream) if n else after < 0
         self._touched_index: dict[int, list[tuple[int, int]]] = {}
@@ -384,32 +358,30 @@ class _Capture:
         self._stream_keys: list[tuple] | None = None
         self._stream_ids: dict[tuple, int] | None = None
 
-    def _fed_streams(self, fed: np.ndarray, heads: tuple[np.ndarray, ...]) -> np.ndarray:
+    def _fed_streams(self, fed: np.ndarray, has: np.ndarray, heads: np.ndarray) -> np.ndarray:
         """(row, src, sport, dst, dport, session, stream) of each stream a datagram fed one by one touches:
         its DATA, PAD and SETUP frames' streams, or the stream a status message reports on.  Read from
-        the first frame's header (``heads``: rows, and their payloads' first three words) where the
-        datagram is that frame alone, else from the frames `_packets` copied.  A stream listed that the
-        decoder then does not touch (a datagram it finds corrupt) only ends a run early."""
+        the first frame's header (``heads``: the first 24 bytes of the payloads of rows ``has``) where
+        the datagram is that frame alone, else from the frames `_packets` copied.  A stream listed that
+        the decoder then does not touch (a datagram it finds corrupt) only ends a run early."""
         c = self.columns
-        has, header, word1, word2 = heads
         at = np.searchsorted(has, fed)
         known = (at < len(has)) & (has[np.minimum(at, max(len(has) - 1, 0))] == fed) if len(has) else fed < 0
         rows, at = fed[known], at[known]
-        frame_type = (header[at] >> np.uint64(48)) & np.uint64(0xFFFF)
-        frame_length = (header[at] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+        frame_type = _field(heads, 6, "<u2")[at]
+        frame_length = _field(heads, 0, "<i4")[at].astype(np.int64)
         size = c.payload_length[rows].astype(np.int64)
         first = np.where(frame_type == 0, 32, (frame_length + 31) & ~31)
         alone = ~(np.isin(frame_type, (0, 1)) & (size > np.maximum(first, 32)))  # else: more frames after it
         keyed = []
-        for types, session, stream, reverse in (((0, 1, 5), word1 >> np.uint64(32), word2, False),
-                                                ((3,), word1, word1 >> np.uint64(32), True)):
+        # (A DATA, PAD or SETUP frame's session and stream ids at bytes 12 and 16; a status message's at 8 and 12.)
+        for types, session, stream, reverse in (((0, 1, 5), 12, 16, False), ((3,), 8, 12, True)):
             pick = np.isin(frame_type, types) & alone
             picked = rows[pick]
             a, b = (c.dst, c.dst_port) if reverse else (c.src, c.src_port)
             d, e = (c.src, c.src_port) if reverse else (c.dst, c.dst_port)
             keyed.append(np.stack([picked, a[picked], b[picked], d[picked], e[picked],
-                                   (session[at[pick]] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32),
-                                   (stream[at[pick]] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)],
+                                   _field(heads, session, "<i4")[at[pick]], _field(heads, stream, "<i4")[at[pick]]],
                                   axis=1).astype(np.int64))
         slow = set(fed[~known].tolist()) | set(rows[~alone].tolist())
         extra = []
@@ -436,65 +408,68 @@ class _Capture:
                 self.read(int(offsets[start]), int(offsets[end - 1]))
             start = end
 
-    def _heads(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The first 24 bytes of the payloads at ``at`` (file offsets, increasing), as three little-endian
-        words each (0 past the end of the file), read a stretch of the file at a time."""
-        word = _typed(self.columns.data, "<u8")
-        words = [np.zeros(len(at), dtype=np.uint64) for _ in range(3)]
-        whole = int(np.searchsorted(at, len(word) - 16, side="left"))  # before it, all three words are in the file
+    def _read_heads(self, at: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The first 24 bytes of the payloads at ``at`` (file offsets, increasing; ``size`` bytes each), a
+        row each (0 past the end of the file; `_field` reads them), with what `_frame_kinds` makes of
+        them and the entry of each whole message (`_entries`).  The file is read a stretch at a time,
+        the messages' bytes just after their headers (the same pages, while they are at hand)."""
+        raw = np.frombuffer(self.columns.data, dtype=np.uint8)
+        heads = np.zeros((len(at), 24), dtype=np.uint8)
+        whole = int(np.searchsorted(at, len(raw) - 24, side="right"))  # before it, all 24 bytes are in the file
+        windows = _windows(raw, 24) if whole else None
+        kinds: list[tuple[np.ndarray, ...]] = []
+        messages = _Messages()
         for part in self._stretches(at):
             inside = slice(part.start, min(part.stop, whole))
-            where = at[inside]
-            for k, out in enumerate(words):
-                out[inside] = word[where + 8 * k]
-        for row in range(whole, len(at)):  # the last few payloads, near the end of the file
-            for k, out in enumerate(words):
-                if at[row] + 8 * k < len(word):
-                    out[row] = word[at[row] + 8 * k]
-        return words[0], words[1], words[2]
+            if inside.stop > inside.start:
+                heads[inside] = windows[at[inside]].view(np.uint8).reshape(-1, 24)
+            for row in range(max(part.start, whole), part.stop):  # the last few payloads, near the end of the file
+                tail = raw[at[row]:at[row] + 24]
+                heads[row, :len(tail)] = tail
+            counted, heartbeat, message = _frame_kinds(heads[part], size[part])
+            kinds.append((counted, heartbeat, message))
+            frame_length = _field(heads[part], 0, "<i4")[message]
+            messages.add(raw, at[part][message] + 32, frame_length.astype(np.int64) - 32)
+            if messages.size >= HELD_MESSAGE_BYTES:
+                self._entries(messages)
+        self._entries(messages)
+        if not kinds:
+            none = np.zeros(0, dtype=bool)
+            return heads, none, none, none, messages.entry
+        counted, heartbeat, message = (np.concatenate(masks) for masks in zip(*kinds, strict=True))
+        return heads, counted, heartbeat, message, messages.entry
 
-    def _entries(self, data: memoryview, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """The entry of each message (``lengths`` bytes at ``starts``, increasing): the messages of a
-        stretch of the file are grouped by their bytes with array operations (a 64-bit hash, each member
-        checked against the first bytes seen with that hash), and each distinct one is decoded once
-        (`BulkDecoder.entry`)."""
-        entry = np.empty(len(starts), dtype=np.int32)
-        raw = np.frombuffer(data, dtype=np.uint8)
+    def _entries(self, messages: _Messages) -> None:
+        """The entry of each message held (`_Messages.entry`), then let go: those of one length are
+        grouped by their bytes with array operations (a 64-bit hash, each member checked against the
+        first bytes seen with that hash), and each distinct one is decoded once (`BulkDecoder.entry`)."""
+        numbers = messages.entry
         seen = self.bulk._by_digest
-        for part in self._stretches(starts):
-            part_starts, part_lengths = starts[part], lengths[part]
-            numbers = np.empty(len(part_starts), dtype=np.int32)
-            for length in np.unique(part_lengths).tolist():
-                rows = np.flatnonzero(part_lengths == length)
-                if length == 0:
-                    numbers[rows] = self.bulk.entry(b"")
-                    continue
-                # One row of bytes per message, copied out of a view of the file as overlapping windows.
-                windows = np.lib.stride_tricks.as_strided(raw, shape=(len(raw) - length + 1, length), strides=(1, 1),
-                                                          writeable=False)
-                cells = windows[part_starts[rows]]
-                width = -(-length // 8) * 8
-                if width != length:
-                    cells = np.concatenate([cells, np.zeros((len(rows), width - length), np.uint8)], axis=1)
-                words = cells.view(np.uint64)
-                digest = words @ _MULTIPLIERS[:words.shape[1]]  # a hash of the words (collisions checked below)
-                distinct, inverse = np.unique(digest, return_inverse=True)
-                inverse = inverse.reshape(-1)
-                first = np.empty(len(distinct), dtype=np.int64)
-                first[inverse] = np.arange(len(inverse))  # one member of each group (the last)
-                known = []
-                for d, k in zip(distinct.tolist(), first.tolist(), strict=True):
-                    found = seen.get((length, d))
-                    if found is None:
-                        found = seen[(length, d)] = (self.bulk.entry(cells[k, :length].tobytes()), cells[k].copy())
-                    known.append(found)
-                expected = np.stack([cell for _, cell in known])
-                if not _same_rows(cells, inverse, expected):  # two payloads with one hash: tell them apart by bytes
-                    numbers[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
-                    continue
-                numbers[rows] = np.array([number for number, _ in known], dtype=np.int32)[inverse]
-            entry[part] = numbers
-        return entry
+        for length in sorted(messages.cells):
+            rows = np.concatenate(messages.rows.pop(length))
+            if length == 0:
+                numbers[rows] = self.bulk.entry(b"")
+                continue
+            parts = messages.cells.pop(length)
+            cells = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            del parts
+            words = cells.view(np.uint64)
+            digest = words @ _MULTIPLIERS[:words.shape[1]]  # a hash of the words (collisions checked below)
+            distinct, inverse = _numbered(digest)
+            first_of = np.empty(len(distinct), dtype=np.int64)
+            first_of[inverse] = np.arange(len(inverse))  # one member of each group (the last)
+            known = []
+            for d, k in zip(distinct.tolist(), first_of.tolist(), strict=True):
+                found = seen.get((length, d))
+                if found is None:
+                    found = seen[(length, d)] = (self.bulk.entry(cells[k, :length].tobytes()), words[k].copy())
+                known.append(found)
+            expected = np.stack([cell for _, cell in known])
+            if not _same_rows(words, inverse, expected):  # two payloads with one hash: tell them apart by bytes
+                numbers[rows] = [self.bulk.entry(cell.tobytes()[:length]) for cell in cells]
+                continue
+            numbers[rows] = np.array([number for number, _ in known], dtype=np.int32)[inverse]
+        messages.cells, messages.rows, messages.size = {}, {}, 0
 
     def _streams_of(self, row: int, payload: bytes | memoryview) -> list[tuple]:
         """The streams a datagram fed one by one touches: its DATA, PAD and SETUP frames' streams, or
@@ -1026,19 +1001,112 @@ def _malloc_trim() -> Any:
         return None
 
 
-def _sort_order(keys: list[np.ndarray]) -> np.ndarray:
-    """The order of rows by ``keys`` (ts, capture, packet, order, in/out), the last four packed into one
-    number when they fit (two sorts instead of five)."""
-    ts, rest = keys[0], keys[1:]
-    if not len(ts):
+class _Messages:
+    """Whole messages' bytes copied out of the file a stretch at a time, kept by length until they are
+    grouped (`_Capture._entries`, when `HELD_MESSAGE_BYTES` are held and at the end): each one's bytes,
+    zeros after them to a multiple of 8, and its number (in the order they were added); ``entry``, each
+    one's entry once grouped."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.size = 0  #: bytes held
+        self.cells: dict[int, list[np.ndarray]] = {}
+        self.rows: dict[int, list[np.ndarray]] = {}
+        self._entry = np.zeros(0, dtype=np.int32)
+
+    @property
+    def entry(self) -> np.ndarray:
+        return self._entry[:self.count]
+
+    def add(self, raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
+        """The messages of ``lengths`` bytes at ``starts`` in ``raw`` (the file's bytes)."""
+        if not len(lengths):
+            return
+        if self.count + len(lengths) > len(self._entry):  # (room for twice as many: copied a few times only)
+            entry = np.empty(max(self.count + len(lengths), 2 * len(self._entry)), dtype=np.int32)
+            entry[:self.count] = self._entry[:self.count]
+            self._entry = entry
+        counts = np.bincount(lengths)
+        by_length = _stable_order(lengths, len(counts)) + self.count  # each length's rows, in order (a counting sort)
+        present = np.flatnonzero(counts)
+        ends = np.cumsum(counts[present]).tolist()
+        for length, first, last in zip(present.tolist(), [0, *ends[:-1]], ends, strict=True):
+            rows = by_length[first:last]
+            self.rows.setdefault(length, []).append(rows)
+            cells = _cells(raw, starts[rows - self.count], length) if length else np.zeros((len(rows), 0), np.uint8)
+            self.cells.setdefault(length, []).append(cells)
+            self.size += cells.nbytes
+        self.count += len(lengths)
+
+
+#: The shortest valid frame of each type (`DatagramDecoder`'s checks): a NAK, a status message, an RTTM.
+_MINIMUM_LENGTH = np.full(1 << 16, (1 << 31) - 1, dtype=np.int32)
+_MINIMUM_LENGTH[[2, 3, 6]] = [28, 36, 40]
+
+
+def _frame_kinds(heads: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of datagrams of ``size`` bytes whose first 24 are ``heads``: those whose first frame is counted (a
+    NAK, status message or RTTM that `DatagramDecoder` would take), and those that are one DATA frame
+    alone: a heartbeat, or a whole message (B|E) filling the datagram up to its padding."""
+    frame_length, version, flags, frame_type = (_field(heads, 0, "<i4"), heads[:, 4], heads[:, 5],
+                                                _field(heads, 6, "<u2"))
+    counted = (version == 0) & (_MINIMUM_LENGTH.take(frame_type) <= frame_length) & (frame_length <= size)
+    is_data = ~counted & (frame_type == 1) & (size >= 32) & (version == 0)
+    term_offset = _field(heads, 8, "<i4")
+    is_data &= (term_offset >= 0) & ((term_offset & 31) == 0)  # (aligned: neither kind otherwise)
+    heartbeat = is_data & (frame_length == 0) & (size == 32)
+    message = (is_data & (frame_length >= 32) & (frame_length <= size) & ((flags & 0xC0) == 0xC0)
+               & (size <= (frame_length.astype(np.int64) + 31) & ~31))
+    return counted, heartbeat, message
+
+
+def _field(heads: np.ndarray, offset: int, kind: str) -> np.ndarray:
+    """The field of type ``kind`` at byte ``offset`` of each row of ``heads`` (a view, not a copy)."""
+    size = np.dtype(kind).itemsize
+    return heads[:, offset:offset + size].view(kind)[:, 0]
+
+
+def _sort_order(parts: list[list[np.ndarray]]) -> np.ndarray:
+    """The order of rows by keys (ts, capture, packet, order, in/out), given part by part (each part's
+    five arrays, its rows after the previous part's): the last four packed into one number when they
+    fit (two sorts instead of five), written part by part (the keys are never joined whole)."""
+    parts = [keys for keys in parts if len(keys[0])]
+    if not parts:
         return np.zeros(0, dtype=np.int64)
-    widths = [max(1, int(k.max()).bit_length()) if int(k.min()) >= 0 else 64 for k in rest]
+    widths = []
+    for k in range(1, 5):
+        low, high = min(int(keys[k].min()) for keys in parts), max(int(keys[k].max()) for keys in parts)
+        widths.append(max(1, high.bit_length()) if low >= 0 else 64)
+    ts = np.concatenate([keys[0] for keys in parts]).astype(np.int64, copy=False)
     if sum(widths) > 62:
-        return np.lexsort(keys[::-1])
-    packed = np.zeros(len(ts), dtype=np.int64)
-    for key, width in zip(rest, widths, strict=True):
-        packed = (packed << width) | key
+        return np.lexsort([ts if k == 0 else np.concatenate([keys[k] for keys in parts]).astype(np.int64, copy=False)
+                           for k in range(4, -1, -1)])
+    packed = np.empty(len(ts), dtype=np.int64)
+    start = 0
+    for keys in parts:
+        part = packed[start:start + len(keys[0])]
+        part[:] = keys[1]
+        for key, width in zip(keys[2:], widths[1:], strict=True):
+            part <<= width
+            part |= key
+        start += len(part)
     return np.lexsort((packed, ts))
+
+
+def _joined(*pieces: np.ndarray | tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``np.concatenate(pieces).astype(np.int32)``, each piece written in place (a piece ``(values,
+    rows)`` is ``values[rows]``, taken there when the values are int32 already)."""
+    sizes = [len(piece[1]) if type(piece) is tuple else len(piece) for piece in pieces]
+    out = np.empty(sum(sizes), dtype=np.int32)
+    start = 0
+    for piece, size in zip(pieces, sizes, strict=True):
+        place = out[start:start + size]
+        if type(piece) is tuple and piece[0].dtype == np.int32:
+            piece[0].take(piece[1], out=place, mode="clip")  # (the rows are in range: clip only avoids a copy)
+        else:
+            place[:] = piece[0][piece[1]] if type(piece) is tuple else piece
+        start += size
+    return out
 
 
 def _same_rows(cells: np.ndarray, others: np.ndarray, rows: np.ndarray | None = None) -> bool:
@@ -1057,19 +1125,32 @@ def _stable_order(numbers: np.ndarray, count: int) -> np.ndarray:
     return np.argsort(numbers, kind="stable")
 
 
-def _group(*keys: np.ndarray) -> np.ndarray:
-    """One number per distinct tuple of ``keys`` (int64 arrays of one length).
+#: Rows per stretch of arithmetic done a stretch at a time (`_group`): a few arrays of it fit in the cache.
+_CHUNK = 1 << 16
 
-    The tuples are hashed to one 64-bit number each and numbered by one sort of those; then every
+
+def _group(*keys: np.ndarray) -> np.ndarray:
+    """One number per distinct tuple of ``keys`` (integer arrays of one length).
+
+    The tuples are hashed to one 64-bit number each and numbered by those (`_numbered`); then every
     member of a group is checked against the group's first tuple, so two tuples sharing a hash are
     never taken for one (then the tuples themselves are sorted: slower, and exact)."""
     if not len(keys[0]):
         return np.zeros(0, dtype=np.int64)
-    digest = np.zeros(len(keys[0]), dtype=np.uint64)
-    for k, key in enumerate(keys):
-        digest = (digest ^ key.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(2 * k + 1)
-        digest ^= digest >> np.uint64(29)
-    numbers = np.unique(digest, return_inverse=True)[1].reshape(-1)
+    count = len(keys[0])
+    digest = np.zeros(count, dtype=np.uint64)
+    scratch = np.empty(min(count, _CHUNK), dtype=np.uint64)
+    for start in range(0, count, _CHUNK):  # a stretch at a time, in place: the arithmetic stays in the cache
+        part, spare = digest[start:start + _CHUNK], scratch[:min(_CHUNK, count - start)]
+        for k, key in enumerate(keys):
+            spare[:] = key[start:start + _CHUNK]
+            part ^= spare
+            part *= np.uint64(0x9E3779B97F4A7C15)
+            part += np.uint64(2 * k + 1)
+            np.right_shift(part, np.uint64(29), out=spare)
+            part ^= spare
+    numbers = _numbered(digest)[1]
+    del digest
     first = np.empty(int(numbers.max()) + 1, dtype=np.int64)
     first[numbers] = np.arange(len(numbers))  # one member of each group (the last)
     representative = first[numbers]
@@ -1084,3 +1165,54 @@ def _group(*keys: np.ndarray) -> np.ndarray:
     numbers = np.empty(len(order), dtype=np.int64)
     numbers[order] = np.cumsum(change) - 1
     return numbers
+
+
+def _numbered(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of a 1-D uint64 array, without sorting it when it is
+    long: the few distinct values are found through a table indexed by the values' top bits (one row
+    of each slot kept, every row compared with its slot's), and only they are sorted.  Rows whose slot
+    another value took are numbered by binary search among the distinct values."""
+    count = len(values)
+    if count < 1 << 10:
+        distinct, inverse = np.unique(values, return_inverse=True)
+        return distinct, inverse.reshape(-1)
+    bits = min(22, (2 * count - 1).bit_length())  # at least twice as many slots as rows, at most 16 MB of them
+    row = np.int32 if count < (1 << 31) - 1 else np.int64
+    slot = (values >> np.uint64(64 - bits)).astype(np.intp)
+    table = np.zeros(1 << bits, dtype=row)
+    table[slot] = np.arange(1, count + 1, dtype=row)  # one row of each slot (plus 1: 0 is an empty slot)
+    held = table.take(slot)
+    del table, slot
+    held -= 1
+    own = np.flatnonzero(held == np.arange(count, dtype=row))  # the rows kept: one per value, or fewer
+    other = np.flatnonzero(values.take(held) != values)  # rows whose slot holds another value
+    found = values.take(own)
+    distinct = np.unique(np.concatenate([found, values.take(other)]) if len(other) else found)
+    rank = np.empty(count, dtype=np.int64)
+    rank[own] = np.searchsorted(distinct, found)
+    inverse = rank.take(held)
+    del rank, held
+    if len(other):
+        inverse[other] = np.searchsorted(distinct, values.take(other))
+    return distinct, inverse
+
+
+def _cells(raw: np.ndarray, at: np.ndarray, length: int) -> np.ndarray:
+    """The ``length`` bytes at each of ``at`` in ``raw``, one row each, zeros after them to a multiple of
+    8 bytes: the file's windows of that width copied (one copy, no padding joined on after), their last
+    bytes cleared."""
+    width = -(-length // 8) * 8
+    if len(at) and int(at.max()) <= len(raw) - width:  # every window in the file (all but the last bytes)
+        cells = _windows(raw, width)[at].view(np.uint8).reshape(len(at), width)
+    else:
+        cells = np.zeros((len(at), width), dtype=np.uint8)
+        for k, start in enumerate(at.tolist()):
+            cells[k, :length] = raw[start:start + length]
+    cells[:, length:] = 0
+    return cells
+
+
+def _windows(raw: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes at every offset of ``raw``, each one value (a view): indexed by offsets, each
+    window is copied whole (as a 2-D view's rows, numpy would copy them a byte at a time)."""
+    return np.ndarray((len(raw) - width + 1,), dtype=np.dtype((np.void, width)), buffer=raw, strides=(1,))
