@@ -9,6 +9,9 @@ catch-up's commit position, so its next AppendPosition carried term 5 where the 
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from formats.events import Event
 from formats.udp import SetupFrame, StatusMessage, encode_datagram, heartbeat
 from recorder.capture.agent_log_import import late_receipts
@@ -145,3 +148,62 @@ def test_both_decode_paths_find_the_same_stalls():
     bulk = decode_captures([(str(path), data)], bulk=True).driver_stalls
     assert bulk == decode_captures([(str(path), data)], bulk=False).driver_stalls
     assert (_at("19:23:57.563290"), _at("19:23:59.326449")) in bulk[3]
+
+
+def _setup_of(session: int) -> bytes:
+    return encode_datagram([SetupFrame(term_offset=0, session_id=session, stream_id=100, initial_term_id=1,
+                                       active_term_id=1, term_length=64 * 1024 * 1024, mtu=1408)])
+
+
+def _answer_of(session: int) -> bytes:
+    return encode_datagram([StatusMessage(session_id=session, stream_id=100, consumption_term_id=1,
+                                          consumption_term_offset=0, receiver_window=128 * 1024, receiver_id=3)])
+
+
+def _both_ways(datagrams: list) -> tuple[dict, dict]:
+    from tests.test_flow_control_stall import _table
+    one_by_one = DriverStallScanner(MEMBERS, 100)
+    for ts, src, dst, payload in datagrams:
+        one_by_one.feed(ts, src, dst, payload)
+    columns = DriverStallScanner(MEMBERS, 100)
+    columns.feed_columns(_table(datagrams))
+    senders = {MEMBER_1_PUBLICATION: 1}
+    return columns.stalls(senders), one_by_one.stalls(senders)
+
+
+def test_answers_of_sessions_sharing_a_setups_low_bits_are_told_apart_by_the_table_scan():
+    """The table scan keys only the status messages whose session ids share their low 16 bits with a
+    SETUP's: here the SETUP's own answer comes late, after early ones (from member 0's catch-up endpoint)
+    for another session of the same low bits and for a session no SETUP has; the stall is the one `feed`
+    finds, from the SETUP to its own answer."""
+    member_0 = ("127.0.0.1", 20005)
+    datagrams = [
+        (316 * MS, LEADER_REPLAY, CATCHUP, _setup_of(9)),
+        (317 * MS, member_0, LEADER_REPLAY, _answer_of(9 + (1 << 16))),
+        (318 * MS, member_0, LEADER_REPLAY, _answer_of(9)),  # the same session from another endpoint
+        (319 * MS, member_0, LEADER_REPLAY, _answer_of(12345)),
+        (425 * MS, CATCHUP, LEADER_REPLAY, _answer_of(9)),
+    ]
+    columns, one_by_one = _both_ways(datagrams)
+    assert columns == one_by_one == {1: [(316 * MS, 425 * MS)]}
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["setup", "answer", "heartbeat"]),
+                          st.integers(1, 400)), min_size=1, max_size=20))
+def test_the_table_scan_finds_the_driver_stalls_feed_finds_whatever_the_sessions(script):
+    """Made-up SETUPs, answers and heartbeats, their session ids sharing low bits: `feed_columns` and `feed`
+    find the same stalls."""
+    datagrams, ts = [], 0
+    for session_bits, kind, step in script:
+        ts += step * MS
+        session = 9 + (session_bits << 16)
+        if kind == "setup":
+            datagrams.append((ts, LEADER_REPLAY, CATCHUP, _setup_of(session)))
+        elif kind == "answer":
+            datagrams.append((ts, CATCHUP if session_bits < 2 else ("127.0.0.1", 20005), LEADER_REPLAY,
+                              _answer_of(session)))
+        else:
+            datagrams.append((ts, MEMBER_1_PUBLICATION, ("127.0.0.1", 20003),
+                              encode_datagram([heartbeat(session_id=4, stream_id=108, term_id=1, term_offset=0)])))
+    columns, one_by_one = _both_ways(datagrams)
+    assert columns == one_by_one

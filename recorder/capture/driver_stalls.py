@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from formats.pcap import PacketColumns
-from recorder.capture.flow_control import endpoint_pair_keys, header_words
+from recorder.capture.flow_control import endpoint_pair_keys, header_words, on_ports
 from recorder.capture.members import MemberMap
 
 _HEADER = struct.Struct("<iBBH")
@@ -118,18 +118,24 @@ class DriverStallScanner:
         if not len(table):
             return
         names = table.addresses
-        ports = np.array(self._ports, dtype=np.int64)
-        near = np.isin(table.dst_port, ports) | np.isin(table.src_port, ports)
-        rows = np.flatnonzero(near & np.isin(table.payload_length, _LENGTHS) & (table.payload_offset >= 0))
+        length = table.payload_length
+        lone = (length == _LENGTHS[0]) | (length == _LENGTHS[1]) | (length == _LENGTHS[2])
+        rows = np.flatnonzero(on_ports(table, self._ports) & lone & (table.payload_offset >= 0))
         if not len(rows):
             return
         words = header_words(table, rows, read)
-        frame_type = (words[:, 1] >> 16) & 0xFFFF
-        flags = (words[:, 1] >> 8) & 0xFF
-        answer = (frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)
-        answers = rows[answer]
+        frame_type = words.view(np.uint16)[:, 3]
+        flags = words.view(np.uint8)[:, 5]
         setups = (frame_type == _TYPE_SETUP) & (words[:, 4] == self.log_stream_id)
         setup_rows = rows[setups]
+        setup_sessions = words[setups, 3]
+        # Only the answers that can answer one of the SETUPs, by the low 16 bits of their session ids (an answer
+        # has its SETUP's session): the many status messages of the other publications are never keyed.
+        asked = np.zeros(1 << 16, dtype=bool)
+        asked[setup_sessions.astype(np.intp) & 0xFFFF] = True
+        answer = ((frame_type == _TYPE_SM) & ((flags & _SM_SETUP_FLAG) == 0)
+                  & asked.take(words[:, 2].astype(np.intp) & 0xFFFF))
+        answers = rows[answer]
         # One key per (sender endpoint, receiver endpoint, session): the answers' own, and each SETUP's seen
         # from its answer's side (receiver -> sender).  A SETUP's answer is the first of the answers with its
         # key after it, in row order (kept within a key by the stable sort).
@@ -137,13 +143,13 @@ class DriverStallScanner:
                                   np.concatenate([table.src_port[answers], table.dst_port[setup_rows]]),
                                   np.concatenate([table.dst[answers], table.src[setup_rows]]),
                                   np.concatenate([table.dst_port[answers], table.src_port[setup_rows]]),
-                                  np.concatenate([words[answer, 2], words[setups, 3]]))
+                                  np.concatenate([words[answer, 2], setup_sessions]))
         answer_keys, wanted_keys = keys[: len(answers)], keys[len(answers):]
         order = np.argsort(answer_keys, kind="stable")
         answer_keys, answers = answer_keys[order], answers[order]
         opened: dict[tuple, tuple[int | None, list[int]]] = {}  # key -> (its answer, the SETUPs it answers)
         windows: list[tuple[int, int, list[int]]] = []
-        for row, session, wanted in zip(setup_rows.tolist(), words[setups, 3].tolist(), wanted_keys.tolist(),
+        for row, session, wanted in zip(setup_rows.tolist(), setup_sessions.tolist(), wanted_keys.tolist(),
                                         strict=True):
             dst = (names[table.dst[row]], int(table.dst_port[row]))
             owner = self.members.lookup(*dst)

@@ -56,15 +56,18 @@ def header_words(table: PacketColumns, rows: np.ndarray,
     gathered a stretch of the file at a time, in row order; ``read(start, end)``, when given, hears of
     each stretch of bytes done (a caller with the file memory-mapped lets those pages go)."""
     raw = np.frombuffer(table.data, dtype=np.uint8)
-    out = np.zeros((len(rows), 32), dtype=np.uint8)
+    out = np.zeros(len(rows), dtype="V32")
     if not len(rows) or not len(raw):
-        return out.view("<i4")
+        return out.view("<i4").reshape(-1, 8)
     at = table.payload_offset[rows].astype(np.int64)
     whole = at <= len(raw) - 32
-    if len(raw) >= 32:  # 32-byte windows over the file's bytes, a view: only the rows' headers are copied
-        windows = np.lib.stride_tricks.sliding_window_view(raw, 32)
-        inside = np.flatnonzero(whole)
-        places = at[inside]
+    if len(raw) >= 32:
+        # The file's 32-byte windows as one-dimensional items (one per byte offset, a view): a gather copies
+        # each row's header as one item, much faster than a row of 32 bytes of a two-dimensional window view.
+        windows = np.ndarray((len(raw) - 31,), dtype="V32", buffer=raw, strides=(1,))
+        everywhere = bool(whole.all())
+        inside = None if everywhere else np.flatnonzero(whole)
+        places = at if everywhere else at[inside]
         # Stretches by position in the file (rows are in file order; where they are not, one gather).
         increasing = len(places) < 2 or bool((places[1:] >= places[:-1]).all())
         marks = (np.searchsorted(places, np.arange(int(places[0]), int(places[-1]) + STRETCH_BYTES,
@@ -74,14 +77,18 @@ def header_words(table: PacketColumns, rows: np.ndarray,
         for end in [*marks, len(places)]:
             if end <= start:
                 continue
-            out[inside[start:end]] = windows[places[start:end]]
+            if inside is None:
+                out[start:end] = windows[places[start:end]]
+            else:
+                out[inside[start:end]] = windows[places[start:end]]
             if read is not None and increasing:
                 read(int(places[start]), int(places[end - 1]))
             start = end
+    bytes_out = out.view(np.uint8).reshape(-1, 32)
     for i in np.flatnonzero(~whole).tolist():  # a datagram in the file's last 32 bytes
         tail = raw[at[i]:]
-        out[i, : len(tail)] = tail
-    return out.view("<i4")
+        bytes_out[i, : len(tail)] = tail
+    return out.view("<i4").reshape(-1, 8)
 
 
 def endpoint_pair_keys(src: np.ndarray, src_port: np.ndarray, dst: np.ndarray, dst_port: np.ndarray,
@@ -109,6 +116,18 @@ def _dense_numbers(values: np.ndarray) -> np.ndarray:
         ranks = np.cumsum(present) - 1
         return ranks[values].astype(np.int64)
     return np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def on_ports(table: PacketColumns, ports: list[int]) -> np.ndarray:
+    """Whether each row's source or destination port is one of ``ports``: ``np.isin`` of both port
+    columns, by a table of the 65536 ports where the columns are in range (as a capture's always are)."""
+    found = np.zeros(1 << 16, dtype=bool)
+    found[[port for port in ports if 0 <= port < 1 << 16]] = True
+    columns = (table.src_port, table.dst_port)
+    if all(not len(c) or 0 <= int(c.min()) and int(c.max()) < 1 << 16 for c in columns):
+        return found.take(table.src_port) | found.take(table.dst_port)
+    wanted = np.array(ports, dtype=np.int64)
+    return np.isin(table.dst_port, wanted) | np.isin(table.src_port, wanted)
 
 
 class _Publication:
@@ -204,48 +223,72 @@ class FlowControlScanner:
         if not len(table):
             return
         names = table.addresses
-        ports = np.array(self._ports, dtype=np.int64)
-        near = np.isin(table.dst_port, ports) | np.isin(table.src_port, ports)
-        rows = np.flatnonzero(near & (table.payload_length >= 24))
+        rows = np.flatnonzero(on_ports(table, self._ports) & (table.payload_length >= 24))
         # Only publications that could have reached their receiver's window are read one by one: one whose
         # data stayed in its first term below the smallest window its receiver gave never did (a consensus
         # publication starts at its term's offset 0).  Heartbeats (DATA frames of length 0) never take a
         # sender past what it sent and are skipped.  Reassembled datagrams (no offset in the file) are all read.
         direct = table.payload_offset[rows] >= 0
         if direct.all() and len(rows):
-            words = header_words(table, rows, read)
-            frame_type = (words[:, 1] >> 16) & 0xFFFF
-            data = (frame_type == _TYPE_DATA) & (words[:, 0] > 0) & (words[:, 4] == self.stream_id)
-            status = (frame_type == _TYPE_SM) & (words[:, 3] == self.stream_id)
-            setup = (frame_type == _TYPE_SETUP) & (words[:, 4] == self.stream_id)
-            wanted = data | status | setup
-            rows, words = rows[wanted], words[wanted]
-            is_data, is_status = data[wanted], status[wanted]
-            # one key per publication: (sender endpoint, receiver endpoint, session), from either direction
-            src, sport, dst, dport = table.src[rows], table.src_port[rows], table.dst[rows], table.dst_port[rows]
-            session = np.where(is_status, words[:, 2], words[:, 3])
-            keys = endpoint_pair_keys(np.where(is_status, dst, src), np.where(is_status, dport, sport),
-                                      np.where(is_status, src, dst), np.where(is_status, sport, dport), session)
-            _, group = np.unique(keys, return_inverse=True)
-            group = group.reshape(-1)
-            groups = int(group.max()) + 1 if len(group) else 0
-            term_id = words[:, 5].astype(np.int64)
-            end = words[:, 2].astype(np.int64) + table.payload_length[rows]
-            window = words[:, 6].astype(np.int64)
-            big = np.iinfo(np.int64).max
-            least_window = np.full(groups, big)
-            np.minimum.at(least_window, group[is_status], window[is_status])
-            first_term = np.full(groups, big)
-            np.minimum.at(first_term, group[is_data], term_id[is_data])
-            last_term = np.full(groups, -big)
-            np.maximum.at(last_term, group[is_data], term_id[is_data])
-            furthest = np.zeros(groups, dtype=np.int64)
-            np.maximum.at(furthest, group[is_data], end[is_data])
-            could = (least_window < big) & ((last_term != first_term) & (last_term > -big) | (furthest >= least_window))
-            rows = rows[could[group]]
+            rows = self._could_reach_limit(table, rows, header_words(table, rows, read))
         for row in rows.tolist():
             self.feed(int(table.ts_ns[row]), (names[table.src[row]], int(table.src_port[row])),
                       (names[table.dst[row]], int(table.dst_port[row])), table.payload(row), capture=capture)
+
+    def _could_reach_limit(self, table: PacketColumns, rows: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """The ``rows`` (with their `header_words`) of the consensus stream's DATA, SM and SETUP frames whose
+        publication (sender endpoint, receiver endpoint, session) had a status message and either data in
+        more than one term or data reaching the smallest window its status messages gave, in row order."""
+        frame_type = words.view(np.uint16)[:, 3]
+        data = (frame_type == _TYPE_DATA) & (words[:, 0] > 0) & (words[:, 4] == self.stream_id)
+        status = (frame_type == _TYPE_SM) & (words[:, 3] == self.stream_id)
+        setup = (frame_type == _TYPE_SETUP) & (words[:, 4] == self.stream_id)
+        # First by buckets of publications, the low 16 bits of the session id (a publication's rows all in one
+        # bucket, a bucket's the union of a few publications' at most): a bucket that could not, holding a
+        # smaller window and no more terms or data than any of its publications, has none that could.  Few
+        # buckets pass (none in a steady capture), and only their rows are grouped by publication, exactly.
+        session = np.where(status, words[:, 2], words[:, 3])
+        bucket = session.astype(np.intp) & 0xFFFF
+        buckets = 1 << 16
+        big = np.iinfo(np.int64).max
+        at_status = np.flatnonzero(status)
+        least_window = np.full(buckets, big)
+        np.minimum.at(least_window, bucket[at_status], words[at_status, 6].astype(np.int64))  # one dtype: ufunc.at's fast path
+        at_data = np.flatnonzero(data)
+        data_bucket = bucket[at_data]
+        term_id = words[at_data, 5]
+        some_term = np.zeros(buckets, dtype=term_id.dtype)
+        some_term[data_bucket] = term_id  # one of each bucket's terms: any other shows a second term
+        end = words[at_data, 2].astype(np.int64) + table.payload_length[rows[at_data]]
+        passing = np.zeros(buckets, dtype=bool)
+        passing[data_bucket[(term_id != some_term[data_bucket]) | (end >= least_window[data_bucket])]] = True
+        passing &= least_window < big
+        candidates = np.flatnonzero((data | status | setup) & passing[bucket])
+        if not len(candidates):
+            return candidates
+        rows, words = rows[candidates], words[candidates]
+        is_data, is_status = data[candidates], status[candidates]
+        # one key per publication: (sender endpoint, receiver endpoint, session), from either direction
+        src, sport, dst, dport = table.src[rows], table.src_port[rows], table.dst[rows], table.dst_port[rows]
+        session = session[candidates]
+        keys = endpoint_pair_keys(np.where(is_status, dst, src), np.where(is_status, dport, sport),
+                                  np.where(is_status, src, dst), np.where(is_status, sport, dport), session)
+        _, group = np.unique(keys, return_inverse=True)
+        group = group.reshape(-1)
+        groups = int(group.max()) + 1 if len(group) else 0
+        term_id = words[:, 5].astype(np.int64)
+        end = words[:, 2].astype(np.int64) + table.payload_length[rows]
+        window = words[:, 6].astype(np.int64)
+        least_window = np.full(groups, big)
+        np.minimum.at(least_window, group[is_status], window[is_status])
+        first_term = np.full(groups, big)
+        np.minimum.at(first_term, group[is_data], term_id[is_data])
+        last_term = np.full(groups, -big)
+        np.maximum.at(last_term, group[is_data], term_id[is_data])
+        furthest = np.zeros(groups, dtype=np.int64)
+        np.maximum.at(furthest, group[is_data], end[is_data])
+        could = (least_window < big) & ((last_term != first_term) & (last_term > -big) | (furthest >= least_window))
+        return rows[could[group]]
 
     def _publication(self, capture: int, src: tuple[str, int], dst: tuple[str, int], receiver: int, session_id: int
                      ) -> _Publication:
