@@ -71,11 +71,32 @@ def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -
 
 
 def _gaps_of_rows(node: np.ndarray, peer: np.ndarray, ts: np.ndarray, low: int, high: int) -> np.ndarray:
-    """`_gaps` of sends given as arrays: each send's member, peer (None as a value no peer has) and time."""
-    order = np.lexsort((ts, peer, node))
+    """`_gaps` of sends given as arrays in time order: each send's member, peer (None as a value no peer has)
+    and time."""
+    order = _stable_order(node, peer)  # by (member, peer), each in time order
     node, peer, ts = node[order], peer[order], ts[order]
     gaps = ts[1:] - ts[:-1]
     return gaps[(node[1:] == node[:-1]) & (peer[1:] == peer[:-1]) & (gaps >= low) & (gaps <= high)]
+
+
+#: `_stable_order` sorts one 16-bit key (numpy's radix sort) where the keys' ranges multiply to at most this.
+_SMALL_KEYS = 1 << 16
+
+
+def _stable_order(*keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort(keys[::-1])``: the rows by the first key, then by the next, in their order among equals;
+    by a radix sort of one 16-bit key where the keys' ranges allow (a capture's members and peers)."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.intp)
+    composite = np.zeros(len(keys[0]), dtype=np.int64)
+    span = 1
+    for key in keys:
+        low, high = int(key.min()), int(key.max())
+        span *= high - low + 1
+        if span > _SMALL_KEYS:
+            return np.lexsort(keys[::-1])
+        composite = composite * (high - low + 1) + (key.astype(np.int64) - low)
+    return np.argsort(composite.astype(np.uint16), kind="stable")
 
 
 def _round(value_ns: int, step_ns: int) -> int:
@@ -249,18 +270,36 @@ def infer_settings(events: Iterable[Event] | EventColumns) -> list[Inferred]:
     return [one for one in found if one is not None]
 
 
+#: The types `_infer_from_columns` tells apart (a granted Vote apart from the others), each a number.
+_COLUMN_TYPES = ("AppendPosition", "CommitPosition", "CanvassPosition", "NewLeadershipTerm", "MemberStart",
+                 "ElectionStateChange", "RequestVote", "granted Vote")
+
+
 def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
     """`infer_settings` of events held as columns: the same sends gathered with array operations, and
     the silences of `_heartbeat_timeout` found from the few canvasses that begin an election."""
-    order = np.argsort(columns.ts, kind="stable")
-    ts, node, direction = columns.ts[order], columns.node[order], columns.dir[order]
-    has_peer, peer, channel = columns.has_peer[order], columns.peer[order], columns.channel[order]
-    codes, names = columns.type_codes()
-    kind = codes[order]
+    order = None  # the importer's columns are in time order already: then they are read as they are
+    if len(columns.ts) > 1 and not bool((columns.ts[1:] >= columns.ts[:-1]).all()):
+        order = np.argsort(columns.ts, kind="stable")
+
+    def in_time_order(values: np.ndarray) -> np.ndarray:
+        return values if order is None else values[order]
+
+    ts, node, direction = in_time_order(columns.ts), in_time_order(columns.node), in_time_order(columns.dir)
+    has_peer, peer, channel = in_time_order(columns.has_peer), in_time_order(columns.peer), in_time_order(columns.channel)
+    # Each row's type as its number in _COLUMN_TYPES (1 on; 0 for the others), from its entry's.
+    number = {name: code for code, name in enumerate(_COLUMN_TYPES, start=1)}
+    entries = columns.entries
+    of_entry = np.fromiter((number["granted Vote"] if t == "Vote" and f.get("vote") in ("TRUE", True)
+                            else number.get(t, 0) for t, f in zip(entries.types, entries.fields, strict=True)),
+                           np.uint8, len(entries.types))
+    kind = in_time_order(of_entry[columns.entry]) if len(columns.entry) else np.zeros(0, np.uint8)
 
     def of_type(*wanted: str) -> np.ndarray:
-        numbers = [names.index(name) for name in wanted if name in names]
-        return np.isin(kind, numbers)
+        found = kind == number[wanted[0]]
+        for name in wanted[1:]:
+            found |= kind == number[name]
+        return found
 
     out, inward, local = (direction == DIRECTIONS.index(name) for name in ("out", "in", "local"))
     consensus = channel == CHANNELS.index("consensus")
@@ -268,7 +307,8 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
     peer_or_none = np.where(has_peer, peer.astype(np.int64), 1 << 40)  # no peer: a value no peer has
 
     def gaps(mask: np.ndarray, high: int) -> np.ndarray:
-        return _gaps_of_rows(node[mask], peer_or_none[mask], ts[mask], 10 * MS, high)
+        rows = np.flatnonzero(mask)
+        return _gaps_of_rows(node[rows], peer_or_none[rows], ts[rows], 10 * MS, high)
 
     heartbeat_gaps = gaps(out & consensus & of_type("AppendPosition", "CommitPosition"), 2_000 * MS)
     canvass_rows = out & consensus & of_type("CanvassPosition")
@@ -280,10 +320,14 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
     leads = received & of_type("CommitPosition", "NewLeadershipTerm")
     starts = local & of_type("MemberStart")
     marks = np.flatnonzero(leads | canvass_rows | starts)
-    marks = marks[np.argsort(node[marks], kind="stable")]
+    marks = marks[_stable_order(node[marks])]
     heard_rows = np.flatnonzero(received)  # by (member, peer), each in order
-    heard_pair = (node[heard_rows] << 32) + peer[heard_rows]
-    by_pair = np.argsort(heard_pair, kind="stable")
+    heard_node, heard_peer = node[heard_rows], peer[heard_rows]
+    heard_pair = (heard_node << 32) + heard_peer
+    small = bool(len(heard_rows)) and (0 <= int(heard_peer.min()) and int(heard_peer.max()) < 1 << 32
+                                       and -(1 << 31) <= int(heard_node.min()) and int(heard_node.max()) < 1 << 31)
+    # the order of heard_pair: by (member, peer) where heard_pair numbers them in that order
+    by_pair = _stable_order(heard_node, heard_peer) if small else np.argsort(heard_pair, kind="stable")
     heard_rows, heard_pair = heard_rows[by_pair], heard_pair[by_pair]
     samples: list[int] = []
     # The canvasses whose mark before (the same member's) is a lead and not a canvass (a canvass after a
@@ -291,7 +335,23 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
     follows_lead = np.zeros(len(marks), dtype=bool)
     if len(marks):
         follows_lead[1:] = ((node[marks[1:]] == node[marks[:-1]]) & leads[marks[:-1]] & ~canvass_rows[marks[:-1]])
-    for k in np.flatnonzero(canvass_rows[marks] & follows_lead).tolist():
+    beginning = np.flatnonzero(canvass_rows[marks] & follows_lead)
+    if small and len(beginning):
+        # Each canvass's last message from its leader before it, all at once: the heard rows numbered by
+        # (pair, row), in order, and each canvass placed among them.
+        rows, leader = marks[beginning], peer[marks[beginning - 1]]
+        pair = (node[rows] << 32) + leader
+        low = np.searchsorted(heard_pair, pair, side="left")
+        pair_number = np.zeros(len(heard_pair), dtype=np.int64)
+        pair_number[1:] = np.cumsum(heard_pair[1:] != heard_pair[:-1])
+        span = len(ts) + 1
+        numbered = pair_number * span + heard_rows
+        at = np.searchsorted(numbered, pair_number[np.minimum(low, len(heard_pair) - 1)] * span + rows,
+                             side="left") - 1
+        heard = (low < len(heard_pair)) & (heard_pair[np.minimum(low, len(heard_pair) - 1)] == pair) & (at >= low)
+        silence = ts[rows] - ts[heard_rows[np.maximum(at, 0)]]
+        samples = silence[heard & (silence >= 1_000 * MS)].tolist()
+    for k in ([] if small else beginning.tolist()):
         row, before = int(marks[k]), int(marks[k - 1])
         pair = (int(node[row]) << 32) + int(peer[before])
         low = int(np.searchsorted(heard_pair, pair, side="left"))
@@ -300,14 +360,11 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
         if last >= 0 and ts[row] - ts[heard_rows[low + last]] >= 1_000 * MS:
             samples.append(int(ts[row] - ts[heard_rows[low + last]]))
     # _election_timeout: the agent logs' ballots (local rows, few), else the ballots on the wire.
-    ballots = [columns.event(int(order[row])) for row in np.flatnonzero(local & of_type("MemberStart",
-                                                                                         "ElectionStateChange"))]
-    granted = np.fromiter((t == "Vote" and f.get("vote") in ("TRUE", True) for t, f
-                           in zip(columns.entries.types, columns.entries.fields, strict=True)), bool,
-                          len(columns.entries.types))[columns.entry[order]] if len(order) else np.zeros(0, bool)
+    ballots = [columns.event(row if order is None else int(order[row]))
+               for row in np.flatnonzero(local & of_type("MemberStart", "ElectionStateChange")).tolist()]
     on_wire = functools.partial(
         _ballots_of_rows, node, ts,
-        begins=out & consensus & (of_type("RequestVote") | granted),
+        begins=out & consensus & of_type("RequestVote", "granted Vote"),
         ends=canvass_rows,
         resets=(starts | (inward & of_type("NewLeadershipTerm"))
                 | (out & consensus & of_type("NewLeadershipTerm", "AppendPosition", "CommitPosition"))))
@@ -322,7 +379,7 @@ def _ballots_of_rows(node: np.ndarray, ts: np.ndarray, *, begins: np.ndarray, en
     ballot after the last row that ``ends`` one (a CanvassPosition, a sample if a ballot began) or
     ``resets`` it, to the next row that ends one."""
     rows = np.flatnonzero(begins | ends | resets)
-    rows = rows[np.argsort(node[rows], kind="stable")]  # by member, each in time order
+    rows = rows[_stable_order(node[rows])]  # by member, each in time order
     count = len(rows)
     if not count:
         return []

@@ -9,10 +9,14 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli.app import run
 from engine.replay import replay
+from formats.event_columns import EventColumns
 from formats.events import Event
 from recorder import convert
 from recorder.settings import (
@@ -21,6 +25,7 @@ from recorder.settings import (
     HEARTBEAT_TIMEOUT,
     STATUS_INTERVAL,
     Inferred,
+    _stable_order,
     apply_inferred,
     infer_settings,
 )
@@ -140,3 +145,41 @@ def test_too_few_sends_infer_nothing(count):
     events = [Event(ts=i * 200 * MS, node=0, dir="out", peer=1, channel="consensus", type="CommitPosition",
                     fields={}) for i in range(count)]
     assert infer_settings(events) == []
+
+
+# --- the columns' array version against the loop over events ------------------------------------------
+_SILENCE_EVENTS = st.sampled_from([  # what marks a follower's leader, its silence and its canvass
+    ("in", "consensus", "CommitPosition"), ("in", "log", "NewLeadershipTerm"), ("in", "consensus", "AppendPosition"),
+    ("out", "consensus", "CanvassPosition"), ("out", "consensus", "CommitPosition"),
+    ("out", "consensus", "AppendPosition"), ("local", "local", "MemberStart"),
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 6_000), _SILENCE_EVENTS),
+                min_size=1, max_size=200),
+       st.sampled_from([(0, 0), (1 << 17, 0), (0, 1 << 33), (-5, 0)]))
+def test_settings_from_columns_are_those_from_events_whatever_the_member_ids_and_the_order(script, shift):
+    """Heartbeat gaps, canvass gaps and followers' silences before their canvasses, on made-up events in
+    no particular time order (the columns are put in time order first, or read as they are when they
+    are): `infer_settings` of the columns infers what it infers from the events, with member ids small
+    (one 16-bit key sorted), large (a lexsort) or beyond what a (member, peer) pair of 32 bits each holds."""
+    node_shift, peer_shift = shift
+    events = [Event(ts=ms * MS, node=node + node_shift, dir=direction,
+                    peer=None if direction == "local" else peer + peer_shift, channel=channel, type=kind,
+                    fields={"vote": "TRUE"} if kind == "Vote" else {})
+              for node, peer, ms, (direction, channel, kind) in script]
+    columns = EventColumns.from_events(events)
+    assert infer_settings(columns) == infer_settings(events)
+    ordered = EventColumns.from_events(sorted(events, key=lambda e: e.ts))
+    assert infer_settings(ordered) == infer_settings(events)
+
+
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(-3, 3), st.integers(0, 1 << 40)), max_size=200))
+def test_a_stable_order_of_small_keys_is_the_lexsort(rows):
+    first = np.array([r[0] for r in rows], dtype=np.int64)
+    second = np.array([r[1] for r in rows], dtype=np.int64)
+    third = np.array([r[2] for r in rows], dtype=np.int64)
+    assert np.array_equal(_stable_order(first, second), np.lexsort((second, first)))
+    assert np.array_equal(_stable_order(first), np.argsort(first, kind="stable"))
+    assert np.array_equal(_stable_order(second, third), np.lexsort((third, second)))
