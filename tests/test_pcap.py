@@ -507,6 +507,119 @@ def test_columns_read_the_fuzzers_mutations_of_the_real_captures_as_packets_does
         assert_columns_read_the_same(data, list(reader.packets()), reader)
 
 
+def _columns_and_report(data: bytes) -> tuple:
+    """Everything `PcapReader.columns` gives for ``data``: each column's type and bytes, and the reader's
+    problems and counts."""
+    reader = PcapReader(data, source="test.pcap")
+    columns = reader.columns()
+    arrays = {name: (str(getattr(columns, name).dtype), getattr(columns, name).tobytes())
+              for name in ("index", "ts_ns", "src", "src_port", "dst", "dst_port", "payload_offset", "payload_length",
+                           "file_offset", "interface_id", "caplen", "origlen")}
+    return (arrays, columns.has_ts is None, columns.addresses, {row: bytes(p) for row, p in columns.loose.items()},
+            [(str(e), e.offset) for e in reader.problems], reader.skipped, reader.truncated, reader.packet_count,
+            reader.udp_count, reader.unreachable)
+
+
+_ETHERNET_RECORDS = st.sampled_from([
+    ethernet(ipv4(PAYLOAD)),
+    ethernet(ipv4(PAYLOAD, src="10.0.0.3", dst="0.0.0.0", sport=1, dport=65535)),
+    ethernet(ipv4(PAYLOAD + b"xyz", src="255.255.255.255", dst="10.0.0.1")),
+    ethernet(ipv4(PAYLOAD, options=b"\x01" * 4)),  # IPv4 options: one at a time
+    ethernet(ipv4(PAYLOAD, fragment=0x2000, ident=9)),  # a first fragment (never completed)
+    ethernet(ipv4(PAYLOAD, fragment=0x4000)),  # don't fragment: a whole datagram
+    ethernet(ipv4(PAYLOAD, proto=6)),  # TCP
+    ethernet(ipv4(PAYLOAD), ethertype=0x0806),
+    ethernet(ipv4(PAYLOAD), vlans=[(0x8100, 5)]),
+    ethernet(ipv6(PAYLOAD), ethertype=0x86DD),
+    ethernet(ipv4(b"", udp=False) + bytes(8)),  # an IP total length with no room for the UDP header
+    ethernet(ipv4(PAYLOAD)[:24] + struct.pack("!H", 7) + ipv4(PAYLOAD)[26:]),  # UDP length below 8
+    ethernet(ipv4(PAYLOAD)[:24] + struct.pack("!H", 4000) + ipv4(PAYLOAD)[26:]),  # UDP length past the datagram
+    ethernet(ipv4(PAYLOAD)[:2] + struct.pack("!H", 4000) + ipv4(PAYLOAD)[4:]),  # IP length past the record
+    ethernet(ipv4(PAYLOAD)) + bytes(7),  # a link trailer
+])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_ETHERNET_RECORDS, min_size=1, max_size=12), st.sampled_from([LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL]),
+       st.sampled_from(["<", ">"]), st.integers(0, 3))
+def test_ethernet_and_sll_records_are_tested_in_one_gather_as_the_general_way_tests_them_in_steps(
+        frames, link_type, order, cut):
+    """A classic pcap over Ethernet or SLL whose records are all long enough for an IPv4 and UDP header
+    has its ethertype, IPv4 and UDP fields read in one gather and tested at once (`_fast_rows`): the same
+    columns (values and types), problems and counts as the general way (`_ipv4_udp_rows`, link test
+    first), for every mix of datagrams in the common layout and others, and when the file is cut in its
+    last record."""
+    if link_type == LINKTYPE_LINUX_SLL:  # SLL's 16-byte header ends in the same ethertype
+        frames = [struct.pack("!HHH8s", 0, 772, 6, bytes(8)) + frame[12:] for frame in frames]
+    data = classic([(TS + i, frame) for i, frame in enumerate(frames)], link_type=link_type, order=order)
+    data = data[:len(data) - cut]
+    general = pcap_module.PcapReader._ipv4_udp_rows
+    calls = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pcap_module.PcapReader, "_ipv4_udp_rows",
+                      lambda self, *args: calls.append(1) or general(self, *args))
+        one_gather = _columns_and_report(data)
+        assert not calls or cut  # the one gather, unless the last record was cut short
+        patch.setattr(pcap_module, "_LINK_HEADERS", {})  # no link is known to have an ethertype
+        assert _columns_and_report(data) == one_gather
+        assert calls
+
+
+def test_stretches_joined_are_the_columns_concatenated_each_with_its_widest_type():
+    """`PacketColumns.joined` makes each column as `np.concatenate` does (values and type: a stretch whose
+    lengths did not fit 32 bits makes the whole column 64-bit), each contiguous and aligned, empty
+    stretches and times missing in one stretch included."""
+    import numpy as np
+
+    from formats.pcap import PacketColumns
+
+    names = ("index", "ts_ns", "src", "src_port", "dst", "dst_port", "payload_offset", "payload_length",
+             "file_offset", "interface_id", "caplen", "origlen")
+    rng = np.random.default_rng(7)
+
+    def part(rows: int, wide: tuple = (), has_ts=None) -> PacketColumns:
+        arrays = {name: rng.integers(-(1 << 40) if name in wide or name in ("index", "ts_ns", "payload_offset",
+                                                                          "file_offset") else -1000, 1 << 30,
+                                     rows).astype(np.int64 if name in wide or name in ("index", "ts_ns",
+                                                                                       "payload_offset",
+                                                                                       "file_offset")
+                                                  else np.int32) for name in names}
+        return PacketColumns(**arrays, has_ts=has_ts, addresses=["10.0.0.1"], data=memoryview(b""))
+
+    parts = [part(6), part(0), part(3, wide=("caplen",)), part(4, has_ts=np.array([True, False, True, True])),
+             part(0, wide=("origlen",))]
+    joined = PacketColumns.joined(parts, ["10.0.0.1"], memoryview(b""))
+    for name in names:
+        expected = np.concatenate([getattr(p, name) for p in parts])
+        column = getattr(joined, name)
+        assert column.dtype == expected.dtype and column.tolist() == expected.tolist()
+        assert column.flags.c_contiguous and column.flags.writeable and column.flags.aligned
+    assert joined.caplen.dtype == np.int64 and joined.origlen.dtype == np.int64 and joined.src.dtype == np.int32
+    assert joined.has_ts.tolist() == [True] * 9 + [True, False, True, True]
+    empty = PacketColumns.joined([part(0), part(0)], [], memoryview(b""))
+    assert all(len(getattr(empty, name)) == 0 for name in names) and empty.has_ts is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0, 1, 0x0A000001, 0x0A000002, 0x7F000001, 0xC0A80001, 0xFFFFFFFE,
+                                          0xFFFFFFFF]), max_size=20), min_size=1, max_size=5))
+def test_ipv4_addresses_get_one_number_each_whatever_order_they_come_in(batches):
+    """`_AddressBook.ipv4_ids` numbers IPv4 addresses (looked up among those seen, by binary search, the
+    lowest and highest addresses and those beyond every address seen so far included): each batch's
+    numbers name its addresses, and an address keeps its number."""
+    import numpy as np
+
+    book = pcap_module._AddressBook()
+    numbers: dict[int, int] = {}
+    for batch in batches:
+        ids = book.ipv4_ids(np.array(batch, dtype=">u4"))
+        assert ids.dtype == np.int32 and len(ids) == len(batch)
+        for address, number in zip(batch, ids.tolist(), strict=True):
+            assert book.names[number] == socket.inet_ntoa(address.to_bytes(4, "big"))
+            assert numbers.setdefault(address, number) == number
+    assert len(book.names) == len(numbers)
+
+
 # --- pcapng --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("order", ["<", ">"])
 def test_pcapng_with_two_interfaces_of_different_link_types_and_resolutions(order):
