@@ -31,7 +31,20 @@ process that runs the commands stays small.
 
 Target (issue 13): recount ≥ 5× tshark's packets/s, with peak memory at most tshark's.
 
-Figures (2026-11-25, 2-core machine shared with other benchmarks (load 0.8-0.9 during the run), 401,115
+Figures now (ninth session, main at f41abc5; 2-core machine, otherwise quiet; 401,115 packets; medians;
+the replay files byte-identical to 2ec46e3's, the start of that session)::
+
+    9 rounds:  recount  1.008 s wall  (0.949-1.034)  175.9 MB peak RSS   5.27× tshark (every round 5.14-5.65×)
+               tshark   5.309 s wall  (5.158-5.533)  190.6 MB peak RSS   recount at 0.92× its memory
+    7 rounds, paired with 2ec46e3 (a slower spell of the machine):  recount 1.030 s, before 1.271 s,
+               tshark 5.305 s: 5.15× against 4.17×
+
+What that session took off: 15 ms of start-up (the cluster codecs' dataclass methods written out by the
+generator, `formats/cluster_codecs.py`); and, each in its own section below, the walk and the members'
+lives, the datagram sort, the final sort and the write, the flow-control and driver-stall scans and the
+settings, and the reading of the capture's columns.
+
+Earlier figures (2026-11-25, 2-core machine shared with other benchmarks (load 0.8-0.9 during the run), 401,115
 packets, 7 paired rounds, medians; ``before`` is main at 1663d48, the replay files byte-identical)::
 
     recount  1.280 s wall  313,353 packets/s  175.9 MB peak RSS  (1.29 s CPU)  4.40× tshark, 0.92× its memory
