@@ -296,6 +296,34 @@ class EventColumns:
                 pool.release_unused()  # a batch's buffers back to the system: memory stays one batch deep
 
 
+#: `stable_order` sorts one 16-bit key (numpy's radix sort, one pass) where the keys' ranges multiply to at
+#: most this: a capture's members, peers, streams or lengths.
+_SMALL_KEYS = 1 << 16
+
+
+def stable_order(*keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort(keys[::-1])`` of integer arrays of one length: the rows by the first key, then by the
+    next, in their order among equals (with one key, ``np.argsort(key, kind="stable")``); by a radix sort of
+    one 16-bit key where the keys' ranges allow."""
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.intp)
+    if len(keys) == 1:
+        key = keys[0]
+        low, high = int(key.min()), int(key.max())
+        if high - low >= _SMALL_KEYS:
+            return np.argsort(key, kind="stable")
+        return np.argsort((key - low if low else key).astype(np.uint16), kind="stable")
+    composite = np.zeros(len(keys[0]), dtype=np.int64)
+    span = 1
+    for key in keys:
+        low, high = int(key.min()), int(key.max())
+        span *= high - low + 1
+        if span > _SMALL_KEYS:
+            return np.lexsort(keys[::-1])
+        composite = composite * (high - low + 1) + (key.astype(np.int64) - low)
+    return np.argsort(composite.astype(np.uint16), kind="stable")
+
+
 def distinct_rows(*columns: np.ndarray) -> np.ndarray:
     """The distinct rows of some integer columns (as a 2-D array, sorted), packed into one int64 sort
     when their ranges allow it (the common case: a handful of members, directions and channels)."""

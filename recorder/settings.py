@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.model.config import Config
-from formats.event_columns import EventColumns
+from formats.event_columns import EventColumns, stable_order
 from formats.events import CHANNELS, DIRECTIONS, Event
 
 MS = 1_000_000
@@ -73,30 +73,10 @@ def _gaps(times: dict[tuple[int, int | None], list[int]], low: int, high: int) -
 def _gaps_of_rows(node: np.ndarray, peer: np.ndarray, ts: np.ndarray, low: int, high: int) -> np.ndarray:
     """`_gaps` of sends given as arrays in time order: each send's member, peer (None as a value no peer has)
     and time."""
-    order = _stable_order(node, peer)  # by (member, peer), each in time order
+    order = stable_order(node, peer)  # by (member, peer), each in time order
     node, peer, ts = node[order], peer[order], ts[order]
     gaps = ts[1:] - ts[:-1]
     return gaps[(node[1:] == node[:-1]) & (peer[1:] == peer[:-1]) & (gaps >= low) & (gaps <= high)]
-
-
-#: `_stable_order` sorts one 16-bit key (numpy's radix sort) where the keys' ranges multiply to at most this.
-_SMALL_KEYS = 1 << 16
-
-
-def _stable_order(*keys: np.ndarray) -> np.ndarray:
-    """``np.lexsort(keys[::-1])``: the rows by the first key, then by the next, in their order among equals;
-    by a radix sort of one 16-bit key where the keys' ranges allow (a capture's members and peers)."""
-    if not len(keys[0]):
-        return np.zeros(0, dtype=np.intp)
-    composite = np.zeros(len(keys[0]), dtype=np.int64)
-    span = 1
-    for key in keys:
-        low, high = int(key.min()), int(key.max())
-        span *= high - low + 1
-        if span > _SMALL_KEYS:
-            return np.lexsort(keys[::-1])
-        composite = composite * (high - low + 1) + (key.astype(np.int64) - low)
-    return np.argsort(composite.astype(np.uint16), kind="stable")
 
 
 def _round(value_ns: int, step_ns: int) -> int:
@@ -320,14 +300,14 @@ def _infer_from_columns(columns: EventColumns) -> list[Inferred]:
     leads = received & of_type("CommitPosition", "NewLeadershipTerm")
     starts = local & of_type("MemberStart")
     marks = np.flatnonzero(leads | canvass_rows | starts)
-    marks = marks[_stable_order(node[marks])]
+    marks = marks[stable_order(node[marks])]
     heard_rows = np.flatnonzero(received)  # by (member, peer), each in order
     heard_node, heard_peer = node[heard_rows], peer[heard_rows]
     heard_pair = (heard_node << 32) + heard_peer
     small = bool(len(heard_rows)) and (0 <= int(heard_peer.min()) and int(heard_peer.max()) < 1 << 32
                                        and -(1 << 31) <= int(heard_node.min()) and int(heard_node.max()) < 1 << 31)
     # the order of heard_pair: by (member, peer) where heard_pair numbers them in that order
-    by_pair = _stable_order(heard_node, heard_peer) if small else np.argsort(heard_pair, kind="stable")
+    by_pair = stable_order(heard_node, heard_peer) if small else np.argsort(heard_pair, kind="stable")
     heard_rows, heard_pair = heard_rows[by_pair], heard_pair[by_pair]
     samples: list[int] = []
     # The canvasses whose mark before (the same member's) is a lead and not a canvass (a canvass after a
@@ -379,7 +359,7 @@ def _ballots_of_rows(node: np.ndarray, ts: np.ndarray, *, begins: np.ndarray, en
     ballot after the last row that ``ends`` one (a CanvassPosition, a sample if a ballot began) or
     ``resets`` it, to the next row that ends one."""
     rows = np.flatnonzero(begins | ends | resets)
-    rows = rows[_stable_order(node[rows])]  # by member, each in time order
+    rows = rows[stable_order(node[rows])]  # by member, each in time order
     count = len(rows)
     if not count:
         return []

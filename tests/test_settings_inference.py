@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from cli.app import run
 from engine.replay import replay
 from formats.event_columns import EventColumns
+from formats.event_columns import stable_order as _stable_order
 from formats.events import Event
 from recorder import convert
 from recorder.settings import (
@@ -25,7 +26,6 @@ from recorder.settings import (
     HEARTBEAT_TIMEOUT,
     STATUS_INTERVAL,
     Inferred,
-    _stable_order,
     apply_inferred,
     infer_settings,
 )

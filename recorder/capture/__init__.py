@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from formats.errors import DecodeError
-from formats.event_columns import EventColumns
+from formats.event_columns import EventColumns, stable_order
 from formats.events import CHANNELS, DIRECTIONS, Event
 from recorder.capture.datagrams import DEFAULT_STREAMS, Streams
 from recorder.capture.end_of_stream import end_of_stream_times
@@ -445,7 +445,7 @@ def _assembled(load: CaptureLoad, captured: Any, directories: list, member_map: 
     in_order = count < 2 or bool((rows.ts[1:] >= rows.ts[:-1]).all())
     # Each member's consensus messages, in row order (the rows grouped by member once).
     sent_rows = np.flatnonzero(consensus_out)
-    sent_rows = sent_rows[_member_order(rows.node[sent_rows])]
+    sent_rows = sent_rows[stable_order(rows.node[sent_rows])]
     sent_nodes = rows.node[sent_rows]
     sent_at = np.flatnonzero(sent_nodes[1:] != sent_nodes[:-1]) + 1
     sent_by: dict[int, np.ndarray] = (dict(zip(sent_nodes[np.concatenate([[0], sent_at])].tolist(),
@@ -653,13 +653,6 @@ class _TypedRows:
         if len(numbers) == 1:
             return np.flatnonzero(self._codes == numbers[0])
         return np.flatnonzero(np.isin(self._codes, numbers))
-
-
-def _member_order(numbers: np.ndarray) -> np.ndarray:
-    """``np.argsort(numbers, kind="stable")``: by one radix sort when they are small members' numbers."""
-    if len(numbers) and 0 <= int(numbers.min()) and int(numbers.max()) < 1 << 16:
-        return np.argsort(numbers.astype(np.uint16), kind="stable")
-    return np.argsort(numbers, kind="stable")
 
 
 def _assembled_order(captured_ts: np.ndarray, ts: np.ndarray, kept: np.ndarray, when: np.ndarray, group: np.ndarray,

@@ -52,7 +52,7 @@ import numpy as np
 from formats.cluster_codecs import MESSAGES_BY_TEMPLATE_ID, SCHEMA_ID
 from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
-from formats.event_columns import EXTRA_LOG, EXTRA_PACKET, Entries, EventColumns
+from formats.event_columns import EXTRA_LOG, EXTRA_PACKET, Entries, EventColumns, stable_order
 from formats.events import CHANNELS, DIRECTIONS
 from formats.pcap import Packet, PacketColumns
 from formats.udp import (
@@ -285,7 +285,7 @@ class _Capture:
         t_stream_id = stream_of[n_candidates + n_status:]
         del stream_of
         # Candidates grouped by stream, each group in packet order (positions below are into this order).
-        order = _stable_order(c_stream_id, streams)
+        order = stable_order(c_stream_id)
         n = len(order)
         self.c_row = rows[order].astype(np.int32)
         self.c_kind = kind[self.c_row]
@@ -343,7 +343,7 @@ class _Capture:
                                          strict=True):
             self._touched_index.setdefault(row, []).append((stream, position))
         del candidate_key, fed_key, after, fed_stream, fed_row, here, c_stream_id
-        status_order = _stable_order(s_stream_id, streams)
+        status_order = stable_order(s_stream_id)
         status_sorted = s_stream_id[status_order]
         self.s_packet = columns.index[all_status[status_order]]
         self.s_flags = status_flags[status_order]
@@ -1027,7 +1027,7 @@ class _Messages:
             entry[:self.count] = self._entry[:self.count]
             self._entry = entry
         counts = np.bincount(lengths)
-        by_length = _stable_order(lengths, len(counts)) + self.count  # each length's rows, in order (a counting sort)
+        by_length = stable_order(lengths) + self.count  # each length's rows, in order (a counting sort)
         present = np.flatnonzero(counts)
         ends = np.cumsum(counts[present]).tolist()
         for length, first, last in zip(present.tolist(), [0, *ends[:-1]], ends, strict=True):
@@ -1115,14 +1115,6 @@ def _same_rows(cells: np.ndarray, others: np.ndarray, rows: np.ndarray | None = 
     rows = cells if rows is None else rows
     step = 1 << 15
     return all((cells[k:k + step] == rows[others[k:k + step]]).all() for k in range(0, len(cells), step))
-
-
-def _stable_order(numbers: np.ndarray, count: int) -> np.ndarray:
-    """``np.argsort(numbers, kind="stable")`` of numbers in [0, count): as 16-bit numbers when they fit,
-    which numpy sorts by radix, in one pass, rather than by merging."""
-    if count <= 1 << 16:
-        return np.argsort(numbers.astype(np.uint16), kind="stable")
-    return np.argsort(numbers, kind="stable")
 
 
 #: Rows per stretch of arithmetic done a stretch at a time (`_group`): a few arrays of it fit in the cache.
