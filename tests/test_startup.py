@@ -160,8 +160,8 @@ def test_convert_parses_its_command_line_without_importing_pydantic(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == "0 False", result.stderr
 
 
-def test_convert_ends_without_the_interpreters_teardown_with_its_output_whole_and_its_exit_status(tmp_path):
-    """`recount convert` (`cli.app.QUICK_EXIT`) leaves through `os._exit` once its output is flushed and
+def test_convert_and_replay_end_without_the_interpreters_teardown_with_output_whole_and_exit_status(tmp_path):
+    """`recount convert` and `recount replay` (`cli.app.QUICK_EXIT`) leave through `os._exit` once its output is flushed and
     its exit handlers have run: the JSON summary is whole, an exit handler of the command's still runs,
     and a failure's exit status and message are the same as ever."""
     out = tmp_path / "incident.arrow"
@@ -188,6 +188,12 @@ def test_convert_ends_without_the_interpreters_teardown_with_its_output_whole_an
                             capture_output=True, text=True, cwd=ROOT)
     assert failed.returncode == 2
     assert failed.stderr.splitlines()[0] == f"recount: {out}: exists (use --force to overwrite it)"
+    replayed = subprocess.run([sys.executable, "-c", probe, "replay", str(sample / "incident.arrow"), "--json"],
+                              capture_output=True, text=True, cwd=ROOT)
+    assert replayed.returncode == 0, replayed.stderr
+    *trace, summary = replayed.stdout.splitlines()
+    assert trace and json.loads(summary)["kind"] == "summary"  # the whole trace, its summary last
+    assert replayed.stderr.strip().splitlines()[-1] == "handler ran" and "torn down" not in replayed.stderr
     listed = subprocess.run([sys.executable, "-c", probe, "versions", "--json"], capture_output=True, text=True,
                             cwd=ROOT)
     assert listed.returncode == 0 and "torn down" in listed.stderr  # other commands exit as Python does
