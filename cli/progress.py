@@ -127,15 +127,15 @@ def over_time(label: str, first_ns: int, last_ns: int) -> Iterator[Callable[[int
         yield advance
 
 
-def tracked(items: Iterable[T], label: str, first_ns: int, last_ns: int, ts_of: Callable[[T], int | None]
-            ) -> Iterator[T]:
-    """``items`` as they are, advancing an `over_time` bar by the ``ts_of`` each item."""
+def tracked(items: Iterable[T], label: str, first_ns: int, last_ns: int, ts_of: Callable[[T], int | None], *,
+            every: int = 256) -> Iterator[T]:
+    """``items`` as they are, advancing an `over_time` bar by the ``ts_of`` of every ``every``-th item."""
     if not enabled():
         yield from items
         return
     with over_time(label, first_ns, last_ns) as advance:
         for count, item in enumerate(items):
-            if count % 256 == 0:
+            if count % every == 0:
                 ts = ts_of(item)
                 if ts is not None:
                     advance(ts)

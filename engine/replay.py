@@ -1400,6 +1400,12 @@ class ReplaySession:
         """The same trace as canonical JSON lines (`engine.trace`), each encoded once: the bytes the
         hash is over, then the summary's line.  A cluster at work goes through the steady-state lane
         (`engine.steady`; ``lane=False``: every event through `NodeReplay.feed`, the same bytes)."""
+        for block in self.line_blocks(lane=lane):
+            yield from block
+
+    def line_blocks(self, *, lane: bool = True) -> Iterator[list[str]]:
+        """`lines` a block at a time (what a chunk of the lane, or one event off it, made; never empty),
+        the summary's line alone in the last block: for a writer that joins a block into one write."""
         laned = self._laned(lane)
         if laned is not None:
             yield from self._lane_out(*laned, as_records=False)
@@ -1409,22 +1415,25 @@ class ReplaySession:
         try:
             while self.position < self._count:
                 self.step()
-                yield from self._driver.lines
-                self._driver.lines.clear()
+                if self._driver.lines:
+                    yield self._driver.lines[:]
+                    self._driver.lines.clear()
             *records, summary = self.finish()
-            yield from self._driver.lines
-            self._driver.lines.clear()
-            yield encode_record(summary)
+            if self._driver.lines:
+                yield self._driver.lines[:]
+                self._driver.lines.clear()
+            yield [encode_record(summary)]
         finally:
-            self._driver.keep_lines = False
+            driver.keep_lines = False
 
     def _sent_record_at(self, k: int) -> dict[str, Any]:
         return sent_record(self.source.at(k)[0])
 
     def _lane_out(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]], *, as_records: bool
                   ) -> Iterator[Any]:
-        """`lines` (or `records`) through the steady-state lane: each chunk of rows handled by the lane or,
-        event by event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given.
+        """`line_blocks` (or `records`) through the steady-state lane: each chunk of rows handled by the lane
+        or, event by event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given
+        as one block.
         A lane record is the line decoded (ints and names only: the same dict the model's record is)."""
         replay = self._driver
         hasher = replay.hasher
@@ -1444,18 +1453,19 @@ class ReplaySession:
             else:
                 lines = [one if type(one) is str else encode(one) for one in out]
                 hasher.add_lines(lines)
-                yield from lines
+                yield lines
         if as_records:
             yield from self.finish()
             return
         replay.keep_lines = True  # the last records are hashed as `finish` emits them
         try:
             *records, summary = self.finish()
-            yield from replay.lines
+            if replay.lines:
+                yield replay.lines[:]
             replay.lines.clear()
         finally:
             replay.keep_lines = False
-        yield encode(summary)
+        yield [encode(summary)]
 
     def seek(self, k: int) -> None:
         """Return to the state just after the first ``k`` events."""
@@ -1518,6 +1528,11 @@ def replay_lines(events: Iterable[Event] | OrderedEvents, **options: Any) -> Ite
     return ReplaySession(events, **options).lines()
 
 
+def replay_line_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) -> Iterator[list[str]]:
+    """`replay_lines` a block at a time (`ReplaySession.line_blocks`)."""
+    return ReplaySession(events, **options).line_blocks()
+
+
 __all__ = [
     "DEFAULT_STATE_TOLERANCE_NS",
     "DEFAULT_TOLERANCE_NS",
@@ -1531,5 +1546,6 @@ __all__ = [
     "in_memory",
     "member_seed",
     "replay",
+    "replay_line_blocks",
     "replay_lines",
 ]

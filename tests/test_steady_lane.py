@@ -358,3 +358,17 @@ def test_lane_rows_read_extra_texts_as_json_does():
     rows = lane_rows(batch)
     assert [row[13] for row in rows] == [_extra_position(text) for text in texts]
     assert [row[13] for row in rows][:4] == [5, 7, -1, None]
+
+
+@pytest.mark.parametrize("lane", [True, False], ids=["lane", "feed"])
+def test_line_blocks_are_the_lines_in_blocks_with_the_summary_alone_last(lane):
+    """`recount replay --json` writes a block of lines at a time (`ReplaySession.line_blocks`): joined, the
+    blocks are `lines()`, none is empty, and the summary's line is alone in the last (the command appends
+    to it)."""
+    path = SAMPLES[0]
+    blocks = list(ReplaySession(loader.ReplayFileInput(path).ordered(None)).line_blocks(lane=lane))
+    lines = list(ReplaySession(loader.ReplayFileInput(path).ordered(None)).lines(lane=lane))
+    assert [line for block in blocks for line in block] == lines
+    assert all(blocks) and len(blocks) >= 2
+    assert blocks[-1] == [lines[-1]] and lines[-1].startswith('{"kind":"summary"')
+    assert not any(line.startswith('{"kind":"summary"') for block in blocks[:-1] for line in block)

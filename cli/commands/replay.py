@@ -20,7 +20,7 @@ from engine.replay import (
     MODELS,
     UnknownModelError,
     replay,
-    replay_lines,
+    replay_line_blocks,
 )
 from engine.trace import encode_record
 from engine.versions import BASELINE, flags_for_version, model_for, model_from_evidence
@@ -126,6 +126,11 @@ def choose_model(explicit: str | None, evidence: list[dict]) -> tuple[str, dict]
     output.stderr.print(f"note: replaying with model {shown}, the version the capture shows ({why});"
                         " --model overrides", markup=False)
     return shown, {"model": shown, "from": "evidence", "evidence": shown, "why": why}
+
+
+def _block_ts(block: list[str]) -> int | None:
+    """The time a block of trace lines reached (its last line's)."""
+    return progress.record_ts(block[-1])
 
 
 def _flags_of(name: str):
@@ -236,18 +241,21 @@ def replay_command(
             ref_kind=ref_kind,
         )
         if json_output:  # each record encoded once: the bytes the trace hash is over
-            lines = replay_lines(source, **options)
+            lines = replay_line_blocks(source, **options)
         else:
             records = replay(source, **options)
     last = min(last_ts, until_ns if until_ns is not None else 1 << 62)
     try:
         if json_output:
             write = sys.stdout.write
-            stream = lines if lines is not None else (encode_record(r) for r in records)
-            for line in progress.tracked(stream, "replaying", first, last, progress.record_ts):
-                if line.startswith('{"kind":"summary"'):  # the last line: say where the model came from
-                    line = line[:-1] + ',"modelChosen":' + json.dumps(chosen, separators=(",", ":")) + "}"
-                write(line + "\n")
+            # a block of lines at a time (a chunk of the replay), written in one go
+            blocks = lines if lines is not None else ([encode_record(r)] for r in records)
+            for block in progress.tracked(blocks, "replaying", first, last, _block_ts,
+                                          every=1 if lines is not None else 256):
+                last_line = block[-1]
+                if last_line.startswith('{"kind":"summary"'):  # the last line: say where the model came from
+                    block[-1] = last_line[:-1] + ',"modelChosen":' + json.dumps(chosen, separators=(",", ":")) + "}"
+                write("\n".join(block) + "\n")
         else:
             render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
                                                                          progress.record_ts), source=file,
