@@ -925,6 +925,21 @@ def _extra_position(text: str | None) -> int | None:
     return position if type(position) is int else None
 
 
+def _only_positions(extra: Any, positions: list[Any]) -> bool:
+    """When every ``extra`` of a batch that is not null is ``{"logPosition":N}`` with N of 1 to 18 digits (what
+    `recount convert` writes), their positions read into ``positions`` (None where ``extra`` is null) and
+    True; else False and ``positions`` as it was (the general reading then takes every spelling)."""
+    import pyarrow.compute as pc
+
+    digits = pc.utf8_slice_codeunits(extra, len(_EXTRA_POSITION), -1)
+    simple = pc.and_(pc.and_(pc.starts_with(extra, _EXTRA_POSITION), pc.ends_with(extra, "}")),
+                     pc.and_(pc.ascii_is_decimal(digits), pc.less_equal(pc.utf8_length(digits), 18)))
+    if pc.sum(simple).as_py() != len(extra) - extra.null_count:
+        return False
+    positions[:] = pc.cast(digits, "int64").to_pylist()
+    return True
+
+
 def lane_rows(batch: Any) -> list[tuple]:
     """Lane rows of a replay file's record batch (contract §2: its typed columns, ``extra`` and ``payload``)."""
     import numpy as np
@@ -945,7 +960,7 @@ def lane_rows(batch: Any) -> list[tuple]:
     positions: list[Any] = [None] * count
     if "extra" in names:
         extra = column("extra")
-        if extra.null_count < count:
+        if extra.null_count < count and not _only_positions(extra, positions):
             # a flat object with one integer logPosition read in one pass (a string value cannot hold the
             # key unescaped, nor a brace here), any other object as JSON
             plain = pc.and_(pc.match_substring_regex(extra, r'^\{[^{}]*"logPosition":-?[0-9]{1,18}(,[^{}]*)?\}$'),

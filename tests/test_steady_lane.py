@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.replay import ReplaySession
 from engine.steady import SteadyLane, _templates_hold, lane_rows, rows_of_events
@@ -358,6 +360,30 @@ def test_lane_rows_read_extra_texts_as_json_does():
     rows = lane_rows(batch)
     assert [row[13] for row in rows] == [_extra_position(text) for text in texts]
     assert [row[13] for row in rows][:4] == [5, 7, -1, None]
+
+
+def _extra_batch(texts):
+    import pyarrow as pa
+
+    count = len(texts)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(range(count)), pa.array([0] * count, pa.int32()), pa.array(["in"] * count).dictionary_encode(),
+         pa.array(["log"] * count).dictionary_encode(), pa.array(["SessionMessageHeader"] * count).dictionary_encode(),
+         pa.array(texts, pa.string())], names=["ts", "node", "dir", "channel", "type", "extra"])
+
+
+@given(st.lists(st.one_of(st.none(), st.text("0123456789", min_size=1, max_size=20).map('{{"logPosition":{}}}'.format),
+                          st.sampled_from(['{"logPosition":-1}', '{"logPosition": 3}', '{"logPosition":1.5}',
+                                           '{"logPosition":"7"}', '{"logPosition":\u0661\u0662}', '{"a":1,"logPosition":2}'])),
+                min_size=1, max_size=30))
+def test_lane_rows_read_extra_as_json_does_when_every_text_has_the_plain_spelling_or_not(texts):
+    """A batch whose every ``extra`` is ``{"logPosition":N}`` is read without the general pass (N of up to 18
+    ASCII digits); any other text in the batch (19 digits, a sign, other digits, more keys) sends the whole
+    batch through the general one: either way each row's position is what JSON reads."""
+    from engine.steady import _extra_position
+
+    rows = lane_rows(_extra_batch(texts))
+    assert [row[13] for row in rows] == [_extra_position(text) for text in texts]
 
 
 @pytest.mark.parametrize("lane", [True, False], ids=["lane", "feed"])
