@@ -44,15 +44,23 @@ def deferred_class() -> type | None:
     class Deferred(RuntimeParam):
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             annotation = self.annotation
-            if annotation is str and type(value) is str:
+            info = self.parameter_info
+            if info.parser is not None:
+                if annotation is int:
+                    # Typer's adapter for a parser gives back what the parser returns, whatever it is; an
+                    # error is worded by that adapter (the parser is called again there: ours are pure)
+                    try:
+                        return info.parser(value)
+                    except Exception:  # noqa: BLE001 - any failure is Typer's to word, as it would have
+                        pass
+            elif annotation is str and type(value) is str:
                 return value
-            if (annotation == list[str] and type(value) in (list, tuple)
+            elif (annotation == list[str] and type(value) in (list, tuple)
                     and all(type(item) is str for item in value)):
                 return list(value)
-            if isinstance(annotation, type) and issubclass(annotation, enum.Enum) and type(value) is annotation:
+            elif isinstance(annotation, type) and issubclass(annotation, enum.Enum) and type(value) is annotation:
                 return value
-            info = self.parameter_info
-            if (annotation is int and type(value) is int and not info.clamp
+            elif (annotation is int and type(value) is int and not info.clamp
                     and (info.min is None or value >= info.min) and (info.max is None or value <= info.max)):
                 return value
             full = param.__dict__.get("_full_runtime_param")
@@ -65,7 +73,7 @@ def deferred_class() -> type | None:
 
 def defer(params: Sequence[Any]) -> None:
     """Each of ``params`` (Typer's parameters, their coercion not built yet) starts with a `Deferred` one;
-    a parameter with a parser of its own or that opens a file is left to Typer."""
+    a parameter that opens a file is left to Typer."""
     deferred = deferred_class()
     if deferred is None:
         return
@@ -73,7 +81,7 @@ def defer(params: Sequence[Any]) -> None:
         descriptor = getattr(param, "type_descriptor", None)
         if descriptor is None or param.__dict__.get("_runtime_param", False) is not None:
             continue  # not Typer's, or not as this module expects
-        if descriptor.file_annotation is not None or descriptor.parameter_info.parser is not None:
+        if descriptor.file_annotation is not None:
             continue
         param._runtime_param = deferred(annotation=descriptor.annotation, parameter_info=descriptor.parameter_info)
 

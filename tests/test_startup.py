@@ -86,8 +86,9 @@ def _coerced(runtime, value, param, ctx):
 
 def test_deferred_coercion_gives_every_parameter_of_every_command_what_typers_own_gives():
     """`cli.deferred_coercion` (values Typer's pydantic adapters would give back unchanged are given
-    back without them) against Typer's own, for every parameter of every command: None, its default,
-    strings, lists of strings, numbers in and out of range, enum members and their names, nonsense."""
+    back without them, a duration as its parser reads it) against Typer's own, for every parameter of every
+    command: None, its default, strings, lists of strings, numbers in and out of range, enum members and
+    their names, durations good and bad, nonsense."""
     import enum
 
     import typer
@@ -99,15 +100,18 @@ def test_deferred_coercion_gives_every_parameter_of_every_command_what_typers_ow
     deferred = deferred_class()
     assert deferred is not None, "this Typer's internals are not as cli.app expects: nothing is deferred"
     tree = command()
-    compared = 0
+    compared = parsed = 0
     for name, sub in sorted(tree.commands.items()):
         ctx = typer.Context(sub, info_name=name)
         for param in sub.get_params(ctx):
             descriptor = param.type_descriptor
-            if descriptor.file_annotation is not None or descriptor.parameter_info.parser is not None:
+            if descriptor.file_annotation is not None:
                 continue
             values = [None, param.default, "x", "", "12", "-3", "a,b", ("x", "y"), ["p=1"], (), 0, 7, -1, True, False,
                       1.5, b"bytes"]
+            if descriptor.parameter_info.parser is not None:  # a duration: its spellings, good and bad
+                values += ["2500ms", "1.5s", "3us", "10ns", "2m", "1h", "-5ms", "5 ms", "ms", "1e3", "9" * 30]
+                parsed += 1
             annotation = descriptor.annotation
             if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
                 values += [*annotation, *(m.value for m in annotation), *(m.value.upper() for m in annotation)]
@@ -117,7 +121,7 @@ def test_deferred_coercion_gives_every_parameter_of_every_command_what_typers_ow
                                param, ctx)
                 assert got == want and type(got[1]) is type(want[1]), (name, param.name, value)
                 compared += 1
-    assert compared > 500
+    assert compared > 500 and parsed >= 6  # every duration option (--until, --tolerance, ...) compared too
 
 
 def _known_typer() -> None:
@@ -147,13 +151,19 @@ def test_an_unknown_typer_coerces_every_value_itself(monkeypatch, tmp_path):
     assert run(["convert", str(ROOT / "samples" / "leader-failover"), "-o", str(tmp_path / "out.arrow"), "--json"]) == 0
 
 
-def test_convert_parses_its_command_line_without_importing_pydantic(tmp_path):
+@pytest.mark.parametrize("arguments", [
+    ["convert", str(ROOT / "samples" / "leader-failover"), "-o", "OUT", "--format", "auto", "--config",
+     "aeron.cluster.election.timeout=1s", "--json"],
+    ["replay", str(ROOT / "samples" / "split-vote" / "incident.arrow"), "--tolerance", "60ms", "--until",
+     "1772366402000000000", "--json"],
+], ids=["convert", "replay-with-durations"])
+def test_a_command_parses_its_command_line_without_importing_pydantic(tmp_path, arguments):
     _known_typer()
+    arguments = [str(tmp_path / "out.arrow") if one == "OUT" else one for one in arguments]
     probe = (
-        "import sys\n"
+        "import sys, io, contextlib\n"
         "from cli.app import run\n"
-        f"code = run(['convert', {str(ROOT / 'samples' / 'leader-failover')!r}, '-o', {str(tmp_path / 'out.arrow')!r},"
-        " '--format', 'auto', '--config', 'aeron.cluster.election.timeout=1s', '--json'])\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    code = run({arguments!r})\n"
         "print(code, 'pydantic' in sys.modules, file=sys.stderr)\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
