@@ -657,7 +657,7 @@ def _strings(array: pa.Array) -> list[str | None]:
     return array.to_pylist()
 
 
-def _codes(array: pa.Array) -> tuple[np.ndarray, list[str]]:
+def column_codes(array: pa.Array) -> tuple[np.ndarray, list[str]]:
     """(an int code per row, the names the codes stand for) of a string column without nulls."""
     import pyarrow.compute as pc  # only when a replay file is read whole or streamed
     if not pa.types.is_dictionary(array.type):
@@ -750,7 +750,7 @@ class ReplayFile:
                 row = first + pc.index(pc.is_null(values), True).as_py()
                 raise _row_error(f"{column} is null, expected a value", row, self.name)
         for column, allowed in (("dir", DIRECTIONS), ("channel", CHANNELS)):
-            codes, names = _codes(batch.column(column))
+            codes, names = column_codes(batch.column(column))
             used = {names[code] for code in np.unique(codes).tolist()}
             if not used <= set(allowed):
                 bad = sorted(used - set(allowed))[0]
@@ -780,7 +780,7 @@ class ReplayFile:
                              "(each member's events are in time order)", first + row, self.name)
 
     def _check_types(self, batch: pa.RecordBatch, first: int) -> None:
-        codes, names = _codes(batch.column("type"))
+        codes, names = column_codes(batch.column("type"))
         unknown = [code for code in np.unique(codes).tolist()
                    if names[code] not in MESSAGE_CLASSES and names[code] not in LOCAL_TYPES]
         if unknown:
@@ -847,7 +847,7 @@ def _batch_events(batch: pa.RecordBatch, numbers: Sequence[int], field_columns: 
     count = batch.num_rows
     column = batch.column
     names = batch.schema.names
-    type_codes, type_names = _codes(column("type"))
+    type_codes, type_names = column_codes(column("type"))
     built: list[dict[str, Any] | None] = [None] * count
     if "fields" in names:
         _fields_from_columns(batch, type_codes, type_names, field_columns, built, context)
@@ -875,7 +875,7 @@ def _batch_events(batch: pa.RecordBatch, numbers: Sequence[int], field_columns: 
 
 def _columns_used(batch: pa.RecordBatch, field_columns: list[str]) -> dict[str, set[str]]:
     """Message type name -> the per-name columns its rows in ``batch`` have values in."""
-    type_codes, type_names = _codes(batch.column("type"))
+    type_codes, type_names = column_codes(batch.column("type"))
     by_name: dict[str, set[str]] = {}
     for name in field_columns:
         values = batch.column(name)

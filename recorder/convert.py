@@ -45,7 +45,7 @@ from formats import replay_file
 from formats.errors import DecodeError
 from formats.event_columns import EventColumns
 from formats.events import Event, parse_jsonl
-from recorder import capture, discovery
+from recorder import discovery
 from recorder.version_evidence import (
     CLUSTER_SCHEMA_ID,
     evidence_of_schema_versions,
@@ -176,6 +176,59 @@ _WHOLE_LOCAL_TYPES = (*_LIFECYCLE_TYPES, "ElectionStateChange")
 _SHAPE_KEYS = ["node", "dir", "channel", "type", "peer"]
 
 
+def _first_of_each_shape(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], int]]:
+    """Each (node, dir, channel, type, peer) of a checked batch (``peer`` None where null) with its
+    earliest ``ts``, in the order the shapes first appear: one 64-bit number per row for the five, then
+    `np.unique` (no Arrow group-by: its engine costs a replay 50 ms to load)."""
+    import pyarrow.compute as pc
+
+    ts = batch.column("ts").to_numpy(zero_copy_only=False)
+    parts: list[np.ndarray] = [batch.column("node").to_numpy(zero_copy_only=False).astype(np.int64)]
+    names: list[list[Any]] = []
+    for name in ("dir", "channel", "type"):
+        codes, values = replay_file.column_codes(batch.column(name))
+        parts.append(codes.astype(np.int64))
+        names.append(values)
+    peer = batch.column("peer")
+    peers = pc.fill_null(peer, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    # a null peer is one past the largest peer, so that it is a value of its own
+    parts.append(np.where(peer.is_null().to_numpy(zero_copy_only=False), peers.max(initial=0) + 1, peers)
+                 if peer.null_count else peers)
+    key = np.zeros(len(ts), dtype=np.int64)
+    room = 1
+    for part in parts:
+        low = int(part.min(initial=0))
+        width = int(part.max(initial=0)) - low + 1
+        room *= width
+        if room >= 1 << 62:  # (not with member ids and dictionaries of any real file) rows as tuples
+            return _first_of_each_shape_slowly(parts, names, ts, peer)
+        key = key * width + (part - low)
+    unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    earliest = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(earliest, inverse, ts)
+    out = []
+    peer_valid = peer.is_valid()
+    for group in np.argsort(first, kind="stable").tolist():
+        row = int(first[group])
+        node, direction, channel, kind, _ = (int(part[row]) for part in parts)
+        out.append(((node, names[0][direction], names[1][channel], names[2][kind],
+                     int(peers[row]) if peer_valid[row].as_py() else None), int(earliest[group])))
+    return out
+
+
+def _first_of_each_shape_slowly(parts: list[np.ndarray], names: list[list[Any]], ts: np.ndarray, peer: pa.Array
+                                ) -> list[tuple[tuple[Any, ...], int]]:
+    firsts: dict[tuple[Any, ...], int] = {}
+    peer_values = peer.to_pylist()
+    for row, when in enumerate(ts.tolist()):
+        shape = (int(parts[0][row]), names[0][parts[1][row]], names[1][parts[2][row]], names[2][parts[3][row]],
+                 peer_values[row])
+        known = firsts.get(shape)
+        if known is None or when < known:
+            firsts[shape] = when
+    return list(firsts.items())
+
+
 class ReplayFileInput:
     """A replay file opened for `recount replay` to stream (contract §2): memory-mapped, read a record
     batch at a time, never all its events at once.
@@ -225,11 +278,7 @@ class ReplayFileInput:
         import pyarrow.compute as pc  # here: converting a capture never needs it
         if not batch.num_rows:
             return
-        columns = {name: batch.column(name) for name in _SHAPE_KEYS}
-        shapes = pa.table({**columns, "ts": batch.column("ts")}).group_by(_SHAPE_KEYS).aggregate([("ts", "min")])
-        shape_rows = shapes.to_pydict()
-        for *key, ts in zip(*(shape_rows[name] for name in _SHAPE_KEYS), shape_rows["ts_min"], strict=True):
-            key = tuple(key)
+        for key, ts in _first_of_each_shape(batch):
             known = self._shapes.get(key)
             if known is None or ts < known:
                 self._shapes[key] = ts
@@ -460,10 +509,12 @@ class _FileEvents:
 
 def read_capture(path: Path) -> LoadedEvents:
     """One capture input on its own (a pcap, an agent log or a cluster dir); `convert` reads them together."""
+    from recorder import capture  # here: reading a replay file never needs the capture importers
+
     return _loaded_captures(capture.load_captures([path]))
 
 
-def _loaded_captures(load: capture.CaptureLoad) -> LoadedEvents:
+def _loaded_captures(load: Any) -> LoadedEvents:  # a `recorder.capture.CaptureLoad`
     # A capture's events come from packets, log lines and directories alike: refer to them by number
     # (each event also keeps its packet or line number under extra).
     refs = list(range(1, len(load.events) + 1))
@@ -505,6 +556,8 @@ def reader_for(path: str | Path, *, format: str | None = None, readers: dict[str
     for reader in readers.values():
         if reader.suffixes and name.endswith(reader.suffixes):
             return reader
+    from recorder import capture
+
     detected = capture.detect_format(path)  # by magic bytes, a log's first line, a directory's files
     if detected is not None and detected in readers:
         return readers[detected]
@@ -663,6 +716,8 @@ def build(
         captured = None
         capture_paths = [path for path, kind in zip(paths, kinds, strict=True) if kind.captures]
         if capture_paths:
+            from recorder import capture
+
             kind_of = "auto" if format in (None, "auto") else format
             captured = capture.load_captures(capture_paths, members=members, format=kind_of, progress=progress,
                                              bulk=bulk)

@@ -12,6 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cli.app import run
 from engine.replay import ReplaySession, in_memory, replay_lines
@@ -277,3 +279,30 @@ def test_rows_that_carry_one_message_give_one_message_object_and_the_window_of_k
     distinct = {id(copies[0].message()) for copies in shared}
     assert len(distinct) == len(shared)  # different values, different messages
     assert 0 < len(replay_file._RECENT_MESSAGES) <= replay_file.RECENT_MESSAGES
+
+
+_SHAPE_ROWS = st.lists(st.tuples(st.sampled_from([0, 1, 2, 7]), st.sampled_from(["in", "out", "local"]),
+                                 st.sampled_from(["consensus", "log", "local"]),
+                                 st.sampled_from(["AppendPosition", "Vote", "MemberStart"]),
+                                 st.one_of(st.none(), st.integers(0, 4)), st.integers(0, 50)), min_size=1, max_size=60)
+
+
+@given(rows=_SHAPE_ROWS, encoded=st.booleans(), huge_node=st.booleans())
+def test_each_shape_of_a_batch_comes_with_its_earliest_time_in_the_order_shapes_first_appear(rows, encoded, huge_node):
+    """`ReplayFileInput`'s summary of a batch (what `facts` and `coverage` are answered from): every
+    (node, dir, channel, type, peer) with its earliest ts, as a plain reading of the rows gives it, with or
+    without dictionary-encoded names, a null peer a shape of its own, and member ids too far apart for
+    one 64-bit key per row (the rows then read one by one)."""
+    if huge_node:
+        rows = [((1 << 60) if node == 7 else -(1 << 60) if node == 2 else node, *rest) for node, *rest in rows]
+    names = ["node", "dir", "channel", "type", "peer", "ts"]
+    columns = [list(column) for column in zip(*rows, strict=True)]
+    arrays = [pa.array(columns[0], pa.int64()), *(pa.array(columns[i]) for i in (1, 2, 3)),
+              pa.array(columns[4], pa.int32()), pa.array(columns[5], pa.int64())]
+    if encoded:
+        arrays[1:4] = [array.dictionary_encode() for array in arrays[1:4]]
+    batch = pa.RecordBatch.from_arrays(arrays, names=names)
+    expected: dict[tuple, int] = {}
+    for *shape, ts in rows:
+        expected[tuple(shape)] = min(ts, expected.get(tuple(shape), ts))
+    assert convert._first_of_each_shape(batch) == list(expected.items())
