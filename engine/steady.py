@@ -370,12 +370,15 @@ class SteadyLane:
         found = replay.found
         runs = replay.runs
         declined = 0
+        instant = None  # the time of the row before
         for k, row in enumerate(rows, first):
             self.position = k
             ts = row[0]  # TS
             # -- the prologue (`NodeReplay._prologue`), with this lane's frame batches ----------------------
             replay.now = ts
-            if batches:
+            # Batches from before ``ts`` are fed; at the time of the row before there are none: its prologue
+            # fed them, and a batch its event began (`_log_frame`, `_body`) has its time.
+            if batches and ts != instant:
                 if len(batches) == 1:
                     batch_node, (batch_ts, _) = next(iter(batches.items()))
                     if batch_ts < ts:
@@ -384,6 +387,7 @@ class SteadyLane:
                     for batch_node in sorted(batches):
                         if batches[batch_node][0] < ts:
                             feed_batch(batch_node, out)
+            instant = ts
             if undecided:
                 self._decide_pending(ts)
             if queue and queue[0][0] <= ts:
