@@ -14,8 +14,18 @@ comparison's series and checks, the invariant checker), and writes their trace l
   ``out`` SessionMessageHeader log appends, and the recorded ``out`` AppendPosition / CommitPosition
   (the comparison's expected side);
 * only while the member is in a steady state: no election, ACTIVE, not waiting for its driver or
-  archive, no catch-up, no publication evidence, no slow tick due in the cycle, no deadline of any
-  member due by the event (`_Steady`; any doubt, and the event goes to `NodeReplay.feed`'s own path).
+  archive, no catch-up, no slow tick that would act in the cycle, no deadline of any member due by the
+  event (`SteadyLane._member`, `SteadyLane._enter`; any doubt, and the event goes to `NodeReplay.feed`'s
+  own path).
+
+Each handler checks everything that may decline its event before it changes the member: `_enter`, which
+begins the member's duty cycle, is the last check, and from there on the event is the lane's.  A declined
+event has therefore changed nothing of the member, and the model's own path takes it as if the lane had
+not looked.
+What the lane looks up about a member once and keeps (its steady record: agent, node, log, the peers it
+sends to) is only what the model's own path can change, never the lane; everything that runs that path
+(an event the lane declines, a batch of frames it does not take, a member's timer) clears the records
+first (`SteadyLane.forget`).
 
 It is the same replay, not an approximation of it: each handler below is the duty cycle of
 `engine.model.agent` restricted to what can happen under its preconditions, and the trace is byte for
@@ -572,10 +582,8 @@ class SteadyLane:
 
     # -- the events ---------------------------------------------------------------------------------------
     #
-    # Each handler first checks everything that may decline its event (the member steady in the role, the
-    # values ints, `_enter`'s slow tick), changing nothing until `_enter` has begun the cycle.  A member's
-    # steady record caches what only the model's own path changes (its agent, node, log, the peers it
-    # sends to): the lane never changes them, and whatever runs that path first clears the records (`forget`).
+    # Each checks the member steady in its role, the message's values ints and whatever else may decline
+    # it, then `_enter` (the last check); only then does it change the member (the module docstring).
 
     def _append_position(self, row: tuple, out: list) -> bool:
         """An AppendPosition reaches a steady leader: `on_append_position`, then `_leader_position`."""
