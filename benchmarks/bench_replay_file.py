@@ -60,9 +60,8 @@ batches to feed at the instant of the row before.  500k events:
         0.77-0.84x);  with ``compare=False`` 1.19 -> 0.88 s (0.74x, 0.72-0.78x).
     --json end to end (5 runs, CPU medians):  4.1 s -> 3.6 s (65,209 -> 73,978 inbound ev/s), 244 -> 243 MB.
         Same trace sha256 (0d76bce1...).
-    callgrind, per event of the in-process run (rows and lane; the 90k-event file less the 30k one,
-        PYTHONHASHSEED=0):  47,003 -> 41,446
-        instructions; 34,606 -> 29,320-29,354 with ``compare=False``.
+    callgrind, instructions per event of the in-process run (rows and lane; the 90k-event file less the
+        30k one, PYTHONHASHSEED=0):  47,003 -> 41,446;  34,606 -> 29,320-29,354 with ``compare=False``.
 
 Where the model side's time goes now (py-spy, ``compare=False``): the trace lines' ``%`` formatting 16-18 %
 (inherent: writing the constant fields in beforehand, by a cache of part-filled templates, saved about 1 %
