@@ -50,6 +50,26 @@ is with mypyc took the lane from 2.29 to 1.95 s and the rows from 0.57 to 0.39 s
 interpreted objects (agents, nodes, the comparison's series), which a compiled module still reaches
 through the generic attribute protocol.
 
+The lane's model side, fewer calls per event (issue 13, helper session i13model; load 1.5-4, paired with
+cf58845): each handler looks its member's steady record (role, agent, node, log, peers) up once and reads
+the message's values in one helper, the member's time and the cycle's entry are one call (`_enter`, the
+last check before anything changes), causes are made once, and the prologue skips looking for frame
+batches to feed at the instant of the row before.  500k events:
+
+    `SteadyLane.run` alone (5 alternating pairs, medians of best-of-3):  2.47 -> 1.94 s (per pair 0.78x,
+        0.77-0.84x);  with ``compare=False`` 1.19 -> 0.88 s (0.74x, 0.72-0.78x).
+    --json end to end (5 runs, CPU medians):  4.1 s -> 3.6 s (65,209 -> 73,978 inbound ev/s), 244 -> 243 MB.
+        Same trace sha256 (0d76bce1...).
+    callgrind, instructions per event of the in-process run (rows and lane; the 90k-event file less the
+        30k one, PYTHONHASHSEED=0):  47,003 -> 41,446;  34,606 -> 29,320-29,354 with ``compare=False``.
+
+Where the model side's time goes now (py-spy, ``compare=False``): the trace lines' ``%`` formatting 16-18 %
+(inherent: writing the constant fields in beforehand, by a cache of part-filled templates, saved about 1 %
+and was dropped, as was converting each value to text once per event, which is slower), the row loop's
+prologue and dispatch 17 %, the rest spread over the handlers at 1-7 % each.  Passing the steady record
+itself to `_leader_position` / `_follower_work` with a precomputed median flag measured no fewer
+instructions (dropped).
+
 Figures (issue 13, the memory session; a shared 2-core machine, load 2-4, one run each; peak VmHWM with its
 sampled anonymous / file-backed peaks, CPU seconds):
 

@@ -14,8 +14,18 @@ comparison's series and checks, the invariant checker), and writes their trace l
   ``out`` SessionMessageHeader log appends, and the recorded ``out`` AppendPosition / CommitPosition
   (the comparison's expected side);
 * only while the member is in a steady state: no election, ACTIVE, not waiting for its driver or
-  archive, no catch-up, no publication evidence, no slow tick due in the cycle, no deadline of any
-  member due by the event (`_Steady`; any doubt, and the event goes to `NodeReplay.feed`'s own path).
+  archive, no catch-up, no slow tick that would act in the cycle, no deadline of any member due by the
+  event (`SteadyLane._member`, `SteadyLane._enter`; any doubt, and the event goes to `NodeReplay.feed`'s
+  own path).
+
+Each handler checks everything that may decline its event before it changes the member: `_enter`, which
+begins the member's duty cycle, is the last check, and from there on the event is the lane's.  A declined
+event has therefore changed nothing of the member, and the model's own path takes it as if the lane had
+not looked.
+What the lane looks up about a member once and keeps (its steady record: agent, node, log, the peers it
+sends to) is only what the model's own path can change, never the lane; everything that runs that path
+(an event the lane declines, a batch of frames it does not take, a member's timer) clears the records
+first (`SteadyLane.forget`).
 
 It is the same replay, not an approximation of it: each handler below is the duty cycle of
 `engine.model.agent` restricted to what can happen under its preconditions, and the trace is byte for
@@ -56,6 +66,7 @@ from formats.errors import DecodeError
 from formats.sbe import encode
 
 MS = 1_000_000
+_LEADER, _FOLLOWER = Role.LEADER, Role.FOLLOWER
 
 #: A lane row: the values of one event the lane needs, in this order (`rows_of_events`, and
 #: `recorder.convert`'s columns for a replay file).
@@ -209,6 +220,21 @@ def _bind_comparison(replay: Any) -> None:
     _Check, _KeyRuns, _Run, _Series, _Sender = replay.COMPARISON
 
 
+class _PeerCauses(dict):
+    """peer -> the cause of a consensus message of ``sample``'s type from that peer (`_cause_of`'s), made
+    when first asked for."""
+
+    __slots__ = ("sample",)
+
+    def __init__(self, sample: Any) -> None:
+        super().__init__()
+        self.sample = sample
+
+    def __missing__(self, peer: Any) -> Any:
+        cause = self[peer] = _cause_of(ConsensusMessage(message=self.sample, peer=peer))
+        return cause
+
+
 class SteadyLane:
     """The lane over one `NodeReplay` (see the module docstring).
 
@@ -226,7 +252,9 @@ class SteadyLane:
         #: What `send` offers a publication for each (`len(encode(message))`: fixed-size messages).
         self.append_length = len(encode(_SAMPLE_APPEND))
         self.commit_length = len(encode(_SAMPLE_COMMIT))
-        #: member -> (role, agent, node, member) while the lane may step it; cleared by anything else.
+        #: member -> its steady record, (role, agent, node, log, peers), while the lane may step it (`_member`);
+        #: cleared by anything else.  ``peers``: the members it sends to (a leader's followers, in the
+        #: order of ``agent.members``; a follower's leader).
         self.steady: dict[int, Any] = {}
         #: follower -> the log position from which every frame was appended by the lane (no
         #: NewLeadershipTermEvent or ClusterActionRequest for its log adapter to act on).
@@ -235,10 +263,14 @@ class SteadyLane:
         self.waiting: dict[tuple[Any, ...], Any] = {}
         self.handlers = (None, self._append_position, self._commit_position, self._log_frame, self._ingress,
                          self._own_append, self._expected)
-        self.causes: dict[Any, Any] = {}
+        #: The cause each kind of input gives the changes it leads to (`Node.step`'s `_cause_of`).
+        self.append_causes = _PeerCauses(_SAMPLE_APPEND)
+        self.commit_causes = _PeerCauses(_SAMPLE_COMMIT)
+        self.frame_cause = _cause_of(_SAMPLE_FRAME)
+        self.ingress_cause = _cause_of(_SAMPLE_INGRESS)
+        self.own_cause = _cause_of(_SAMPLE_OWN)
         self.messages: dict[tuple[int, int, int], Any] = {}
         self.handled = 0
-        self.slow_tick: int | None = None  # `_time`'s verdict on the slow tick, for `_enter`
 
     @staticmethod
     def _keys_hold(key_fields: Any) -> bool:
@@ -255,7 +287,7 @@ class SteadyLane:
         self.clean_from.clear()
 
     def _member(self, node_id: int) -> Any:
-        """(role, agent, node) of a member the lane may step now, else None."""
+        """The steady record of a member the lane may step now (``self.steady``'s), else None."""
         steady = self.steady.get(node_id)
         if steady is not None:
             return steady
@@ -271,22 +303,24 @@ class SteadyLane:
                 or not agent.recording_active):
             return None
         role = agent.role
-        if role is Role.LEADER:
+        if role is _LEADER:
             if not agent.has_log_publication or self.flags.active_member_quorum:
                 return None
             for other in agent.members:
                 if other.catchup_replay_session_id != NULL_VALUE:
                     return None
-        elif role is Role.FOLLOWER:
+            peers = tuple(other.id for other in agent.members if other.id != node_id)
+        elif role is _FOLLOWER:
             image = agent.log_image
             if (image is None or image.is_closed or agent.catchup_log_destination is not None or agent.held_log_frames
                     or agent.snapshot_done_ns is not None or agent.termination_position != NULL_POSITION
                     or agent.leader_member is None):
                 return None
             self.clean_from[node_id] = _end(agent.log)
+            peers = (agent.leader_member.id,)
         else:
             return None
-        steady = self.steady[node_id] = (role, agent, node, member)
+        steady = self.steady[node_id] = (role, agent, node, agent.log, peers)
         return steady
 
     @staticmethod
@@ -298,24 +332,28 @@ class SteadyLane:
             return columns(row)
         return _values(payload, cls)
 
-    def _steady_as(self, node_id: int, role: Role) -> Any:
-        """(role, agent, node, member) of a steady member in ``role``, else None."""
-        steady = self.steady.get(node_id) or self._member(node_id)
-        return steady if steady is not None and steady[0] is role else None
+    @staticmethod
+    def _int_values(row: tuple, cls: type, columns: Any) -> tuple | None:
+        """`_row_values` when every one is an int (the model's own path builds the message from them), else
+        None.  A payload's values are ints already: `_values` reads only integer fields."""
+        payload = row[PAYLOAD]
+        if payload is not None:
+            return _values(payload, cls)
+        values = columns(row)
+        for value in values:
+            if type(value) is not int:
+                return None
+        return values
 
-    def _cause(self, key: Any, item: Any) -> Any:
-        cause = self.causes.get(key)
-        if cause is None:
-            cause = self.causes[key] = _cause_of(item)
-        return cause
-
-    def _message(self, term: int, session: int, timestamp: int) -> Any:
-        key = (term, session, timestamp)
-        message = self.messages.get(key)
+    def _message(self, values: tuple[int, int, int]) -> Any:
+        """The SessionMessageHeader of (term, session, timestamp), the same object for the same values
+        while they repeat."""
+        message = self.messages.get(values)
         if message is None:
             if len(self.messages) > 64:
                 self.messages.clear()
-            message = self.messages[key] = SessionMessageHeader(
+            term, session, timestamp = values
+            message = self.messages[values] = SessionMessageHeader(
                 leadership_term_id=term, cluster_session_id=session, timestamp=timestamp)
         return message
 
@@ -341,14 +379,16 @@ class SteadyLane:
         tentative = replay.tentative
         found = replay.found
         runs = replay.runs
-        k = first - 1
-        for row in rows:
-            k += 1
+        declined = 0
+        instant = None  # the time of the row before
+        for k, row in enumerate(rows, first):
             self.position = k
             ts = row[0]  # TS
             # -- the prologue (`NodeReplay._prologue`), with this lane's frame batches ----------------------
             replay.now = ts
-            if batches:
+            # Batches from before ``ts`` are fed; at the time of the row before there are none: its prologue
+            # fed them, and a batch its event began (`_log_frame`, `_body`) has its time.
+            if batches and ts != instant:
                 if len(batches) == 1:
                     batch_node, (batch_ts, _) = next(iter(batches.items()))
                     if batch_ts < ts:
@@ -357,6 +397,7 @@ class SteadyLane:
                     for batch_node in sorted(batches):
                         if batches[batch_node][0] < ts:
                             feed_batch(batch_node, out)
+            instant = ts
             if undecided:
                 self._decide_pending(ts)
             if queue and queue[0][0] <= ts:
@@ -374,11 +415,12 @@ class SteadyLane:
                 horizon[row[1]] = ts
                 if (checks and checks[0][0] < ts) or (tentative and tentative[0][0] < ts) or found or runs.open:
                     replay._resolve_due(ts, out)
-                self.handled += 1
             else:
+                declined += 1
                 forget()
                 event, ref = event_at(k - first)
                 body(event, ref, ref_kind)
+        self.handled += len(rows) - declined
 
     def _absent(self, row: tuple) -> bool:
         """An inbound message to a member whose process is not running (killed, stopped, not started again):
@@ -399,50 +441,55 @@ class SteadyLane:
 
     # -- the duty cycle's parts -------------------------------------------------------------------------
 
-    def _time(self, node: Any, agent: Any, ts: int) -> int | None:
-        """The member's time for an input at ``ts`` (Node.step's), or None when the cycle's slow tick would
-        do something (`slow_tick_work`: an abort, a lost quorum, a leader heartbeat timeout).  A slow tick
-        that finds nothing to do moves its deadline on: `_enter` does, as the duty cycle would."""
-        now = ts if ts > node._now_ns else node._now_ns
+    def _enter(self, node: Any, agent: Any, ts: int, cause: Any) -> int | None:
+        """Begin the member's duty cycle for an input at ``ts`` as `Node.step` does (its time, its cause) and
+        give the member's time; None, with nothing changed, when the cycle's slow tick would do something
+        (`_slow_tick_idle`).  Every check that may decline an event comes before this: after it the event
+        is the lane's."""
+        now = node._now_ns
+        if ts > now:
+            now = ts
         now_ms = now - now % MS
+        if now_ms >= agent.slow_tick_deadline_ns and not self._slow_tick_idle(agent, now_ms):
+            return None
+        node._now_ns = now
+        node._wakeup = _UNKNOWN
+        agent.cause = cause
+        agent.now_ns = now_ms
+        agent.output_ts = now
+        if now_ms > node._tick_ns:
+            node._tick_ns = now_ms
+        return now
+
+    @staticmethod
+    def _slow_tick_idle(agent: Any, now_ms: int) -> bool:
+        """The duty cycle's slow tick at ``now_ms`` when it is due (`_realign_slow_tick`, `slow_tick_work`):
+        True when it finds nothing to do, its next deadline set as the cycle sets it; False, nothing
+        changed, when it would act (an abort, a lost quorum, a leader heartbeat timeout)."""
         deadline = agent.slow_tick_deadline_ns
-        if now_ms < deadline:
-            self.slow_tick = None
-            return now
         if now_ms > deadline:  # `_realign_slow_tick`: the 10 ms phase kept across skipped milliseconds
             first = -(-deadline // MS) * MS
             if first < now_ms:
                 deadline = first + -(-(now_ms - first) // SLOW_TICK_INTERVAL_NS) * SLOW_TICK_INTERVAL_NS
         if now_ms < deadline:
-            self.slow_tick = deadline
-            return now
+            agent.slow_tick_deadline_ns = deadline
+            return True
         config = agent.config
-        if agent.role is Role.LEADER:
+        if agent.role is _LEADER:
             if agent.aborts_ns or not has_active_quorum(agent.members, now_ms, config.leader_heartbeat_timeout_ns):
-                return None
+                return False
         elif (agent.termination_position == NULL_POSITION
               and now_ms >= agent.time_of_last_log_update_ns + config.leader_heartbeat_timeout_ns):
-            return None
-        self.slow_tick = now_ms + SLOW_TICK_INTERVAL_NS  # it ran and found nothing to do
-        return now
+            return False
+        agent.slow_tick_deadline_ns = now_ms + SLOW_TICK_INTERVAL_NS  # it ran and found nothing to do
+        return True
 
-    def _enter(self, node: Any, agent: Any, now: int, cause: Any) -> int:
-        node._now_ns = now
-        node._wakeup = _UNKNOWN
-        agent.cause = cause
-        now_ms = now - now % MS
-        agent.now_ns = now_ms
-        agent.output_ts = now
-        if now_ms > node._tick_ns:
-            node._tick_ns = now_ms
-        if self.slow_tick is not None:
-            agent.slow_tick_deadline_ns = self.slow_tick
-        return now_ms
-
-    def _leader_position(self, node_id: int, agent: Any, now_ms: int, now: int, out: list) -> None:
+    def _leader_position(self, node_id: int, agent: Any, log: Any, peers: tuple, now: int, out: list) -> None:
         """`update_leader_position(now, log.end)`: the commit position published when it moved or the
         heartbeat is due."""
-        position = _end(agent.log)
+        ends = log._ends
+        position = ends[-1] if ends else log.end
+        now_ms = agent.now_ns
         me = agent.this_member
         me.log_position = position
         me.time_of_last_append_position_ns = now_ms
@@ -462,34 +509,33 @@ class SteadyLane:
             term = agent.leadership_term_id
             publications = agent.publications if agent.publication_evidence else None
             sent = False
-            for other in agent.members:
-                peer = other.id
-                if peer != node_id:
-                    if publications is not None:  # `send`: a refused offer is dropped (CommitPosition is not retried)
-                        publication = publications.get(peer)
-                        if publication is None or not publication.offer(self.commit_length):
-                            continue
-                    agent.changes += 1
-                    sent = True
-                    out.append(_COMMIT % (now, node_id, peer, term, commit, node_id))
-                    if publications is None:
-                        self._actual(node_id, peer, "consensus", "CommitPosition", (term, node_id), commit, now,
-                                     (_commit_record, now, node_id, peer, term, commit))
-                    else:
-                        self._pending(node_id, peer, publication.position, _LaneSend(
-                            kind="send", ts=now, node=node_id, peer=peer, channel="consensus", type="CommitPosition",
-                            fields={"leadershipTermId": term, "logPosition": commit, "leaderMemberId": node_id}),
-                            ("CommitPosition", (term, node_id), commit, (_commit_record, now, node_id, peer, term, commit)))
+            for peer in peers:
+                if publications is not None:  # `send`: a refused offer is dropped (CommitPosition is not retried)
+                    publication = publications.get(peer)
+                    if publication is None or not publication.offer(self.commit_length):
+                        continue
+                agent.changes += 1
+                sent = True
+                out.append(_COMMIT % (now, node_id, peer, term, commit, node_id))
+                if publications is None:
+                    self._actual(node_id, peer, "consensus", "CommitPosition", (term, node_id), commit, now,
+                                 (_commit_record, now, node_id, peer, term, commit))
+                else:
+                    self._pending(node_id, peer, publication.position, _LaneSend(
+                        kind="send", ts=now, node=node_id, peer=peer, channel="consensus", type="CommitPosition",
+                        fields={"leadershipTermId": term, "logPosition": commit, "leaderMemberId": node_id}),
+                        ("CommitPosition", (term, node_id), commit, (_commit_record, now, node_id, peer, term, commit)))
             if sent:  # the invariant checker sees the CommitPosition records
                 self.replay.invariants.observe_committed(commit, term)
             agent.commit_position = commit
             agent.time_of_last_log_update_ns = now_ms
 
-    def _follower_work(self, node_id: int, agent: Any, now_ms: int, now: int, out: list) -> None:
+    def _follower_work(self, node_id: int, agent: Any, log: Any, leader: int, now: int, out: list) -> None:
         """The follower's `consensus_work`: poll the log up to the commit position it was told (its frames
-        checked by `_poll_ok` first), then `update_follower_position`."""
-        log = agent.log
-        end = _end(log)
+        checked by `_poll_ok` first), then `update_follower_position` towards ``leader``."""
+        ends = log._ends
+        end = ends[-1] if ends else log.end
+        now_ms = agent.now_ns
         limit = agent.notified_commit_position
         if end < limit:
             limit = end
@@ -497,15 +543,13 @@ class SteadyLane:
         if limit > position:
             new = end if limit >= end else log.end_at_or_before(limit)
             if new > position:
-                agent.log_adapter_position = new
-        if agent.log_adapter_position > agent.commit_position:
-            agent.commit_position = agent.log_adapter_position
-        recorded = end
+                agent.log_adapter_position = position = new
+        if position > agent.commit_position:
+            agent.commit_position = position
         last = agent.last_append_position
-        target = recorded if recorded > last else last
+        target = end if end > last else last
         if target > last or now_ms >= agent.time_of_last_append_position_send_ns + \
                 agent.config.leader_heartbeat_interval_ns:
-            leader = agent.leader_member.id
             term = agent.leadership_term_id
             if agent.publication_evidence:
                 publication = agent.publications.get(leader)
@@ -537,87 +581,79 @@ class SteadyLane:
         return True
 
     # -- the events ---------------------------------------------------------------------------------------
-
-    def _message_to(self, row: tuple, role: Role, cls: type, columns: Any) -> Any:
-        """(agent, node, values) for a consensus message to a steady member in ``role``, its values (read as
-        `_row_values` reads them) all ints; else None."""
-        steady = self._steady_as(row[NODE], role)
-        if steady is None:
-            return None
-        values = self._row_values(row, cls, columns)
-        if values is None:
-            return None
-        for value in values:
-            if type(value) is not int:
-                return None
-        return steady[1], steady[2], values
-
-    def _log_header_to(self, row: tuple, role: Role) -> Any:
-        """`_message_to` for a SessionMessageHeader on the log whose position after it is known."""
-        if row[TYPE] != "SessionMessageHeader" or type(row[EXTRA_POSITION]) is not int:
-            return None
-        return self._message_to(row, role, SessionMessageHeader, _HEADER_COLUMNS)
+    #
+    # Each checks the member steady in its role, the message's values ints and whatever else may decline
+    # it, then `_enter` (the last check); only then does it change the member (the module docstring).
 
     def _append_position(self, row: tuple, out: list) -> bool:
-        found = self._message_to(row, Role.LEADER, AppendPosition, _APPEND_COLUMNS)
-        if found is None:
-            return False
-        agent, node, (term, position, follower_id, flags) = found
+        """An AppendPosition reaches a steady leader: `on_append_position`, then `_leader_position`."""
         node_id = row[NODE]
-        peer = row[PEER]
+        steady = self.steady.get(node_id) or self._member(node_id)
+        if steady is None or steady[0] is not _LEADER:
+            return False
+        values = self._int_values(row, AppendPosition, _APPEND_COLUMNS)
+        if values is None:
+            return False
+        term, position, follower_id, flags = values
+        _, agent, node, log, peers = steady
         if term != agent.leadership_term_id or flags & APPEND_POSITION_FLAG_CATCHUP or flags < 0:
             return False
-        now = self._time(node, agent, row[TS])
+        now = self._enter(node, agent, row[TS], self.append_causes[row[PEER]])
         if now is None:
             return False
-        cause = self.causes.get(("append", peer)) or self._cause(("append", peer),
-                                                                 ConsensusMessage(message=_SAMPLE_APPEND, peer=peer))
-        now_ms = self._enter(node, agent, now, cause)
         follower = agent.member_by_id.get(follower_id)
         if follower is not None:
             if self.flags.consistent_follower_positions:
                 follower.leadership_term_id = term
             follower.log_position = position
-            follower.time_of_last_append_position_ns = now_ms
-        self._leader_position(node_id, agent, now_ms, now, out)
+            follower.time_of_last_append_position_ns = agent.now_ns
+        self._leader_position(node_id, agent, log, peers, now, out)
         return True
 
     def _commit_position(self, row: tuple, out: list) -> bool:
-        found = self._message_to(row, Role.FOLLOWER, CommitPosition, _COMMIT_COLUMNS)
-        if found is None:
-            return False
-        agent, node, (term, position, leader_id) = found
+        """A CommitPosition reaches a steady follower from its leader: noted, then `_follower_work`."""
         node_id = row[NODE]
-        peer = row[PEER]
-        if term != agent.leadership_term_id or leader_id != agent.leader_member.id:
+        steady = self.steady.get(node_id) or self._member(node_id)
+        if steady is None or steady[0] is not _FOLLOWER:
             return False
-        now = self._time(node, agent, row[TS])
-        if now is None:
+        values = self._int_values(row, CommitPosition, _COMMIT_COLUMNS)
+        if values is None:
             return False
-        end = _end(agent.log)
+        term, position, leader_id = values
+        _, agent, node, log, (leader,) = steady
+        if term != agent.leadership_term_id or leader_id != leader:
+            return False
+        ends = log._ends
+        end = ends[-1] if ends else log.end
         if not self._poll_ok(node_id, agent, position if position < end else end):
             return False
+        now = self._enter(node, agent, row[TS], self.commit_causes[row[PEER]])
+        if now is None:
+            return False
         self.replay.invariants.observe_committed(position, term)
-        cause = self.causes.get(("commit", peer)) or self._cause(("commit", peer),
-                                                                 ConsensusMessage(message=_SAMPLE_COMMIT, peer=peer))
-        now_ms = self._enter(node, agent, now, cause)
+        now_ms = agent.now_ns
         agent.time_of_last_leader_update_ns = now_ms
         agent.notified_commit_position = position
         agent.time_of_last_log_update_ns = now_ms
-        self._follower_work(node_id, agent, now_ms, now, out)
+        self._follower_work(node_id, agent, log, leader, now, out)
         return True
 
     def _log_frame(self, row: tuple, out: list) -> bool:
         """A frame reaches a follower: it waits in the member's batch, as `NodeReplay.feed` keeps it."""
-        found = self._log_header_to(row, Role.FOLLOWER)
-        if found is None:
+        position = row[EXTRA_POSITION]
+        if row[TYPE] != "SessionMessageHeader" or type(position) is not int:
             return False
-        values, position = found[2], row[EXTRA_POSITION]
         node_id = row[NODE]
+        steady = self.steady.get(node_id) or self._member(node_id)
+        if steady is None or steady[0] is not _FOLLOWER:
+            return False
+        values = self._int_values(row, SessionMessageHeader, _HEADER_COLUMNS)
+        if values is None:
+            return False
         payload = row[PAYLOAD]
         # the lane's frame: `LogFrame`'s fields as a tuple (`NodeReplay._feed_log_batch` builds the LogFrame
         # when the model's own path takes the batch)
-        frame = (self._message(*values), position, len(payload) if payload is not None else None)
+        frame = (self._message(values), position, len(payload) if payload is not None else None)
         batches = self.replay._log_batches
         batch = batches.get(node_id)
         if batch is None:
@@ -631,74 +667,86 @@ class SteadyLane:
         replay = self.replay
         ts, frames = replay._log_batches[node_id]
         steady = self.steady.get(node_id) or self._member(node_id)
-        ok = steady is not None and steady[0] is Role.FOLLOWER
-        if ok:
-            _, agent, node, _member = steady
-            now = self._time(node, agent, ts)
-            ok = now is not None and all(type(f) is tuple or (type(f.message) is SessionMessageHeader
-                                                              and type(f.log_position) is int) for f in frames)
-            if ok:
+        now = None
+        if steady is not None and steady[0] is _FOLLOWER:
+            _, agent, node, log, (leader,) = steady
+            for frame in frames:  # the model's own LogFrames in the batch: a header with its position
+                if type(frame) is not tuple and (type(frame.message) is not SessionMessageHeader
+                                                 or type(frame.log_position) is not int):
+                    break
+            else:
                 # frames are appended before the cycle polls: what it polls is what the lane appended
+                ends = log._ends
+                end = ends[-1] if ends else log.end
                 limit = agent.notified_commit_position
-                ok = self._poll_ok(node_id, agent, min(limit, _end(agent.log)))
-        if not ok:
+                if self._poll_ok(node_id, agent, limit if limit < end else end):
+                    now = self._enter(node, agent, ts, self.frame_cause)
+        if now is None:
             self.forget()
             replay._out = out
             replay._feed_log_batch(node_id)
             return
         del replay._log_batches[node_id]
-        cause = self.causes.get(("frame",)) or self._cause(("frame",), _SAMPLE_FRAME)
-        now_ms = self._enter(node, agent, now, cause)
-        log = agent.log
         for frame in frames:
             message, end = (frame[0], frame[1]) if type(frame) is tuple else (frame.message, frame.log_position)
-            if end > _end(log):
+            ends = log._ends
+            if end > (ends[-1] if ends else log.end):
                 log._push(end, message)  # `LogStore.append` past its end
                 agent.changes += 1
-        self._follower_work(node_id, agent, now_ms, now, out)
+        self._follower_work(node_id, agent, log, leader, now, out)
 
     def _ingress(self, row: tuple, out: list) -> bool:
+        """A client's message reaches a steady leader whose log appends are recorded (they append it:
+        `_own_append`): the duty cycle's `_leader_position`."""
         if row[TYPE] != "SessionMessageHeader":
             return False
-        # the message's values are checked as for a log frame: the model's path builds the message
-        found = self._message_to(row, Role.LEADER, SessionMessageHeader, _HEADER_COLUMNS)
-        if found is None or not found[0].log_evidence:
-            return False
-        agent, node, _values = found
         node_id = row[NODE]
-        now = self._time(node, agent, row[TS])
+        steady = self.steady.get(node_id) or self._member(node_id)
+        if steady is None or steady[0] is not _LEADER:
+            return False
+        # the message's values are checked as for a log frame: the model's path builds the message
+        _, agent, node, log, peers = steady
+        if self._int_values(row, SessionMessageHeader, _HEADER_COLUMNS) is None or not agent.log_evidence:
+            return False
+        now = self._enter(node, agent, row[TS], self.ingress_cause)
         if now is None:
             return False
-        now_ms = self._enter(node, agent, now, self._cause(("ingress",), _SAMPLE_INGRESS))
-        self._leader_position(node_id, agent, now_ms, now, out)
+        self._leader_position(node_id, agent, log, peers, now, out)
         return True
 
     def _own_append(self, row: tuple, out: list) -> bool:
-        found = self._log_header_to(row, Role.LEADER)
-        if found is None:
+        """A steady leader's recorded log append (`OwnLogAppend`): the frame appended past the log's end and
+        sent to each follower, then `_leader_position`; the recording's side compared."""
+        end = row[EXTRA_POSITION]
+        if row[TYPE] != "SessionMessageHeader" or type(end) is not int:
             return False
-        agent, node, (term, session, timestamp) = found
-        node_id, end = row[NODE], row[EXTRA_POSITION]
-        now = self._time(node, agent, row[TS])
+        node_id = row[NODE]
+        steady = self.steady.get(node_id) or self._member(node_id)
+        if steady is None or steady[0] is not _LEADER:
+            return False
+        values = self._int_values(row, SessionMessageHeader, _HEADER_COLUMNS)
+        if values is None:
+            return False
+        _, agent, node, log, peers = steady
+        now = self._enter(node, agent, row[TS], self.own_cause)
         if now is None:
             return False
         replay = self.replay
-        now_ms = self._enter(node, agent, now, self._cause(("own",), _SAMPLE_OWN))
-        log = agent.log
-        if end > _end(log):
-            message = self._message(term, session, timestamp)
+        term, session, timestamp = values
+        ends = log._ends
+        if end > (ends[-1] if ends else log.end):
+            message = self._message(values)
             log._push(end, message)  # `LogStore.append` past its end
             agent.changes += 1
             out.append(_LOG_APPEND % (now, node_id, end, term, session, timestamp))
             compared = "log" in replay.compared_channels.get(node_id, ())
-            for other in agent.members:
-                if other.id != node_id:
-                    agent.changes += 1
-                    out.append(_LOG_SEND % (now, node_id, other.id, term, session, timestamp, end))
-                    if compared:
-                        self._actual(node_id, other.id, "log", "SessionMessageHeader", (term, session), None, now,
-                                     (_log_send_record, now, node_id, other.id, message, end))
-        self._leader_position(node_id, agent, now_ms, now, out)
+            for peer in peers:
+                agent.changes += 1
+                out.append(_LOG_SEND % (now, node_id, peer, term, session, timestamp, end))
+                if compared:
+                    self._actual(node_id, peer, "log", "SessionMessageHeader", (term, session), None, now,
+                                 (_log_send_record, now, node_id, peer, message, end))
+        self._leader_position(node_id, agent, log, peers, now, out)
         if replay.compare:
             self._expect(row, "log", (term, session), None)
         return True

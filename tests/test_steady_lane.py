@@ -160,6 +160,32 @@ def test_frames_arriving_together_replay_the_same_whoever_takes_their_batch(monk
     assert ["tuple", "LogFrame"] in fed  # a batch the lane started, finished by the model's path
 
 
+def test_frames_fed_when_the_time_line_moves_on_replay_the_same_through_the_lane(monkeypatch):
+    """Without the followers' recorded AppendPositions, no later event of a follower's comes at the instant its
+    frame arrived: its batch is fed when the time line moves past it (`NodeReplay._prologue`), after the other
+    follower's frame at that instant and before the event that moved it (the leader hearing an AppendPosition,
+    whose CommitPositions follow the followers' sends in the trace).  The lane feeds each batch then."""
+    from engine.steady import SteadyLane as Lane
+
+    fed = []
+    feed_batch = Lane._feed_batch
+
+    def spy(self, node_id, out):
+        fed.append((self.replay._log_batches[node_id][0], self.replay.now))
+        return feed_batch(self, node_id, out)
+
+    monkeypatch.setattr(Lane, "_feed_batch", spy)
+    events = [e for e in _bench().capture(2_000, outs=True) if not (e.dir == "out" and e.type == "AppendPosition")]
+    fast, slow, handled = _both(events)
+    assert fast == slow, _first_difference(fast, slow)
+    assert handled > 0.9 * len(events)
+    start = min(e.ts for e in events if e.channel == "ingress")  # the steady traffic's (the election's has sends)
+    frames = sum(1 for e in events if e.dir == "in" and e.channel == "log" and e.ts >= start)
+    fed = [(batch_ts, now) for batch_ts, now in fed if batch_ts >= start]
+    assert len(fed) == frames  # the lane fed every frame's batch...
+    assert all(batch_ts < now for batch_ts, now in fed)  # ...each at the first event after its instant
+
+
 @pytest.mark.parametrize("who", ["leader", "follower"])
 def test_traffic_to_a_member_whose_process_died_replays_the_same_through_the_lane(who, monkeypatch):
     """A member is killed half way and its host's capture goes on showing what reaches it (log frames,
