@@ -349,14 +349,17 @@ class _KeyRuns:
 
 
 class _Series:
-    """One side's runs for one (member, peer, channel, type), in time order, indexed by key."""
+    """One side's runs for one (member, peer, channel, type), in time order, indexed by key.  ``last`` is
+    the newest run (None: none yet) and ``last_index`` its key's `_KeyRuns`: what the next send extends."""
 
-    __slots__ = ("runs", "starts", "by_key")
+    __slots__ = ("runs", "starts", "by_key", "last", "last_index")
 
     def __init__(self) -> None:
         self.runs: list[_Run] = []
         self.starts: list[int] = []
         self.by_key: dict[Any, _KeyRuns] = {}
+        self.last: _Run | None = None
+        self.last_index: _KeyRuns | None = None
 
     def add(self, ts: int, key: Any, position: int | None, ref: Any,
             record: Callable[[], dict[str, Any]] | tuple) -> _Run | None:
@@ -368,24 +371,26 @@ class _Series:
 
     def extend(self, ts: int, key: Any, position: int | None) -> bool:
         """Does the last run have this key and position?  (Then it goes on to ``ts``.)"""
-        runs = self.runs
-        if runs:
-            last = runs[-1]
-            if last.key == key and last.position == position:
-                last.end = ts
-                self.by_key[key].ends[-1] = ts
-                return True
+        last = self.last
+        if last is not None and last.position == position and last.key == key:
+            last.end = ts
+            self.last_index.ends[-1] = ts
+            return True
         return False
 
     def begin(self, ts: int, key: Any, position: int | None, ref: Any,
               record: Callable[[], dict[str, Any]] | tuple) -> _Run:
         """A new run, for a caller that knows the last one does not go on (`add`, and `engine.steady`)."""
-        run = _Run(ts, key, position, ref, record if type(record) is tuple else record())
+        previous = self.last
+        run = self.last = _Run(ts, key, position, ref, record if type(record) is tuple else record())
         self.runs.append(run)
         self.starts.append(ts)
-        index = self.by_key.get(key)
-        if index is None:
-            index = self.by_key[key] = _KeyRuns()
+        index = self.last_index
+        if previous is None or previous.key != key:
+            index = self.by_key.get(key)
+            if index is None:
+                index = self.by_key[key] = _KeyRuns()
+            self.last_index = index
         positions = index.positions
         if positions and position is not None and positions[-1] is not None and position < positions[-1]:
             index.monotonic = False
