@@ -307,7 +307,7 @@ def _record_of(run: _Run) -> dict[str, Any]:
 class _KeyRuns:
     """The runs of one series that have one comparison key: time-ordered, so the runs overlapping a
     window are a contiguous slice found by bisection; positions are kept beside them, with a flag
-    saying whether they never went down (then the slice's range is its two ends).  `_Series.begin`
+    saying whether they never went down (then the slice's range is its two ends).  `_Series.add`
     adds to them."""
 
     __slots__ = ("starts", "ends", "positions", "monotonic")
@@ -363,34 +363,23 @@ class _Series:
 
     def add(self, ts: int, key: Any, position: int | None, ref: Any,
             record: Callable[[], dict[str, Any]] | tuple) -> _Run | None:
-        """Extend the last run, or start a new one (returned); ``record`` makes its record, or is the recipe
-        for it (`_record_of`)."""
-        if self.extend(ts, key, position):
-            return None
-        return self.begin(ts, key, position, ref, record)
-
-    def extend(self, ts: int, key: Any, position: int | None) -> bool:
-        """Does the last run have this key and position?  (Then it goes on to ``ts``.)"""
+        """Extend the last run when it has this key and position (None), else start a new one (returned);
+        ``record`` makes its record, or is the recipe for it (`_record_of`)."""
         last = self.last
         if last is not None and last.position == position and last.key == key:
             last.end = ts
             self.last_index.ends[-1] = ts
-            return True
-        return False
-
-    def begin(self, ts: int, key: Any, position: int | None, ref: Any,
-              record: Callable[[], dict[str, Any]] | tuple) -> _Run:
-        """A new run, for a caller that knows the last one does not go on (`add`, and `engine.steady`)."""
-        previous = self.last
+            return None
         run = self.last = _Run(ts, key, position, ref, record if type(record) is tuple else record())
         self.runs.append(run)
         self.starts.append(ts)
-        index = self.last_index
-        if previous is None or previous.key != key:
+        if last is None or last.key != key:
             index = self.by_key.get(key)
             if index is None:
                 index = self.by_key[key] = _KeyRuns()
             self.last_index = index
+        else:
+            index = self.last_index
         positions = index.positions
         if positions and position is not None and positions[-1] is not None and position < positions[-1]:
             index.monotonic = False

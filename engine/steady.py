@@ -807,14 +807,13 @@ class SteadyLane:
         pair = self.pairs.get(series_key) or self._pair(series_key)
         if not pair.compared:
             return
-        series = pair.expected
         ts = row[TS]
-        if series.extend(ts, key, position):  # the same value again: its run goes on
-            return
         payload = row[PAYLOAD]
         recipe = (self.record_at, self.position) if payload is None else \
             (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
-        run = series.begin(ts, key, position, row[REF], recipe)
+        run = pair.expected.add(ts, key, position, row[REF], recipe)
+        if run is None:  # the same value again: its run goes on
+            return
         tolerance = self.replay.tolerance_ns
         waiting = pair.waiting
         if waiting is not None:
@@ -835,24 +834,24 @@ class SteadyLane:
         pair = self.pairs.get(series_key) or self._pair(series_key)
         if not pair.compared:
             return
-        series = pair.actual
-        if series.extend(ts, key, position):  # the same value again: its run goes on
+        run = pair.actual.add(ts, key, position, None, record)
+        if run is None:  # the same value again: its run goes on
             return
-        run = series.begin(ts, key, position, None, record)
         if pair.peer_start is not None and ts < pair.peer_start:
             return
         replay = self.replay
         tolerance = replay.tolerance_ns
         low, high = ts - tolerance, ts + tolerance
         other = pair.expected
-        if _newest_is(other, key, position, low, high):
-            return  # the recording's newest run is this very value, within the window
-        index = other.by_key.get(key)
+        last = other.last
+        index = other.last_index if last is not None and last.key == key else other.by_key.get(key)
         if index is not None:
             positions = index.positions
-            # positions that never went down and end below this one cannot cover it
-            below = position is not None and index.monotonic and positions[-1] is not None and positions[-1] < position
-            if not below and index.covers(position, low, high):
+            # positions that never went down and end below this one cannot cover it (the common case: the
+            # recording shows the new value later); else the recording's newest run may be this very value
+            below = (position is not None and index.monotonic and positions and positions[-1] is not None
+                     and positions[-1] < position)
+            if not below and (_newest_is(other, key, position, low, high) or index.covers(position, low, high)):
                 return
         due = high
         replay.check_seq += 1
