@@ -811,22 +811,25 @@ class SteadyLane:
         payload = row[PAYLOAD]
         recipe = (self.record_at, self.position) if payload is None else \
             (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
-        run = pair.expected.add(ts, key, position, row[REF], recipe)
-        if run is None:  # the same value again: its run goes on
+        series = pair.expected
+        number = series.append(ts, key, position, row[REF], recipe)
+        if number is None:  # the same value again: its run goes on
             return
         tolerance = self.replay.tolerance_ns
         waiting = pair.waiting
-        if waiting is not None:
-            model_run = waiting[4]
-            if (model_run.position == position and model_run.key == key
-                    and model_run.start - tolerance <= ts <= model_run.start + tolerance):
+        # the waiting model run's window is [due - 2 tolerance, due]; one already settled (due < now) has
+        # passed, and is not read again (its run may be pruned)
+        if waiting is not None and waiting[0] - 2 * tolerance <= ts <= waiting[0]:
+            actual = pair.actual
+            at = waiting[4] - actual.base
+            if actual.positions[at] == position and actual.keys[at] == key:
                 # each run shows the other's value within its window: neither check can fail
                 waiting[5] = True
                 pair.waiting = None
                 return
         if _newest_is(pair.actual, key, position, ts - tolerance, ts + tolerance):
             return  # `_schedule` would find it covered
-        self.replay._schedule("expected", node_id, series_key, run)
+        self.replay._schedule("expected", node_id, series_key, _Run(series, number))
 
     def _actual(self, node_id: int, peer: int, channel: str, kind: str, key: tuple, position: int | None, ts: int,
                 record: tuple) -> None:
@@ -834,8 +837,9 @@ class SteadyLane:
         pair = self.pairs.get(series_key) or self._pair(series_key)
         if not pair.compared:
             return
-        run = pair.actual.add(ts, key, position, None, record)
-        if run is None:  # the same value again: its run goes on
+        series = pair.actual
+        number = series.append(ts, key, position, None, record)
+        if number is None:  # the same value again: its run goes on
             return
         if pair.peer_start is not None and ts < pair.peer_start:
             return
@@ -843,8 +847,7 @@ class SteadyLane:
         tolerance = replay.tolerance_ns
         low, high = ts - tolerance, ts + tolerance
         other = pair.expected
-        last = other.last
-        index = other.last_index if last is not None and last.key == key else other.by_key.get(key)
+        index = other.last_index if key == other.last_key else other.by_key.get(key)
         if index is not None:
             positions = index.positions
             # positions that never went down and end below this one cannot cover it (the common case: the
@@ -857,11 +860,11 @@ class SteadyLane:
         replay.check_seq += 1
         tentative = replay.tentative
         if tentative and tentative[-1][0] > due:  # out of order: the check goes where `_schedule` puts it
-            check = _Check(due, "actual", node_id, series_key, run)
+            check = _Check(due, "actual", node_id, series_key, _Run(series, number))
             heapq.heappush(replay.checks, (due, replay.check_seq, check))
             pair.waiting = None
             return
-        entry = pair.waiting = [due, replay.check_seq, node_id, series_key, run, False]
+        entry = pair.waiting = [due, replay.check_seq, node_id, series_key, number, False]
         tentative.append(entry)
 
 
@@ -883,9 +886,8 @@ def _end(log: Any) -> int:
 
 def _newest_is(series: Any, key: Any, position: int | None, low: int, high: int) -> bool:
     """Is the series' newest run this key and position, overlapping [low, high]?  (Then it covers them.)"""
-    last = series.last
-    return (last is not None and last.position == position and last.key == key and last.end >= low
-            and last.start <= high)
+    return (position == series.last_position and key == series.last_key and series.ends[-1] >= low
+            and series.starts[-1] <= high)
 
 
 _SAMPLE_APPEND = AppendPosition(leadership_term_id=0, log_position=0, follower_member_id=0, flags=0)
