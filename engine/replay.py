@@ -485,9 +485,14 @@ class _Series:
     def prune(self, cutoff: int) -> None:
         """Forget runs that ended before ``cutoff``: no check can look at them any more."""
         ends = self.ends
-        drop = 0
-        while drop < len(ends) - 1 and ends[drop] < cutoff:
-            drop += 1
+        # the runs before the first that ended at or after the cutoff (never the last): found by bisection
+        # where the ends are in order, as they are when sends come in time order, else one by one
+        keep = max(len(ends) - 1, 0)
+        drop = bisect.bisect_left(ends, cutoff, 0, keep)
+        if (drop < keep and ends[drop] < cutoff) or (drop and max(ends[:drop]) >= cutoff):
+            drop = 0
+            while drop < keep and ends[drop] < cutoff:
+                drop += 1
         if drop:
             del self.starts[:drop], ends[:drop], self.keys[:drop], self.positions[:drop], self.refs[:drop]
             del self.records[:drop]
