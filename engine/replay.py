@@ -286,39 +286,27 @@ class _Run:
     type).  A series keeps its runs' fields in columns, since nearly every compared send of a cluster at
     work starts a run that nothing reads again; a `_Run` is a handle on one of them, made when a check or a
     divergence needs it.  ``number`` counts the series' runs from its first, pruned ones included; two
-    handles on one run are equal.  A handle is read only while its run is kept (`NodeReplay._resolve_due`
-    prunes no run a pending or failed check can look at)."""
+    handles on one run are equal.  The handle holds what cannot change once the run has begun (its start,
+    key, position, the ref of its first event, its record or the recipe for it), so a pending check reads
+    its run even if its series has pruned it since; ``end`` is read from the series (a kept run only)."""
 
-    __slots__ = ("series", "number")
+    __slots__ = ("series", "number", "start", "key", "position", "ref", "record")
 
     def __init__(self, series: _Series, number: int) -> None:
+        at = number - series.base
         self.series = series
         self.number = number
-
-    def _at(self) -> int:
-        at = self.number - self.series.base
-        assert at >= 0, "a run read after its series pruned it"
-        return at
-
-    @property
-    def start(self) -> int:
-        return self.series.starts[self._at()]
+        self.start = series.starts[at]
+        self.key = series.keys[at]
+        self.position = series.positions[at]
+        self.ref = series.refs[at]
+        self.record = series.records[at]
 
     @property
     def end(self) -> int:
-        return self.series.ends[self._at()]
-
-    @property
-    def key(self) -> Any:
-        return self.series.keys[self._at()]
-
-    @property
-    def position(self) -> int | None:
-        return self.series.positions[self._at()]
-
-    @property
-    def ref(self) -> Any:
-        return self.series.refs[self._at()]
+        at = self.number - self.series.base
+        assert at >= 0, "the end of a run read after its series pruned it"
+        return self.series.ends[at]
 
     def __eq__(self, other: object) -> bool:
         return type(other) is _Run and other.series is self.series and other.number == self.number
@@ -328,13 +316,15 @@ class _Run:
 
 
 def _record_of(run: _Run) -> dict[str, Any]:
-    """The record a divergence shows for ``run``: its series keeps the record, or a recipe for it (a tuple:
-    its builder and the builder's arguments, `engine.steady` keeps them so), followed the first time."""
-    records = run.series.records
-    at = run._at()
-    record = records[at]
+    """The record a divergence shows for ``run``: the run's record, or its recipe (a tuple: its builder and
+    the builder's arguments, as `engine.steady` keeps them) followed the first time, for every handle."""
+    record = run.record
     if type(record) is tuple:
-        record = records[at] = record[0](*record[1:])
+        record = run.record = record[0](*record[1:])
+        series = run.series
+        at = run.number - series.base
+        if at >= 0:
+            series.records[at] = record
     return record
 
 
