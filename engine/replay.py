@@ -316,11 +316,13 @@ class _Run:
 
 
 def _record_of(run: _Run) -> dict[str, Any]:
-    """The record a divergence shows for ``run``: the run's record, or its recipe (a tuple: its builder and
-    the builder's arguments, as `engine.steady` keeps them) followed the first time, for every handle."""
+    """The record a divergence shows for ``run``: the run's record, else made the first time, for every
+    handle, from its recipe (a tuple: its builder and the builder's arguments) or from the position of its
+    recorded event in the replay (an int, read by the series' ``record_at``), as `engine.steady` keeps them."""
     record = run.record
-    if type(record) is tuple:
-        record = run.record = record[0](*record[1:])
+    kind = type(record)
+    if kind is tuple or kind is int:
+        record = run.record = record[0](*record[1:]) if kind is tuple else run.series.record_at(record)
         series = run.series
         at = run.number - series.base
         if at >= 0:
@@ -377,12 +379,13 @@ _NO_KEY = object()  # the key of a series' newest run before it has one (equal t
 
 class _Series:
     """One side's runs for one (member, peer, channel, type), in time order, as columns (run i's start,
-    end, key, position, the ref of its first event and its record or recipe), indexed by key.  ``base`` is
-    the number of the first run kept (`_Run`); ``last_key``, ``last_position`` and ``last_index`` (the key's
-    `_KeyRuns`) are the newest run's, what the next send extends."""
+    end, key, position, the ref of its first event and its record or what makes it, `_record_of`), indexed
+    by key.  ``base`` is the number of the first run kept (`_Run`); ``last_key``, ``last_position`` and
+    ``last_index`` (the key's `_KeyRuns`) are the newest run's, what the next send extends.  ``record_at``
+    reads the record of the recorded event at a position of the replay (set by `engine.steady`)."""
 
     __slots__ = ("starts", "ends", "keys", "positions", "refs", "records", "base", "by_key", "last_key",
-                 "last_position", "last_index")
+                 "last_position", "last_index", "record_at")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
@@ -396,6 +399,7 @@ class _Series:
         self.last_key: Any = _NO_KEY
         self.last_position: int | None = None
         self.last_index: _KeyRuns | None = None
+        self.record_at: Callable[[int], dict[str, Any]] | None = None
 
     def add(self, ts: int, key: Any, position: int | None, ref: Any,
             record: Callable[[], dict[str, Any]] | tuple) -> _Run | None:
@@ -404,9 +408,9 @@ class _Series:
         return None if number is None else _Run(self, number)
 
     def append(self, ts: int, key: Any, position: int | None, ref: Any,
-               record: Callable[[], dict[str, Any]] | tuple) -> int | None:
+               record: Callable[[], dict[str, Any]] | tuple | int) -> int | None:
         """Extend the last run when it has this key and position (None), else start a new one (its number,
-        `_Run`); ``record`` makes its record, or is the recipe for it (`_record_of`)."""
+        `_Run`); ``record`` makes its record, or is what `_record_of` makes it from (a recipe, a position)."""
         if position == self.last_position and key == self.last_key:
             self.ends[-1] = ts
             self.last_index.ends[-1] = ts
@@ -418,7 +422,8 @@ class _Series:
         self.keys.append(key)
         self.positions.append(position)
         self.refs.append(ref)
-        self.records.append(record if type(record) is tuple else record())
+        kind = type(record)
+        self.records.append(record if kind is tuple or kind is int else record())
         if key != self.last_key:
             index = self.by_key.get(key)
             if index is None:

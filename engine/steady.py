@@ -797,6 +797,7 @@ class SteadyLane:
             # an empty series answers every question as a missing one does, so both sides are made now
             pair.actual = replay.actual.setdefault(series_key, _Series())
             pair.expected = replay.expected.setdefault(series_key, _Series())
+            pair.expected.record_at = self.record_at  # a recorded send's record, from its position
             pair.waiting = None
             pair.peer_start = replay.facts.first_start.get(peer)
         return pair
@@ -809,8 +810,7 @@ class SteadyLane:
             return
         ts = row[TS]
         payload = row[PAYLOAD]
-        recipe = (self.record_at, self.position) if payload is None else \
-            (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
+        recipe = self.position if payload is None else (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
         series = pair.expected
         number = series.append(ts, key, position, row[REF], recipe)
         if number is None:  # the same value again: its run goes on

@@ -111,6 +111,7 @@ PROBES = st.lists(st.tuples(st.integers(-20, 1200), st.sampled_from(KEYS),
 @given(SENDS, PROBES)
 def test_a_columnar_series_answers_as_one_object_per_run_did(sends, probes):
     series, oracle = _Series(), _ObjectSeries()
+    series.record_at = _record
     ts = 0
     begun = []  # every run's handle as `add` gave it, and the oracle's run
     for i, op in enumerate(sends):
@@ -120,8 +121,9 @@ def test_a_columnar_series_answers_as_one_object_per_run_did(sends, probes):
         else:
             _, step, key, position = op
             ts = max(ts + step, 0)
-            # half the runs carry a recipe (`engine.steady`), half a builder of their record (the model's path)
-            record = (_record, i) if i % 2 else (lambda i=i: _record(i))
+            # runs carry a recipe or the position of their recorded event (`engine.steady`), or a builder of
+            # their record (the model's path)
+            record = (_record, i) if i % 3 == 1 else i if i % 3 == 2 else (lambda i=i: _record(i))
             new, old = series.add(ts, key, position, i, record), oracle.add(ts, key, position, i, _record(i))
             assert _fields(new) == _fields(old)
             if new is not None:
