@@ -393,7 +393,7 @@ class _Series:
         self.keys: list[Any] = []
         self.positions: list[int | None] = []
         self.refs: list[Any] = []
-        self.records: list[dict[str, Any] | tuple] = []
+        self.records: list[dict[str, Any] | tuple | int] = []
         self.base = 0
         self.by_key: dict[Any, _KeyRuns] = {}
         self.last_key: Any = _NO_KEY

@@ -817,8 +817,8 @@ class SteadyLane:
             return
         tolerance = self.replay.tolerance_ns
         waiting = pair.waiting
-        # the waiting model run's window is [due - 2 tolerance, due]; one already settled (due < now) has
-        # passed, and is not read again (its run may be pruned)
+        # the waiting model run's window is [due - 2 tolerance, due]: an entry already settled (due < now) is
+        # past it, and its run (which a prune may have dropped since) is not read
         if waiting is not None and waiting[0] - 2 * tolerance <= ts <= waiting[0]:
             actual = pair.actual
             at = waiting[4] - actual.base

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.replay import NodeReplay, RecordingFacts, _KeyRuns, _record_of, _Series
+from engine.replay import NodeReplay, RecordingFacts, _KeyRuns, _record_of, _Run, _Series
 from engine.steady import RECORDED_SEND, SteadyLane, _append_record
 
 
@@ -131,9 +131,9 @@ def test_a_columnar_series_answers_as_one_object_per_run_did(sends, probes):
         kept = [_fields(run) for run in oracle.runs]
         assert _fields(series.newest()) == (kept[-1] if kept else None)
         assert series.base + len(series.starts) == oracle.count
-        assert [_fields(_handle(series, number)) for number, *_ in kept] == kept
+        assert [_fields(_Run(series, number)) for number, *_ in kept] == kept
         for run in oracle.runs:
-            assert _record_of(_handle(series, run.number)) == run.record
+            assert _record_of(_Run(series, run.number)) == run.record
     # a check holds its run's handle while the series may prune the run (a state-change check's window can
     # be longer than the prune's margin): what the check reads of it is still there
     for new, old in begun:
@@ -146,20 +146,14 @@ def test_a_columnar_series_answers_as_one_object_per_run_did(sends, probes):
         assert _fields(series.nearest_same(probe, window)) == _fields(oracle.nearest_same(probe, window))
 
 
-def _handle(series, number):
-    from engine.replay import _Run
-
-    return _Run(series, number)
-
-
 def test_two_handles_on_one_run_are_one_run_to_the_failed_checks():
     # `NodeReplay.found_by_run` pairs a failed check with the other side's failed check of the same run
     series, other = _Series(), _Series()
     series.add(0, (1,), 32, None, dict)
     series.add(5, (1,), 64, None, dict)
     other.add(0, (1,), 32, None, dict)
-    first, again, second = series.nearest(0), series.nearest_same(SimpleNamespace(start=1, key=(1,), position=32), 10), \
-        series.nearest(5)
+    first, second = series.nearest(0), series.nearest(5)
+    again = series.nearest_same(SimpleNamespace(start=1, key=(1,), position=32), 10)
     assert first == again and hash(first) == hash(again) and {first: "found"}.get(again) == "found"
     assert first != second and first != other.nearest(0)
 
