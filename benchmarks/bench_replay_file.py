@@ -85,6 +85,18 @@ and a frozen chunk's ends are an ``array('q')``.  What does not grow: the librar
 comparison's runs over the last three tolerances of traffic (at this file's 20k client messages a
 second about 240k runs, ~110 MB, reached after ~400k events, flat after) and the file-backed part
 (66-69 MB whatever the file's size: `ReplayFileInput` gives the mapping's pages back after each batch).
+
+The comparison's cost (issue 13, branch i13cmp; shared 2-core machine, load 2-3; paired with cf58845):
+each compared send in the lane found both sides with one lookup (`SteadyLane._Pair`), a series' runs
+kept as columns with a `_Run` made only as a handle when a check or a divergence needs one, one call to
+add a send (`_Series.append`, no extend-then-begin), a recorded send's record kept as its position, the
+prune found by bisection.  Same trace bytes (the bench's 0d76bce1..., every real capture with and
+without agent logs, the 401k capture's replay file).  500k events: the comparison alone (its recorded
+calls replayed in process, 3 pairs) 0.84-0.85 s -> 0.59-0.60 s; the lane loop (3 pairs) 2.37-2.51 s ->
+2.13-2.24 s; end to end --json (5 pairs, CPU medians) 4.2 s -> 4.0 s (63,497 -> 66,638 inbound ev/s),
+peak RSS 244 -> 229 MB.  What is left of the comparison is interpreter work spread over each send's
+lookup, append and check (about 1.3 us a compared send, a quarter of the lane); the next factor is
+comparing a periodic series' sends in bulk (issue 13, item 2), not a cheaper object per send.
 """
 
 from __future__ import annotations

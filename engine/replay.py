@@ -282,32 +282,58 @@ def comparison_key(type_name: str, fields: Mapping[str, Any]) -> tuple[tuple[Any
 
 
 class _Run:
-    """Consecutive equal sends (or observations) on one side of one (member, peer, type).  ``record`` is
-    the record a divergence shows for it, or a recipe for it (a tuple: its builder and the builder's
-    arguments) that `_record_of` follows the first time it is needed (`engine.steady` makes runs so)."""
+    """One run of a `_Series`: consecutive equal sends (or observations) on one side of one (member, peer,
+    type).  A series keeps its runs' fields in columns, since nearly every compared send of a cluster at
+    work starts a run that nothing reads again; a `_Run` is a handle on one of them, made when a check or a
+    divergence needs it.  ``number`` counts the series' runs from its first, pruned ones included; two
+    handles on one run are equal.  The handle holds what cannot change once the run has begun (its start,
+    key, position, the ref of its first event, its record or the recipe for it), so a pending check reads
+    its run even if its series has pruned it since; ``end`` is read from the series (a kept run only)."""
 
-    __slots__ = ("start", "end", "key", "position", "ref", "record")
+    __slots__ = ("series", "number", "start", "key", "position", "ref", "record")
 
-    def __init__(self, start: int, key: Any, position: int | None, ref: Any, record: dict[str, Any]):
-        self.start = start
-        self.end = start
-        self.key = key
-        self.position = position
-        self.ref = ref
-        self.record = record
+    def __init__(self, series: _Series, number: int) -> None:
+        at = number - series.base
+        self.series = series
+        self.number = number
+        self.start = series.starts[at]
+        self.key = series.keys[at]
+        self.position = series.positions[at]
+        self.ref = series.refs[at]
+        self.record = series.records[at]
+
+    @property
+    def end(self) -> int:
+        at = self.number - self.series.base
+        assert at >= 0, "the end of a run read after its series pruned it"
+        return self.series.ends[at]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Run and other.series is self.series and other.number == self.number
+
+    def __hash__(self) -> int:
+        return hash((id(self.series), self.number))
 
 
 def _record_of(run: _Run) -> dict[str, Any]:
+    """The record a divergence shows for ``run``: the run's record, else made the first time, for every
+    handle, from its recipe (a tuple: its builder and the builder's arguments) or from the position of its
+    recorded event in the replay (an int, read by the series' ``record_at``), as `engine.steady` keeps them."""
     record = run.record
-    if type(record) is tuple:
-        record = run.record = record[0](*record[1:])
+    kind = type(record)
+    if kind is tuple or kind is int:
+        record = run.record = record[0](*record[1:]) if kind is tuple else run.series.record_at(record)
+        series = run.series
+        at = run.number - series.base
+        if at >= 0:
+            series.records[at] = record
     return record
 
 
 class _KeyRuns:
     """The runs of one series that have one comparison key: time-ordered, so the runs overlapping a
     window are a contiguous slice found by bisection; positions are kept beside them, with a flag
-    saying whether they never went down (then the slice's range is its two ends).  `_Series.begin`
+    saying whether they never went down (then the slice's range is its two ends).  `_Series.add`
     adds to them."""
 
     __slots__ = ("starts", "ends", "positions", "monotonic")
@@ -348,51 +374,75 @@ class _KeyRuns:
             del self.starts[:drop], self.ends[:drop], self.positions[:drop]
 
 
-class _Series:
-    """One side's runs for one (member, peer, channel, type), in time order, indexed by key."""
+_NO_KEY = object()  # the key of a series' newest run before it has one (equal to no key)
 
-    __slots__ = ("runs", "starts", "by_key")
+
+class _Series:
+    """One side's runs for one (member, peer, channel, type), in time order, as columns (run i's start,
+    end, key, position, the ref of its first event and its record or what makes it, `_record_of`), indexed
+    by key.  ``base`` is the number of the first run kept (`_Run`); ``last_key``, ``last_position`` and
+    ``last_index`` (the key's `_KeyRuns`) are the newest run's, what the next send extends.  ``record_at``
+    reads the record of the recorded event at a position of the replay (set by `engine.steady`)."""
+
+    __slots__ = ("starts", "ends", "keys", "positions", "refs", "records", "base", "by_key", "last_key",
+                 "last_position", "last_index", "record_at")
 
     def __init__(self) -> None:
-        self.runs: list[_Run] = []
         self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.keys: list[Any] = []
+        self.positions: list[int | None] = []
+        self.refs: list[Any] = []
+        self.records: list[dict[str, Any] | tuple | int] = []
+        self.base = 0
         self.by_key: dict[Any, _KeyRuns] = {}
+        self.last_key: Any = _NO_KEY
+        self.last_position: int | None = None
+        self.last_index: _KeyRuns | None = None
+        self.record_at: Callable[[int], dict[str, Any]] | None = None
 
     def add(self, ts: int, key: Any, position: int | None, ref: Any,
             record: Callable[[], dict[str, Any]] | tuple) -> _Run | None:
-        """Extend the last run, or start a new one (returned); ``record`` makes its record, or is the recipe
-        for it (`_record_of`)."""
-        if self.extend(ts, key, position):
+        """`append`, the new run as a `_Run` (None: the last run goes on)."""
+        number = self.append(ts, key, position, ref, record)
+        return None if number is None else _Run(self, number)
+
+    def append(self, ts: int, key: Any, position: int | None, ref: Any,
+               record: Callable[[], dict[str, Any]] | tuple | int) -> int | None:
+        """Extend the last run when it has this key and position (None), else start a new one (its number,
+        `_Run`); ``record`` makes its record, or is what `_record_of` makes it from (a recipe, a position)."""
+        if position == self.last_position and key == self.last_key:
+            self.ends[-1] = ts
+            self.last_index.ends[-1] = ts
             return None
-        return self.begin(ts, key, position, ref, record)
-
-    def extend(self, ts: int, key: Any, position: int | None) -> bool:
-        """Does the last run have this key and position?  (Then it goes on to ``ts``.)"""
-        runs = self.runs
-        if runs:
-            last = runs[-1]
-            if last.key == key and last.position == position:
-                last.end = ts
-                self.by_key[key].ends[-1] = ts
-                return True
-        return False
-
-    def begin(self, ts: int, key: Any, position: int | None, ref: Any,
-              record: Callable[[], dict[str, Any]] | tuple) -> _Run:
-        """A new run, for a caller that knows the last one does not go on (`add`, and `engine.steady`)."""
-        run = _Run(ts, key, position, ref, record if type(record) is tuple else record())
-        self.runs.append(run)
-        self.starts.append(ts)
-        index = self.by_key.get(key)
-        if index is None:
-            index = self.by_key[key] = _KeyRuns()
+        starts = self.starts
+        number = self.base + len(starts)
+        starts.append(ts)
+        self.ends.append(ts)
+        self.keys.append(key)
+        self.positions.append(position)
+        self.refs.append(ref)
+        kind = type(record)
+        self.records.append(record if kind is tuple or kind is int else record())
+        if key != self.last_key:
+            index = self.by_key.get(key)
+            if index is None:
+                index = self.by_key[key] = _KeyRuns()
+            self.last_key = key
+            self.last_index = index
+        else:
+            index = self.last_index
+        self.last_position = position
         positions = index.positions
         if positions and position is not None and positions[-1] is not None and position < positions[-1]:
             index.monotonic = False
         index.starts.append(ts)
         index.ends.append(ts)
         positions.append(position)
-        return run
+        return number
+
+    def newest(self) -> _Run | None:
+        return _Run(self, self.base + len(self.starts) - 1) if self.starts else None
 
     def covers(self, run: _Run, low: int, high: int) -> bool:
         """Does this side have ``run``'s key, with its position in range, within [low, high]?"""
@@ -402,40 +452,52 @@ class _Series:
     def nearest_same(self, run: _Run, window: int) -> _Run | None:
         """The run nearest ``run`` in time with its key, within ``window`` of it, whose positions cover
         ``run``'s (None: there is none)."""
-        index = self.by_key.get(run.key)
-        if index is None or not index.covers(run.position, run.start - window, run.start + window):
+        key, start = run.key, run.start
+        index = self.by_key.get(key)
+        if index is None or not index.covers(run.position, start - window, start + window):
             return None
-        first = max(bisect.bisect_left(self.starts, run.start - window) - 1, 0)
-        last = bisect.bisect_right(self.starts, run.start + window)
+        starts, ends, keys = self.starts, self.ends, self.keys
+        first = max(bisect.bisect_left(starts, start - window) - 1, 0)
+        last = bisect.bisect_right(starts, start + window)
         best = None
-        for other in self.runs[first:last]:
-            if other.key != run.key or other.end < run.start - window:
+        for i in range(first, last):
+            if keys[i] != key or ends[i] < start - window:
                 continue
-            distance = min(abs(other.start - run.start), abs(other.end - run.start))
+            distance = min(abs(starts[i] - start), abs(ends[i] - start))
             if best is None or distance < best[0]:
-                best = (distance, other)
-        return best[1] if best is not None else None
+                best = (distance, i)
+        return _Run(self, self.base + best[1]) if best is not None else None
 
     def nearest(self, ts: int) -> _Run | None:
-        if not self.runs:
+        starts, ends = self.starts, self.ends
+        if not starts:
             return None
-        i = bisect.bisect_left(self.starts, ts)
-        candidates = [self.runs[j] for j in (i - 1, i) if 0 <= j < len(self.runs)]
-        return min(candidates, key=lambda r: (min(abs(r.start - ts), abs(r.end - ts)), r.start))
+        i = bisect.bisect_left(starts, ts)
+        candidates = [j for j in (i - 1, i) if 0 <= j < len(starts)]
+        at = min(candidates, key=lambda j: (min(abs(starts[j] - ts), abs(ends[j] - ts)), starts[j]))
+        return _Run(self, self.base + at)
 
     def prune(self, cutoff: int) -> None:
         """Forget runs that ended before ``cutoff``: no check can look at them any more."""
-        runs = self.runs
-        drop = 0
-        while drop < len(runs) - 1 and runs[drop].end < cutoff:
-            drop += 1
+        ends = self.ends
+        # the runs before the first that ended at or after the cutoff (never the last): found by bisection
+        # where the ends are in order, as they are when sends come in time order, else one by one
+        keep = max(len(ends) - 1, 0)
+        drop = bisect.bisect_left(ends, cutoff, 0, keep)
+        if (drop < keep and ends[drop] < cutoff) or (drop and max(ends[:drop]) >= cutoff):
+            drop = 0
+            while drop < keep and ends[drop] < cutoff:
+                drop += 1
         if drop:
-            del runs[:drop], self.starts[:drop]
+            del self.starts[:drop], ends[:drop], self.keys[:drop], self.positions[:drop], self.refs[:drop]
+            del self.records[:drop]
+            self.base += drop
         # The series' last run is kept above, however old, because the next equal value extends it;
         # its key's index must keep the entry that extension updates.
-        last_key = runs[-1].key if runs else None
+        keys = self.keys
+        last_key = keys[-1] if keys else None
         for key, index in self.by_key.items():
-            index.prune(cutoff, keep_last=bool(runs) and key == last_key)
+            index.prune(cutoff, keep_last=bool(keys) and key == last_key)
 
 
 class _Sender:
@@ -542,7 +604,7 @@ class NodeReplay:
         self.check_seq = 0
         self.settled = 0  # checks settled since the comparison series were last pruned
         #: Checks of model runs made by the steady-state lane (`engine.steady`), in the order of their
-        #: ``(due, seq)``: ``[due, seq, node, series, run, passed]``, ``passed`` once the recording has shown
+        #: ``(due, seq)``: ``[due, seq, node, series, run number, passed]``, ``passed`` once the recording has shown
         #: the run's value within its window.  They settle in that order among `checks`, as if pushed there.
         self.tentative: collections.deque[list[Any]] = collections.deque()
         self.invariants = InvariantChecker()
@@ -555,7 +617,7 @@ class NodeReplay:
         self.gaps = EvidenceGaps(facts.gaps)
         self.untimed: set[int] = set()  # captured members without an agent log (`_UNTIMED_STEPS`)
         self.found: list[tuple[int, int, _Found]] = []  # failed checks by when they can be classified
-        self.found_by_run: dict[int, _Found] = {}
+        self.found_by_run: dict[_Run, _Found] = {}
         self.runs = Runs()
         self.now: int | None = None  # the time line's current time
         self._out: list[dict[str, Any]] = []
@@ -897,9 +959,9 @@ class NodeReplay:
             due_check = checks and (now is None or checks[0][0] < now)
             due_tentative = tentative and (now is None or tentative[0][0] < now)
             if due_tentative and (not due_check or tentative[0][:2] < list(checks[0][:2])):
-                due, _, node_id, series, run, passed = tentative.popleft()
+                due, _, node_id, series, number, passed = tentative.popleft()
                 if not passed:
-                    self._settle(_Check(due, "actual", node_id, series, run),
+                    self._settle(_Check(due, "actual", node_id, series, _Run(self.actual[series], number)),
                                  complete=now is not None or due <= self.horizon.get(node_id, -1))
             elif due_check:
                 _, _, check = heapq.heappop(checks)
@@ -912,7 +974,7 @@ class NodeReplay:
             emitted: list[dict[str, Any]] = []
             while found and (now is None or found[0][0] < now):
                 _, _, one = heapq.heappop(found)
-                self.found_by_run.pop(id(one.check.run), None)
+                self.found_by_run.pop(one.check.run, None)
                 if not one.absorbed:
                     self._classify(one)
                     self.runs.add(one.record, emitted)
@@ -976,7 +1038,7 @@ class NodeReplay:
         one = _Found(check, record)
         self.check_seq += 1
         heapq.heappush(self.found, (run.start + TIMING_WINDOW_NS, self.check_seq, one))
-        self.found_by_run[id(run)] = one
+        self.found_by_run[run] = one
 
     def _classify(self, one: _Found) -> None:
         """The divergence's cause (`engine.divergences`): evidence, timing or model."""
@@ -1002,7 +1064,7 @@ class NodeReplay:
                 record["expected"], record["event"] = _side(_record_of(match)), match.ref
             else:
                 record["actual"] = _side(_record_of(match))
-            partner = self.found_by_run.get(id(match))
+            partner = self.found_by_run.get(match)
             if partner is not None:
                 partner.absorbed = True  # the same difference, seen from the other side
             return

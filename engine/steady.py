@@ -259,8 +259,8 @@ class SteadyLane:
         #: follower -> the log position from which every frame was appended by the lane (no
         #: NewLeadershipTermEvent or ClusterActionRequest for its log adapter to act on).
         self.clean_from: dict[int, int] = {}
-        #: series -> the `NodeReplay.tentative` entry of its newest model run the recording has not shown yet.
-        self.waiting: dict[tuple[Any, ...], Any] = {}
+        #: (member, peer, channel, type) -> the `_Pair` of that series.
+        self.pairs: dict[tuple[Any, ...], _Pair] = {}
         self.handlers = (None, self._append_position, self._commit_position, self._log_frame, self._ingress,
                          self._own_append, self._expected)
         #: The cause each kind of input gives the changes it leads to (`Node.step`'s `_cause_of`).
@@ -835,75 +835,95 @@ class SteadyLane:
             if not pending:
                 replay._undecided.discard(key)
 
-    def _expect(self, row: tuple, channel: str, key: tuple, position: int | None) -> None:
+    def _pair(self, series_key: tuple[Any, ...]) -> _Pair:
+        """The `_Pair` of a series the lane meets for the first time (kept in ``pairs``)."""
         replay = self.replay
+        pair = self.pairs[series_key] = _Pair()
+        node_id, peer, channel, _kind = series_key
+        pair.compared = replay.compare and channel in replay.compared_channels.get(node_id, ())
+        if pair.compared:
+            # an empty series answers every question as a missing one does, so both sides are made now
+            pair.actual = replay.actual.setdefault(series_key, _Series())
+            pair.expected = replay.expected.setdefault(series_key, _Series())
+            pair.expected.record_at = self.record_at  # a recorded send's record, from its position
+            pair.waiting = None
+            pair.peer_start = replay.facts.first_start.get(peer)
+        return pair
+
+    def _expect(self, row: tuple, channel: str, key: tuple, position: int | None) -> None:
         node_id = row[NODE]
-        if channel not in replay.compared_channels.get(node_id, ()):
-            return
         series_key = (node_id, row[PEER], channel, row[TYPE])
-        series = replay.expected.get(series_key)
-        ts = row[TS]
-        if series is None:
-            series = replay.expected[series_key] = _Series()
-        elif series.extend(ts, key, position):  # the same value again: its run goes on
+        pair = self.pairs.get(series_key) or self._pair(series_key)
+        if not pair.compared:
             return
+        ts = row[TS]
         payload = row[PAYLOAD]
-        recipe = (self.record_at, self.position) if payload is None else \
-            (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
-        run = series.begin(ts, key, position, row[REF], recipe)
-        tolerance = replay.tolerance_ns
-        waiting = self.waiting.get(series_key)
-        if waiting is not None:
-            model_run = waiting[4]
-            if (model_run.key == key and model_run.position == position
-                    and model_run.start - tolerance <= ts <= model_run.start + tolerance):
+        recipe = self.position if payload is None else (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
+        series = pair.expected
+        number = series.append(ts, key, position, row[REF], recipe)
+        if number is None:  # the same value again: its run goes on
+            return
+        tolerance = self.replay.tolerance_ns
+        waiting = pair.waiting
+        # the waiting model run's window is [due - 2 tolerance, due]: an entry already settled (due < now) is
+        # past it, and its run (which a prune may have dropped since) is not read
+        if waiting is not None and waiting[0] - 2 * tolerance <= ts <= waiting[0]:
+            actual = pair.actual
+            at = waiting[4] - actual.base
+            if actual.positions[at] == position and actual.keys[at] == key:
                 # each run shows the other's value within its window: neither check can fail
                 waiting[5] = True
-                del self.waiting[series_key]
+                pair.waiting = None
                 return
-        other = replay.actual.get(series_key)
-        if other is not None and _newest_is(other, key, position, ts - tolerance, ts + tolerance):
+        if _newest_is(pair.actual, key, position, ts - tolerance, ts + tolerance):
             return  # `_schedule` would find it covered
-        replay._schedule("expected", node_id, series_key, run)
+        self.replay._schedule("expected", node_id, series_key, _Run(series, number))
 
     def _actual(self, node_id: int, peer: int, channel: str, kind: str, key: tuple, position: int | None, ts: int,
                 record: tuple) -> None:
-        replay = self.replay
         series_key = (node_id, peer, channel, kind)
-        series = replay.actual.get(series_key)
-        if series is None:
-            if not replay.compare or channel not in replay.compared_channels.get(node_id, ()):
-                return
-            series = replay.actual[series_key] = _Series()
-        elif series.extend(ts, key, position):  # the same value again: its run goes on
+        pair = self.pairs.get(series_key) or self._pair(series_key)
+        if not pair.compared:
             return
-        run = series.begin(ts, key, position, None, record)
-        if ts < replay.facts.first_start.get(peer, ts):
+        series = pair.actual
+        number = series.append(ts, key, position, None, record)
+        if number is None:  # the same value again: its run goes on
             return
+        if pair.peer_start is not None and ts < pair.peer_start:
+            return
+        replay = self.replay
         tolerance = replay.tolerance_ns
-        other = replay.expected.get(series_key)
-        if other is not None:
-            low, high = ts - tolerance, ts + tolerance
-            if _newest_is(other, key, position, low, high):
-                return  # the recording's newest run is this very value, within the window
-            index = other.by_key.get(key)
-            if index is not None:
-                positions = index.positions
-                # positions that never went down and end below this one cannot cover it
-                below = position is not None and index.monotonic and positions[-1] is not None and positions[-1] < position
-                if not below and index.covers(position, low, high):
-                    return
-        due = ts + tolerance
+        low, high = ts - tolerance, ts + tolerance
+        other = pair.expected
+        index = other.last_index if key == other.last_key else other.by_key.get(key)
+        if index is not None:
+            positions = index.positions
+            # positions that never went down and end below this one cannot cover it (the common case: the
+            # recording shows the new value later); else the recording's newest run may be this very value
+            below = (position is not None and index.monotonic and positions and positions[-1] is not None
+                     and positions[-1] < position)
+            if not below and (_newest_is(other, key, position, low, high) or index.covers(position, low, high)):
+                return
+        due = high
         replay.check_seq += 1
         tentative = replay.tentative
         if tentative and tentative[-1][0] > due:  # out of order: the check goes where `_schedule` puts it
-            check = _Check(due, "actual", node_id, series_key, run)
+            check = _Check(due, "actual", node_id, series_key, _Run(series, number))
             heapq.heappush(replay.checks, (due, replay.check_seq, check))
-            self.waiting.pop(series_key, None)
+            pair.waiting = None
             return
-        entry = [due, replay.check_seq, node_id, series_key, run, False]
+        entry = pair.waiting = [due, replay.check_seq, node_id, series_key, number, False]
         tentative.append(entry)
-        self.waiting[series_key] = entry
+
+
+class _Pair:
+    """The two sides of one series the lane compares, (member, peer, channel, type), found with one lookup:
+    the model's and the recording's `_Series` (the very objects `NodeReplay.actual` and `.expected` hold),
+    ``waiting``, the `NodeReplay.tentative` entry of the model's newest run the recording has not shown yet,
+    and ``peer_start``, the peer's first start (a model send before it is not checked; None: no start).
+    ``compared`` is False for a series the replay does not compare (then nothing else is set)."""
+
+    __slots__ = ("compared", "actual", "expected", "waiting", "peer_start")
 
 
 def _end(log: Any) -> int:
@@ -914,12 +934,8 @@ def _end(log: Any) -> int:
 
 def _newest_is(series: Any, key: Any, position: int | None, low: int, high: int) -> bool:
     """Is the series' newest run this key and position, overlapping [low, high]?  (Then it covers them.)"""
-    runs = series.runs
-    if not runs:
-        return False
-    last = runs[-1]
-    return last.key == key and last.position == position and last.end >= low and last.start <= high
-
+    return (position == series.last_position and key == series.last_key and series.ends[-1] >= low
+            and series.starts[-1] <= high)
 
 
 _SAMPLE_APPEND = AppendPosition(leadership_term_id=0, log_position=0, follower_member_id=0, flags=0)

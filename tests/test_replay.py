@@ -286,7 +286,7 @@ def test_a_series_quiet_past_the_prune_cutoff_can_still_extend_its_last_run():
     series.add(10, key, 100, None, dict)
     series.prune(1_000)  # the only run ended long before the cutoff: kept, as the series' last
     assert series.add(2_000, key, 100, None, dict) is None  # extends that run
-    run = series.runs[-1]
+    run = series.newest()
     assert (run.start, run.end) == (0, 2_000)
     assert series.covers(run, 1_500, 2_500)  # the extended run is found in a window of its new end
     other = ("CommitPosition", 8)
