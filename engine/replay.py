@@ -87,7 +87,6 @@ import collections
 import copy
 import heapq
 import itertools
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -1496,22 +1495,24 @@ class ReplaySession:
         """`line_blocks` (or `records`) through the steady-state lane: each chunk of rows handled by the lane
         or, event by event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given
         as one block.
-        A lane record is the line decoded (ints and names only: the same dict the model's record is)."""
+        A lane record is built from the lane's values (ints and names only: the dict its line decodes to, the
+        same dict the model's record is)."""
+        from engine.steady import RECORD_OF
+
         replay = self._driver
         hasher = replay.hasher
         ref_kind = self.ref_kind
         encode = encode_record
-        loads = json.loads
+        steady.as_records = as_records
         for first, rows, event_at in chunks:
-            out: list[Any] = []  # the lane's lines and `_body`'s records, in the order made
+            out: list[Any] = []  # the lane's lines (or (template, values)) and `_body`'s records, in the order made
             steady.run(rows, first, out, event_at, ref_kind)
             self.position = first + len(rows)
             if not out:
                 continue
             if as_records:
-                records = [loads(one) if type(one) is str else canonical(one) for one in out]
-                hasher.add_lines([one if type(one) is str else encode(record) for one, record in zip(out, records, strict=True)])
-                yield from records
+                hasher.add_lines([one[0] % one[1] if type(one) is tuple else encode(one) for one in out])
+                yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
             else:
                 lines = [one if type(one) is str else encode(one) for one in out]
                 hasher.add_lines(lines)

@@ -106,6 +106,33 @@ _LOG_SEND = '{"kind":"send","ts":%d,"node":%d,"peer":%d,"channel":"log","type":"
             '{"leadershipTermId":%d,"clusterSessionId":%d,"timestamp":%d},"logPosition":%d}'
 
 
+def _append_send(ts: int, node: int, peer: int, term: int, position: int, follower: int, flags: int) -> dict[str, Any]:
+    return {"kind": "send", "ts": ts, "node": node, "peer": peer, "channel": "consensus", "type": "AppendPosition",
+            "fields": {"leadershipTermId": term, "logPosition": position, "followerMemberId": follower, "flags": flags}}
+
+
+def _commit_send(ts: int, node: int, peer: int, term: int, position: int, leader: int) -> dict[str, Any]:
+    return {"kind": "send", "ts": ts, "node": node, "peer": peer, "channel": "consensus", "type": "CommitPosition",
+            "fields": {"leadershipTermId": term, "logPosition": position, "leaderMemberId": leader}}
+
+
+def _log_append(ts: int, node: int, position: int, term: int, session: int, timestamp: int) -> dict[str, Any]:
+    return {"kind": "logAppend", "ts": ts, "node": node, "position": position, "type": "SessionMessageHeader",
+            "fields": {"leadershipTermId": term, "clusterSessionId": session, "timestamp": timestamp}}
+
+
+def _log_send(ts: int, node: int, peer: int, term: int, session: int, timestamp: int, position: int) -> dict[str, Any]:
+    return {"kind": "send", "ts": ts, "node": node, "peer": peer, "channel": "log", "type": "SessionMessageHeader",
+            "fields": {"leadershipTermId": term, "clusterSessionId": session, "timestamp": timestamp},
+            "logPosition": position}
+
+
+#: A record the lane makes is ``template % values`` as a trace line; ``RECORD_OF[template](*values)`` is the
+#: record that line decodes to (`SteadyLane.as_records`: for `ReplaySession.records`, without parsing the
+#: line; `_templates_hold` and tests/test_steady_lane.py check each pair agrees).
+RECORD_OF = {_APPEND: _append_send, _COMMIT: _commit_send, _LOG_APPEND: _log_append, _LOG_SEND: _log_send}
+
+
 def _templates_hold() -> bool:
     """Do the templates spell what the model's records encode to?  (Checked with values that differ.)"""
     header = SessionMessageHeader(leadership_term_id=7, cluster_session_id=-3, timestamp=123456789)
@@ -119,7 +146,11 @@ def _templates_hold() -> bool:
     from engine.model.outputs import LogAppend
 
     cases.append((LogAppend(14, 0, 384, header), _LOG_APPEND % (14, 0, 384, 7, -3, 123456789)))
-    return all(encode_record(output.to_json()) == line for output, line in cases)
+    records = [(_APPEND, (11, 1, 2, 5, 96, 1, 0)), (_COMMIT, (12, 2, 0, 6, 192, 2)),
+               (_LOG_SEND, (13, 0, 1, 7, -3, 123456789, 288)), (_LOG_APPEND, (14, 0, 384, 7, -3, 123456789))]
+    return (all(encode_record(output.to_json()) == line for output, line in cases)
+            and all(RECORD_OF[template](*values) == output.to_json() for (template, values), (output, _) in
+                    zip(records, cases, strict=True)))
 
 
 _STRUCT_CODES = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
@@ -271,6 +302,10 @@ class SteadyLane:
         self.own_cause = _cause_of(_SAMPLE_OWN)
         self.messages: dict[tuple[int, int, int], Any] = {}
         self.handled = 0
+        #: What a record the lane makes is put out as: its trace line (str), or, for a caller that wants the
+        #: records, ``(template, values)`` (`RECORD_OF`; no line parsed back into a dict, and in the
+        #: lines' case no tuple kept alive for the collector to walk).
+        self.as_records = False
 
     @staticmethod
     def _keys_hold(key_fields: Any) -> bool:
@@ -516,7 +551,8 @@ class SteadyLane:
                         continue
                 agent.changes += 1
                 sent = True
-                out.append(_COMMIT % (now, node_id, peer, term, commit, node_id))
+                line = (now, node_id, peer, term, commit, node_id)
+                out.append((_COMMIT, line) if self.as_records else _COMMIT % line)
                 if publications is None:
                     self._actual(node_id, peer, "consensus", "CommitPosition", (term, node_id), commit, now,
                                  (_commit_record, now, node_id, peer, term, commit))
@@ -563,7 +599,8 @@ class SteadyLane:
                 self._actual(node_id, leader, "consensus", "AppendPosition", (term, node_id, 0), target, now,
                              (_append_record, now, node_id, leader, term, target, 0))
             agent.changes += 1
-            out.append(_APPEND % (now, node_id, leader, term, target, node_id, 0))
+            line = (now, node_id, leader, term, target, node_id, 0)
+            out.append((_APPEND, line) if self.as_records else _APPEND % line)
             if target > last:
                 agent.last_append_position = target
                 agent.time_of_last_append_position_update_ns = now_ms
@@ -738,11 +775,13 @@ class SteadyLane:
             message = self._message(values)
             log._push(end, message)  # `LogStore.append` past its end
             agent.changes += 1
-            out.append(_LOG_APPEND % (now, node_id, end, term, session, timestamp))
+            line = (now, node_id, end, term, session, timestamp)
+            out.append((_LOG_APPEND, line) if self.as_records else _LOG_APPEND % line)
             compared = "log" in replay.compared_channels.get(node_id, ())
             for peer in peers:
                 agent.changes += 1
-                out.append(_LOG_SEND % (now, node_id, peer, term, session, timestamp, end))
+                line = (now, node_id, peer, term, session, timestamp, end)
+                out.append((_LOG_SEND, line) if self.as_records else _LOG_SEND % line)
                 if compared:
                     self._actual(node_id, peer, "log", "SessionMessageHeader", (term, session), None, now,
                                  (_log_send_record, now, node_id, peer, message, end))

@@ -424,3 +424,20 @@ def test_line_blocks_are_the_lines_in_blocks_with_the_summary_alone_last(lane):
     assert all(blocks) and len(blocks) >= 2
     assert blocks[-1] == [lines[-1]] and lines[-1].startswith('{"kind":"summary"')
     assert not any(line.startswith('{"kind":"summary"') for block in blocks[:-1] for line in block)
+
+
+@given(st.data())
+def test_each_lane_record_is_what_its_trace_line_decodes_to(data):
+    """The lane puts out ``(template, values)``: the line is ``template % values`` and the record
+    `ReplaySession.records` gives is ``RECORD_OF[template](*values)``, built without parsing the line; it must
+    be the dict the line decodes to, key order included (for any 64-bit values)."""
+    import json
+
+    from engine.steady import RECORD_OF
+
+    for template, build in RECORD_OF.items():
+        values = tuple(data.draw(st.integers(-(1 << 63), (1 << 63) - 1)) for _ in range(template.count("%d")))
+        record = build(*values)
+        decoded = json.loads(template % values)
+        assert record == decoded and list(record) == list(decoded)
+        assert list(record["fields"]) == list(decoded["fields"])
