@@ -551,8 +551,8 @@ class SteadyLane:
                         continue
                 agent.changes += 1
                 sent = True
-                line = (now, node_id, peer, term, commit, node_id)
-                out.append((_COMMIT, line) if self.as_records else _COMMIT % line)
+                parts = (now, node_id, peer, term, commit, node_id)
+                out.append((_COMMIT, parts) if self.as_records else _COMMIT % parts)
                 if publications is None:
                     self._actual(node_id, peer, "consensus", "CommitPosition", (term, node_id), commit, now,
                                  (_commit_record, now, node_id, peer, term, commit))
@@ -599,8 +599,8 @@ class SteadyLane:
                 self._actual(node_id, leader, "consensus", "AppendPosition", (term, node_id, 0), target, now,
                              (_append_record, now, node_id, leader, term, target, 0))
             agent.changes += 1
-            line = (now, node_id, leader, term, target, node_id, 0)
-            out.append((_APPEND, line) if self.as_records else _APPEND % line)
+            parts = (now, node_id, leader, term, target, node_id, 0)
+            out.append((_APPEND, parts) if self.as_records else _APPEND % parts)
             if target > last:
                 agent.last_append_position = target
                 agent.time_of_last_append_position_update_ns = now_ms
@@ -775,13 +775,13 @@ class SteadyLane:
             message = self._message(values)
             log._push(end, message)  # `LogStore.append` past its end
             agent.changes += 1
-            line = (now, node_id, end, term, session, timestamp)
-            out.append((_LOG_APPEND, line) if self.as_records else _LOG_APPEND % line)
+            parts = (now, node_id, end, term, session, timestamp)
+            out.append((_LOG_APPEND, parts) if self.as_records else _LOG_APPEND % parts)
             compared = "log" in replay.compared_channels.get(node_id, ())
             for peer in peers:
                 agent.changes += 1
-                line = (now, node_id, peer, term, session, timestamp, end)
-                out.append((_LOG_SEND, line) if self.as_records else _LOG_SEND % line)
+                parts = (now, node_id, peer, term, session, timestamp, end)
+                out.append((_LOG_SEND, parts) if self.as_records else _LOG_SEND % parts)
                 if compared:
                     self._actual(node_id, peer, "log", "SessionMessageHeader", (term, session), None, now,
                                  (_log_send_record, now, node_id, peer, message, end))
