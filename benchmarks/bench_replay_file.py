@@ -97,6 +97,26 @@ calls replayed in process, 3 pairs) 0.84-0.85 s -> 0.59-0.60 s; the lane loop (3
 peak RSS 244 -> 229 MB.  What is left of the comparison is interpreter work spread over each send's
 lookup, append and check (about 1.3 us a compared send, a quarter of the lane); the next factor is
 comparing a periodic series' sends in bulk (issue 13, item 2), not a cheaper object per send.
+
+Tenth session, all of it together (issue 13; paired with cf58845, 5 rounds, CPU medians, a quieter spell of
+the machine): the two branches above, and around the lane: the command's process ends without the
+interpreter's teardown (0.4-0.7 s of freeing after the last line) and without BLAS threads; ``--json``
+writes a block of lines a chunk at a time (`ReplaySession.line_blocks`); lane rows read ``extra`` without
+regular expressions when every row has the plain spelling (0.34 -> 0.26 s); the text timeline gets the
+lane's records built from their values, not parsed back from their lines (`steady.RECORD_OF`); opening
+the file loads neither pydantic, Arrow's group-by engine nor the capture importers (a small replay's
+start 0.62 -> 0.36 s CPU).
+
+    500k events:  --json 4.2 s -> 2.5 s (64,654 -> 108,076 inbound ev/s, every round 98.9k-109.4k),
+        244 -> 200 MB;  text 5.4 s -> 3.1 s (49,995 -> 86,495);  text / json 1.29x -> 1.25x.
+        Same trace sha256 (0d76bce1...).
+    10M events (one run, the machine busy with a conversion at the same time):  --json 59.0 s (91,295
+        inbound ev/s), 237 MB (180 / 59).  Same trace sha256 (373b78ce...).
+
+Where the 2.5 s go now (py-spy): the lane 1.6 s (its model side and comparison about even, no part over
+10 %), making the lane rows 0.26 s (of which building the 17-value tuples 0.08-0.2 s), start-up and
+opening the file 0.45 s, the lines' hash and writing 0.1 s, the collector 0.15 s.  Replacing the model
+runs' record recipes by markers (125k fewer tuples alive) measured 1-2 % and was dropped.
 """
 
 from __future__ import annotations
