@@ -110,8 +110,8 @@ start 0.62 -> 0.36 s CPU).
     500k events:  --json 4.2 s -> 2.5 s (64,654 -> 108,076 inbound ev/s, every round 98.9k-109.4k),
         244 -> 200 MB;  text 5.4 s -> 3.1 s (49,995 -> 86,495);  text / json 1.29x -> 1.25x.
         Same trace sha256 (0d76bce1...).
-    10M events (one run, the machine busy with a conversion at the same time):  --json 59.0 s (91,295
-        inbound ev/s), 237 MB (180 / 59).  Same trace sha256 (373b78ce...).
+    10M events (one run, load about 1.4):  --json 53.5 s (100,566 inbound ev/s; was 64,539), 238 MB
+        (was 287 MB).  Same trace sha256 (373b78ce...).
 
 Where the 2.5 s go now (py-spy): the lane 1.6 s (its model side and comparison about even, no part over
 10 %), making the lane rows 0.26 s (of which building the 17-value tuples 0.08-0.2 s), start-up and
