@@ -324,17 +324,34 @@ def stable_order(*keys: np.ndarray) -> np.ndarray:
     return np.argsort(composite.astype(np.uint16), kind="stable")
 
 
+def _packing(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int], list[int]] | None:
+    """(one int64 per row, each column's lowest value, its width in bits) for non-empty integer columns whose
+    ranges fit in 62 bits together, else None: the rows packed into numbers that compare as the rows do."""
+    lows = [int(c.min()) for c in columns]
+    widths = [max(1, (int(c.max()) - low).bit_length()) for c, low in zip(columns, lows, strict=True)]
+    if sum(widths) > 62:
+        return None
+    packed = np.zeros(len(columns[0]), dtype=np.int64)
+    for column, low, width in zip(columns, lows, widths, strict=True):
+        packed = (packed << width) | (column.astype(np.int64) - low)
+    return packed, lows, widths
+
+
+def packed_rows(*columns: np.ndarray) -> np.ndarray | None:
+    """One int64 per row of some non-empty integer columns, equal where the rows are equal and ordered as
+    they are (by the first column, then the next), when their ranges fit in 62 bits together; else None."""
+    packing = _packing(columns)
+    return None if packing is None else packing[0]
+
+
 def distinct_rows(*columns: np.ndarray) -> np.ndarray:
     """The distinct rows of some integer columns (as a 2-D array, sorted), packed into one int64 sort
     when their ranges allow it (the common case: a handful of members, directions and channels)."""
     if not len(columns[0]):
         return np.zeros((0, len(columns)), dtype=np.int64)
-    lows = [int(c.min()) for c in columns]
-    widths = [max(1, (int(c.max()) - low).bit_length()) for c, low in zip(columns, lows, strict=True)]
-    if sum(widths) <= 62:
-        packed = np.zeros(len(columns[0]), dtype=np.int64)
-        for column, low, width in zip(columns, lows, widths, strict=True):
-            packed = (packed << width) | (column.astype(np.int64) - low)
+    packing = _packing(columns)
+    if packing is not None:
+        packed, lows, widths = packing
         # Few distinct values in a small range are counted rather than sorted.
         packed = np.flatnonzero(np.bincount(packed)) if sum(widths) <= 22 else np.unique(packed)
         out = np.empty((len(packed), len(columns)), dtype=np.int64)

@@ -43,7 +43,7 @@ import pyarrow as pa
 from engine.model.config import Config
 from formats import replay_file
 from formats.errors import DecodeError
-from formats.event_columns import EventColumns
+from formats.event_columns import EventColumns, packed_rows
 from formats.events import Event, parse_jsonl
 from recorder import discovery
 from recorder.version_evidence import (
@@ -178,55 +178,34 @@ _SHAPE_KEYS = ["node", "dir", "channel", "type", "peer"]
 
 def _first_of_each_shape(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], int]]:
     """Each (node, dir, channel, type, peer) of a checked batch (``peer`` None where null) with its
-    earliest ``ts``, in the order the shapes first appear: one 64-bit number per row for the five, then
-    `np.unique` (no Arrow group-by: its engine costs a replay 50 ms to load)."""
+    earliest ``ts``, in the order the shapes first appear: the rows packed into one number each
+    (`packed_rows`), then `np.unique` (no Arrow group-by: its engine costs a replay 50 ms to load)."""
     import pyarrow.compute as pc
 
     ts = batch.column("ts").to_numpy(zero_copy_only=False)
-    parts: list[np.ndarray] = [batch.column("node").to_numpy(zero_copy_only=False).astype(np.int64)]
-    names: list[list[Any]] = []
-    for name in ("dir", "channel", "type"):
-        codes, values = replay_file.column_codes(batch.column(name))
-        parts.append(codes.astype(np.int64))
-        names.append(values)
+    node = batch.column("node").to_numpy(zero_copy_only=False)
+    codes, names = zip(*(replay_file.column_codes(batch.column(name)) for name in ("dir", "channel", "type")),
+                       strict=True)
     peer = batch.column("peer")
-    peers = pc.fill_null(peer, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    # a null peer is one past the largest peer, so that it is a value of its own
-    parts.append(np.where(peer.is_null().to_numpy(zero_copy_only=False), peers.max(initial=0) + 1, peers)
-                 if peer.null_count else peers)
-    key = np.zeros(len(ts), dtype=np.int64)
-    room = 1
-    for part in parts:
-        low = int(part.min(initial=0))
-        width = int(part.max(initial=0)) - low + 1
-        room *= width
-        if room >= 1 << 62:  # (not with member ids and dictionaries of any real file) rows as tuples
-            return _first_of_each_shape_slowly(parts, names, ts, peer)
-        key = key * width + (part - low)
+    has_peer = peer.is_valid().to_numpy(zero_copy_only=False)
+    peers = pc.fill_null(peer, 0).to_numpy(zero_copy_only=False)
+
+    def shape(row: int) -> tuple[Any, ...]:
+        return (int(node[row]), names[0][codes[0][row]], names[1][codes[1][row]], names[2][codes[2][row]],
+                int(peers[row]) if has_peer[row] else None)
+
+    key = packed_rows(node, *codes, has_peer, peers)
+    if key is None:  # (not with the member ids and names of any real file) the rows one by one
+        firsts: dict[tuple[Any, ...], int] = {}
+        for row, when in enumerate(ts.tolist()):
+            one = shape(row)
+            if when < firsts.get(one, when + 1):
+                firsts[one] = when
+        return list(firsts.items())
     unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     earliest = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(earliest, inverse, ts)
-    out = []
-    peer_valid = peer.is_valid()
-    for group in np.argsort(first, kind="stable").tolist():
-        row = int(first[group])
-        node, direction, channel, kind, _ = (int(part[row]) for part in parts)
-        out.append(((node, names[0][direction], names[1][channel], names[2][kind],
-                     int(peers[row]) if peer_valid[row].as_py() else None), int(earliest[group])))
-    return out
-
-
-def _first_of_each_shape_slowly(parts: list[np.ndarray], names: list[list[Any]], ts: np.ndarray, peer: pa.Array
-                                ) -> list[tuple[tuple[Any, ...], int]]:
-    firsts: dict[tuple[Any, ...], int] = {}
-    peer_values = peer.to_pylist()
-    for row, when in enumerate(ts.tolist()):
-        shape = (int(parts[0][row]), names[0][parts[1][row]], names[1][parts[2][row]], names[2][parts[3][row]],
-                 peer_values[row])
-        known = firsts.get(shape)
-        if known is None or when < known:
-            firsts[shape] = when
-    return list(firsts.items())
+    return [(shape(int(first[group])), int(earliest[group])) for group in np.argsort(first, kind="stable").tolist()]
 
 
 class ReplayFileInput:
