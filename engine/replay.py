@@ -1511,7 +1511,9 @@ class ReplaySession:
             if not out:
                 continue
             if as_records:
-                hasher.add_lines([one[0] % one[1] if type(one) is tuple else encode(one) for one in out])
+                # (the compiled lane's records carry their line: ``(template, values, line)``)
+                hasher.add_lines([(one[0] % one[1] if len(one) == 2 else one[2]) if type(one) is tuple else encode(one)
+                                  for one in out])
                 yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
             else:
                 lines = [one if type(one) is str else encode(one) for one in out]

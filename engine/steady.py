@@ -53,6 +53,7 @@ import heapq
 from operator import itemgetter
 from typing import Any
 
+from engine import compiled
 from engine.model.agent import SLOW_TICK_INTERVAL_NS, ModuleState, Role
 from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
 from engine.model.inputs import ConsensusMessage, IngressMessage, LogFrame, OwnLogAppend
@@ -306,6 +307,8 @@ class SteadyLane:
         #: records, ``(template, values)`` (`RECORD_OF`; no line parsed back into a dict, and in the
         #: lines' case no tuple kept alive for the collector to walk).
         self.as_records = False
+        #: The compiled loop (`engine._window`, the same rows handled on C state), None: this module's.
+        self.compiled = compiled.window_module()
 
     @staticmethod
     def _keys_hold(key_fields: Any) -> bool:
@@ -399,6 +402,9 @@ class SteadyLane:
         through `NodeReplay._body` (its event from ``event_at(i)``).  Records go to ``out``, which is
         ``replay._out`` throughout.  What it looks up is held for the whole chunk (the replay's containers
         keep their identity while it runs)."""
+        if self.compiled is not None:
+            self.compiled.run(self, rows, first, out, event_at, ref_kind)
+            return
         replay = self.replay
         replay._out = out
         body = replay._body

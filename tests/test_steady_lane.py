@@ -4,6 +4,10 @@
 model's own path; ``lines(lane=False)`` sends everything through the model's path.  Each test here
 replays one recording both ways and demands the same lines (the summary's trace hash included), and
 that the lane took part (a lane that never engages would pass any comparison).
+
+Every test runs twice, with the lane's loop compiled (`engine._window`) and in Python (`lane_loop`):
+both must give the model's bytes.  Without the compiled module (no C compiler at install) the compiled
+runs skip; in CI it must be there (``tests/test_compiled.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine import compiled
 from engine.replay import ReplaySession
 from engine.steady import SteadyLane, _templates_hold, lane_rows, rows_of_events
 from engine.trace import encode_record
@@ -25,11 +30,34 @@ from recorder import convert as loader
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted(ROOT.glob("samples/*/incident.arrow"))
 
+LOOP = {"compiled": True}  # which loop the running test's lanes use (`lane_loop`)
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def lane_loop(request, monkeypatch):
+    """The lane's loop for this test: `engine._window`'s, or `SteadyLane.run`'s own."""
+    if request.param == "compiled":
+        if compiled.window_module() is None:
+            pytest.skip("engine._window is not built (no C compiler when installed): the Python loop alone")
+        if request.node.get_closest_marker("python_lane"):
+            pytest.skip("spies on methods of the Python loop")
+    else:
+        monkeypatch.setattr(compiled, "_enabled", False)
+    LOOP["compiled"] = request.param == "compiled"
+    return request.param
+
+
+def _loop_is_the_tests(session) -> None:
+    """The lane ran the loop the test asked for (a compiled module silently unused would pass any test)."""
+    assert session.steady is not None
+    assert (session.steady.compiled is not None) == LOOP["compiled"]
+
 
 def _both(events, refs=None, **options) -> tuple[list[str], list[str], int]:
     """The lines of a replay through the lane and without it, and how many events the lane took."""
     laned = ReplaySession(events, refs=refs, **options)
     fast = list(laned.lines())
+    _loop_is_the_tests(laned)
     slow = list(ReplaySession(events, refs=refs, **options).lines(lane=False))
     return fast, slow, laned.steady.handled if laned.steady is not None else 0
 
@@ -160,6 +188,7 @@ def test_frames_arriving_together_replay_the_same_whoever_takes_their_batch(monk
     assert ["tuple", "LogFrame"] in fed  # a batch the lane started, finished by the model's path
 
 
+@pytest.mark.python_lane
 def test_frames_fed_when_the_time_line_moves_on_replay_the_same_through_the_lane(monkeypatch):
     """Without the followers' recorded AppendPositions, no later event of a follower's comes at the instant its
     frame arrived: its batch is fed when the time line moves past it (`NodeReplay._prologue`), after the other
@@ -286,6 +315,7 @@ def test_a_real_capture_replays_to_the_same_bytes_through_the_lane(name, run):
     report = _report(name, run)
     laned = ReplaySession(list(report.events))
     fast = list(laned.lines())
+    _loop_is_the_tests(laned)
     slow = [encode_record(record) for record in report.records]
     assert fast == slow, _first_difference(fast, slow)
     assert laned.steady is not None and laned.steady.handled > 0
@@ -441,3 +471,25 @@ def test_each_lane_record_is_what_its_trace_line_decodes_to(data):
         decoded = json.loads(template % values)
         assert record == decoded and list(record) == list(decoded)
         assert list(record["fields"]) == list(decoded["fields"])
+
+
+def test_the_compiled_loop_takes_steady_traffic_itself(lane_loop, monkeypatch):
+    """`engine._window` hands a row to the Python lane's handler only in doubt: on steady traffic, after the
+    election, none (a compiled loop that handed every row over would be byte-identical, and no faster)."""
+    if lane_loop != "compiled":
+        pytest.skip("about the compiled loop")
+    from engine.steady import SteadyLane as Lane
+
+    handed = []
+    for name in ("_append_position", "_commit_position", "_log_frame", "_ingress", "_own_append", "_feed_batch"):
+        def spy(self, *args, _original=getattr(Lane, name), _name=name):
+            handed.append((_name, self.replay.now))
+            return _original(self, *args)
+
+        monkeypatch.setattr(Lane, name, spy)
+    events = _bench().capture(3_000, outs=True)
+    fast, slow, handled = _both(events)
+    assert fast == slow, _first_difference(fast, slow)
+    assert handled > 0.9 * len(events)
+    start = min(e.ts for e in events if e.channel == "ingress")  # the steady traffic's first event
+    assert [one for one in handed if one[1] >= start] == []

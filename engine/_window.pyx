@@ -1,0 +1,905 @@
+# cython: language_level=3, cdivision=True
+"""The steady-state lane's loop, compiled: `SteadyLane.run` with each member's state held in C.
+
+`engine.steady.SteadyLane.run` handles the rows of a cluster at work on the members' own objects,
+reading and writing their agents' attributes for every event; that interpretation is most of what a
+steady replay costs.  `run` here is the same loop, row for row, in the same order, with the values the
+lane's handlers read and write (times, positions, the leader's table of its followers' positions)
+loaded once into a `_Member` and written back to the member's objects before anything else may read
+them.  Everything else is the Python lane's own code, called from here: the comparison (`_actual`,
+`_expected`, `_resolve_due`), the invariant checker, the log store, the model's own path.
+
+It is the Python lane, not a second model of it:
+
+* each handler here makes the checks the Python handler makes, in the same order, and handles the row
+  only when every one passes; any doubt (a value that is not a plain int, a member the C state cannot
+  hold, a log walk, a slow tick that would act) and it changes nothing and hands the row to the Python
+  handler, which decides.  Handing over writes every member's state back first and drops it after, so
+  the Python code sees, and leaves, the objects as the Python lane would;
+* the comparison never reads a member's state, except a divergence's classification (the member's
+  view); `_resolve_due` is called on written-back state whenever it may classify;
+* the trace lines are the Python templates (`engine.steady._APPEND` ...), formatted by ``snprintf``
+  with ``%lld`` for ``%d`` (the same digits for every 64-bit int).
+
+``tests/test_steady_lane.py`` replays every sample, scenario and real capture through this loop, the
+Python lane and the model's own path, and demands the same bytes.  ``SOURCE_SHA256`` is the sha256 of
+this file when it was compiled (``tests/test_compiled.py``: a stale build fails there).
+"""
+
+from cpython.long cimport PyLong_CheckExact
+from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
+from cpython.tuple cimport PyTuple_GET_SIZE
+from libc.stdio cimport snprintf
+from heapq import heappush
+
+from engine import steady as _st
+from engine.model.agent import SLOW_TICK_INTERVAL_NS, Role
+from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
+from engine.model.members import NULL_POSITION
+from engine.model.node import _UNKNOWN
+from formats.cluster_codecs import AppendPosition, CommitPosition, SessionMessageHeader
+
+include "_window_source.pxi"
+
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object, int *) except? -1
+
+cdef enum:
+    MAXM = 16  # members in a leader's table the C state holds (more: the Python lane)
+    MAXNODE = 64  # member ids the C state holds (others: the Python lane)
+    LEADER = 1
+    FOLLOWER = 2
+
+cdef enum:
+    TS = 0
+    NODE = 1
+    TYPE = 4
+    PEER = 5
+    TERM = 6
+    POSITION = 7
+    FOLLOWER_ID = 8
+    LEADER_ID = 9
+    FLAGS = 10
+    SESSION = 11
+    TIMESTAMP = 12
+    EXTRA_POSITION = 13
+    PAYLOAD = 14
+    REF = 15
+    CODE = 16
+
+cdef enum:
+    APPEND_IN = 1
+    COMMIT_IN = 2
+    FRAME_IN = 3
+    INGRESS_IN = 4
+    OWN_APPEND = 5
+    RECORDED_SEND = 6
+
+cdef long long MS = 1_000_000
+cdef long long SLOW_TICK = SLOW_TICK_INTERVAL_NS
+cdef long long C_NULL_POSITION = NULL_POSITION
+cdef long long CATCHUP = APPEND_POSITION_FLAG_CATCHUP
+cdef object _LEADER_ROLE = Role.LEADER
+cdef object _FOLLOWER_ROLE = Role.FOLLOWER
+cdef object _HEADER = "SessionMessageHeader"
+cdef object _values = _st._values
+cdef object _end = _st._end
+cdef object _commit_record = _st._commit_record
+cdef object _append_record = _st._append_record
+cdef object _log_send_record = _st._log_send_record
+cdef object _recorded_send = _st._recorded_send
+
+
+def _c_format(template):
+    """A trace template of `engine.steady` as a C format: each ``%d`` as ``%lld``, no other ``%``."""
+    text = template.replace("%d", "%lld")
+    if text.replace("%lld", "").count("%"):
+        raise ValueError(f"a template with a conversion other than %d: {template!r}")
+    return text.encode("ascii")
+
+
+cdef bytes _F_APPEND = _c_format(_st._APPEND)
+cdef bytes _F_COMMIT = _c_format(_st._COMMIT)
+cdef bytes _F_LOG_APPEND = _c_format(_st._LOG_APPEND)
+cdef bytes _F_LOG_SEND = _c_format(_st._LOG_SEND)
+
+
+cdef inline bint _ll(object value, long long *out):
+    """``value`` as a C long long when it is a plain int that fits (what the Python lane's ``type(v) is
+    int`` checks; bools are not)."""
+    cdef int overflow = 0
+    if not PyLong_CheckExact(value):
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
+    return overflow == 0
+
+
+cdef inline long long _floordiv(long long a, long long b):
+    """Python's ``a // b`` for b > 0."""
+    cdef long long q = a / b
+    if (a % b != 0) and (a < 0):
+        q -= 1
+    return q
+
+
+cdef class _Member:
+    """What the lane's handlers read and write of one steady member, held in C (`_load`, `_store`)."""
+    cdef int role, node_id, n, me, ranked, n_peers
+    cdef object agent, node, log, peers, cause, members
+    cdef long long node_now, tick_ns, slow_deadline, now_ms, output_ts, changes, commit_position
+    cdef long long last_log_update, hb_interval, hb_timeout, term, termination_position, notified
+    cdef long long log_adapter_position, last_append, last_append_send, last_leader_update
+    cdef long long last_append_update, log_end, clean_from
+    cdef bint entered, wrote_leader_update, wrote_append_update, aborts, log_evidence
+    cdef long long ids[MAXM]
+    cdef long long pos[MAXM]
+    cdef long long times[MAXM]
+    cdef long long terms[MAXM]
+    cdef bint is_leader[MAXM]
+    cdef bint term_set[MAXM]
+    cdef long long peer_ids[MAXM]
+
+
+cdef _Member _load(object lane, int node_id):
+    """The C state of a member the Python lane may step (`SteadyLane._member`), None when the C state
+    cannot hold it (then the Python handler takes the row)."""
+    cdef _Member m
+    cdef int i
+    cdef long long value
+    steady = lane.steady.get(node_id)
+    if steady is None:
+        steady = lane._member(node_id)
+        if steady is None:
+            return None
+    role, agent, node, log, peers = steady
+    if agent.publication_evidence:
+        return None  # the lane's offers to followed publications: the Python lane
+    m = _Member()
+    m.node_id = node_id
+    m.agent, m.node, m.log, m.peers = agent, node, log, peers
+    m.n_peers = len(peers)
+    if m.n_peers > MAXM:
+        return None
+    for i in range(m.n_peers):
+        if not _ll(peers[i], &m.peer_ids[i]):
+            return None
+    config = agent.config
+    if not (_ll(node._now_ns, &m.node_now) and _ll(node._tick_ns, &m.tick_ns)
+            and _ll(agent.slow_tick_deadline_ns, &m.slow_deadline) and _ll(agent.now_ns, &m.now_ms)
+            and _ll(agent.changes, &m.changes) and _ll(agent.commit_position, &m.commit_position)
+            and _ll(agent.time_of_last_log_update_ns, &m.last_log_update)
+            and _ll(config.leader_heartbeat_interval_ns, &m.hb_interval)
+            and _ll(config.leader_heartbeat_timeout_ns, &m.hb_timeout)
+            and _ll(agent.leadership_term_id, &m.term) and _ll(_end(log), &m.log_end)):
+        return None
+    m.output_ts = 0
+    m.cause = None
+    m.entered = False
+    if role is _LEADER_ROLE:
+        m.role = LEADER
+        m.aborts = bool(agent.aborts_ns)
+        m.log_evidence = bool(agent.log_evidence)
+        members = agent.members
+        m.members = members
+        m.n = len(members)
+        m.ranked = len(agent.ranked_positions)
+        if m.n > MAXM or m.n < 1 or m.ranked < 1 or m.ranked > m.n:
+            return None
+        by_id = agent.member_by_id
+        if len(by_id) != m.n:
+            return None
+        m.me = -1
+        me = agent.this_member
+        for i in range(m.n):
+            member = members[i]
+            if member is me:
+                m.me = i
+            if not (_ll(member.id, &m.ids[i]) and _ll(member.log_position, &m.pos[i])
+                    and _ll(member.time_of_last_append_position_ns, &m.times[i])):
+                return None
+            if by_id.get(member.id) is not member:
+                return None
+            m.is_leader[i] = bool(member.is_leader)
+            m.term_set[i] = False
+        if m.me < 0:
+            return None
+    elif role is _FOLLOWER_ROLE:
+        m.role = FOLLOWER
+        if m.n_peers != 1:
+            return None
+        if not (_ll(agent.termination_position, &m.termination_position)
+                and _ll(agent.notified_commit_position, &m.notified)
+                and _ll(agent.log_adapter_position, &m.log_adapter_position)
+                and _ll(agent.last_append_position, &m.last_append)
+                and _ll(agent.time_of_last_append_position_send_ns, &m.last_append_send)):
+            return None
+        value = 1 << 62
+        clean = lane.clean_from.get(node_id)
+        if clean is not None and not _ll(clean, &value):
+            return None
+        m.clean_from = value
+        m.wrote_leader_update = False
+        m.wrote_append_update = False
+    else:
+        return None
+    return m
+
+
+cdef void _store(_Member m) except *:
+    """Write what the lane's handlers changed of the member back to its objects."""
+    cdef int i
+    if not m.entered:
+        return
+    node, agent = m.node, m.agent
+    node._now_ns = m.node_now
+    node._wakeup = _UNKNOWN
+    node._tick_ns = m.tick_ns
+    agent.cause = m.cause
+    agent.now_ns = m.now_ms
+    agent.output_ts = m.output_ts
+    agent.slow_tick_deadline_ns = m.slow_deadline
+    agent.changes = m.changes
+    agent.commit_position = m.commit_position
+    agent.time_of_last_log_update_ns = m.last_log_update
+    if m.role == LEADER:
+        members = m.members
+        for i in range(m.n):
+            member = members[i]
+            member.log_position = m.pos[i]
+            member.time_of_last_append_position_ns = m.times[i]
+            if m.term_set[i]:
+                member.leadership_term_id = m.terms[i]
+    else:
+        agent.notified_commit_position = m.notified
+        agent.log_adapter_position = m.log_adapter_position
+        agent.last_append_position = m.last_append
+        agent.time_of_last_append_position_send_ns = m.last_append_send
+        if m.wrote_leader_update:
+            agent.time_of_last_leader_update_ns = m.last_leader_update
+        if m.wrote_append_update:
+            agent.time_of_last_append_position_update_ns = m.last_append_update
+
+
+cdef class _Window:
+    """One `run`'s state: the lane, the replay's containers, the members held in C."""
+    cdef object lane, replay, out, invariants_observe, compared_channels, batches, append_causes
+    cdef object commit_causes, frame_cause, ingress_cause, own_cause, message, pairs, Run, Check, KeyRuns
+    cdef Py_ssize_t k  # the position of the row being handled
+    cdef bint as_records, compare, consistent
+    cdef list held  # node id -> _Member or None
+    cdef list loaded  # the ids held, to write back
+
+    def __init__(self, lane, out):
+        self.lane = lane
+        self.replay = lane.replay
+        self.out = out
+        self.invariants_observe = self.replay.invariants.observe_committed
+        self.compared_channels = self.replay.compared_channels
+        self.batches = self.replay._log_batches
+        self.append_causes = lane.append_causes
+        self.commit_causes = lane.commit_causes
+        self.frame_cause = lane.frame_cause
+        self.ingress_cause = lane.ingress_cause
+        self.own_cause = lane.own_cause
+        self.message = lane._message
+        self.pairs = lane.pairs
+        self.Run, self.Check, self.KeyRuns = _st._Run, _st._Check, _st._KeyRuns
+        self.k = 0
+        self.as_records = bool(lane.as_records)
+        self.compare = bool(self.replay.compare)
+        self.consistent = bool(lane.flags.consistent_follower_positions)
+        self.held = [None] * MAXNODE
+        self.loaded = []
+
+    # -- the members held in C --------------------------------------------------------------------------
+
+    cdef _Member member(self, object node_obj):
+        """The C state of the row's member (loaded when first asked for), None: the Python lane's."""
+        cdef long long node_id
+        cdef _Member m
+        if not _ll(node_obj, &node_id) or node_id < 0 or node_id >= MAXNODE:
+            return None
+        m = <_Member>self.held[node_id] if self.held[node_id] is not None else None
+        if m is None:
+            m = _load(self.lane, <int>node_id)
+            if m is None:
+                return None
+            self.held[node_id] = m
+            self.loaded.append(node_id)
+        return m
+
+    cdef void write_back(self) except *:
+        """Every held member's state onto its objects (they stay held: nothing that runs next changes them)."""
+        for node_id in self.loaded:
+            _store(<_Member>self.held[node_id])
+
+    cdef void release(self) except *:
+        """Write back and hold nothing: Python code that may change the members runs next."""
+        for node_id in self.loaded:
+            _store(<_Member>self.held[node_id])
+            self.held[node_id] = None
+        self.loaded = []
+
+    # -- output -----------------------------------------------------------------------------------------
+
+    cdef void emit(self, bytes fmt, object template, int count, long long a, long long b, long long c,
+                   long long d, long long e, long long f, long long g) except *:
+        """A record the lane makes: its trace line, or, for a caller that wants the records, ``(template,
+        values, line)`` (the Python lane's ``(template, values)`` with the line it hashes)."""
+        cdef char buf[640]
+        cdef int length
+        if count == 6:
+            length = snprintf(buf, sizeof(buf), fmt, a, b, c, d, e, f)
+        else:
+            length = snprintf(buf, sizeof(buf), fmt, a, b, c, d, e, f, g)
+        if length < 0 or length >= <int>sizeof(buf):
+            raise ValueError("a trace line longer than the lane's buffer")
+        line = buf[:length].decode("ascii")
+        if self.as_records:
+            self.out.append((template, (a, b, c, d, e, f, g)[:count], line))
+        else:
+            self.out.append(line)
+
+    # -- the duty cycle's parts (`SteadyLane._enter`, `_slow_tick_idle`, ...) ----------------------------
+
+    cdef bint active_quorum(self, _Member m, long long now_ms):
+        cdef int threshold = (m.n >> 1) + 1
+        cdef int i
+        for i in range(m.n):
+            if m.is_leader[i] or now_ms <= m.times[i] + m.hb_timeout:
+                threshold -= 1
+                if threshold <= 0:
+                    return True
+        return False
+
+    cdef bint slow_tick_idle(self, _Member m, long long now_ms):
+        cdef long long deadline = m.slow_deadline
+        cdef long long first
+        if now_ms > deadline:
+            first = -_floordiv(-deadline, MS) * MS
+            if first < now_ms:
+                deadline = first + (-_floordiv(-(now_ms - first), SLOW_TICK)) * SLOW_TICK
+        if now_ms < deadline:
+            m.slow_deadline = deadline
+            m.entered = True  # the deadline moved: written back with the rest
+            return True
+        if m.role == LEADER:
+            if m.aborts or not self.active_quorum(m, now_ms):
+                return False
+        elif m.termination_position == C_NULL_POSITION and now_ms >= m.last_log_update + m.hb_timeout:
+            return False
+        m.slow_deadline = now_ms + SLOW_TICK
+        m.entered = True
+        return True
+
+    cdef bint enter(self, _Member m, long long ts, object cause, long long *now_out) except *:
+        cdef long long now = m.node_now
+        cdef long long now_ms
+        if ts > now:
+            now = ts
+        now_ms = _floordiv(now, MS) * MS
+        if now_ms >= m.slow_deadline and not self.slow_tick_idle(m, now_ms):
+            return False
+        m.node_now = now
+        m.entered = True
+        m.cause = cause
+        m.now_ms = now_ms
+        m.output_ts = now
+        if now_ms > m.tick_ns:
+            m.tick_ns = now_ms
+        now_out[0] = now
+        return True
+
+    cdef void leader_position(self, _Member m, long long now) except *:
+        cdef long long position = m.log_end
+        cdef long long now_ms = m.now_ms
+        cdef long long ranked[MAXM]
+        cdef long long quorum = 0, commit = 0, value = 0, term = 0
+        cdef int i, j
+        cdef bint sent = False
+        m.pos[m.me] = position
+        m.times[m.me] = now_ms
+        for i in range(m.n):  # the positions, largest first
+            value = m.pos[i]
+            j = i
+            while j > 0 and ranked[j - 1] < value:
+                ranked[j] = ranked[j - 1]
+                j -= 1
+            ranked[j] = value
+        quorum = ranked[m.ranked - 1]
+        if quorum < 0:
+            quorum = 0
+        commit = quorum if quorum < position else position
+        if commit > m.commit_position or now_ms >= m.last_log_update + m.hb_interval:
+            term = m.term
+            for i in range(m.n_peers):
+                m.changes += 1
+                sent = True
+                self.emit(_F_COMMIT, _st._COMMIT, 6, now, m.node_id, m.peer_ids[i], term, commit, m.node_id, 0)
+                self.actual(m.node_id, m.peer_ids[i], "consensus", "CommitPosition", (term, m.node_id), commit, now,
+                            (_commit_record, now, m.node_id, m.peer_ids[i], term, commit))
+            if sent:
+                self.invariants_observe(commit, term)
+            m.commit_position = commit
+            m.last_log_update = now_ms
+
+    cdef void follower_work(self, _Member m, long long now) except *:
+        cdef long long end = m.log_end
+        cdef long long now_ms = m.now_ms
+        cdef long long limit = m.notified
+        cdef long long position = 0, new = 0, last = 0, target = 0, term = 0, leader = 0
+        if end < limit:
+            limit = end
+        position = m.log_adapter_position
+        if limit > position:
+            if limit >= end:
+                new = end
+            else:
+                new = m.log.end_at_or_before(limit)
+            if new > position:
+                m.log_adapter_position = position = new
+        if position > m.commit_position:
+            m.commit_position = position
+        last = m.last_append
+        target = end if end > last else last
+        if target > last or now_ms >= m.last_append_send + m.hb_interval:
+            term = m.term
+            leader = m.peer_ids[0]
+            self.actual(m.node_id, leader, "consensus", "AppendPosition", (term, m.node_id, 0), target, now,
+                        (_append_record, now, m.node_id, leader, term, target, 0))
+            m.changes += 1
+            self.emit(_F_APPEND, _st._APPEND, 7, now, m.node_id, leader, term, target, m.node_id, 0)
+            if target > last:
+                m.last_append = target
+                m.last_append_update = now_ms
+                m.wrote_append_update = True
+            m.last_append_send = now_ms
+
+    cdef inline bint poll_ok(self, _Member m, long long limit):
+        """`SteadyLane._poll_ok` where it needs no log walk (False: the Python lane's)."""
+        return limit <= m.log_adapter_position or m.log_adapter_position >= m.clean_from
+
+    # -- the comparison (`SteadyLane._expect`, `_actual`, `_expected`; `_Series.append`) ------------------
+
+    cdef object series_append(self, object series, object ts, object key, object position, object ref,
+                              object record):
+        """`_Series.append`: the new run's number, None when the last run goes on."""
+        cdef list starts, ends, positions
+        cdef Py_ssize_t size
+        last_key = series.last_key
+        if position == series.last_position and key == last_key:
+            ends = series.ends
+            ends[len(ends) - 1] = ts
+            ends = series.last_index.ends
+            ends[len(ends) - 1] = ts
+            return None
+        starts = series.starts
+        number = series.base + len(starts)
+        starts.append(ts)
+        (<list>series.ends).append(ts)
+        (<list>series.keys).append(key)
+        (<list>series.positions).append(position)
+        (<list>series.refs).append(ref)
+        kind = type(record)
+        (<list>series.records).append(record if kind is tuple or kind is int else record())
+        if key != last_key:
+            by_key = series.by_key
+            index = by_key.get(key)
+            if index is None:
+                index = by_key[key] = self.KeyRuns()
+            series.last_key = key
+            series.last_index = index
+        else:
+            index = series.last_index
+        series.last_position = position
+        positions = index.positions
+        size = len(positions)
+        if size and position is not None:
+            newest = positions[size - 1]
+            if newest is not None and position < newest:
+                index.monotonic = False
+        (<list>index.starts).append(ts)
+        (<list>index.ends).append(ts)
+        positions.append(position)
+        return number
+
+    cdef inline bint newest_is(self, object series, object key, object position, object low, object high):
+        """`engine.steady._newest_is`."""
+        cdef list starts, ends
+        if not (position == series.last_position and key == series.last_key):
+            return False
+        ends = series.ends
+        starts = series.starts
+        return ends[len(ends) - 1] >= low and starts[len(starts) - 1] <= high
+
+    cdef object pair_of(self, tuple series_key):
+        pair = self.pairs.get(series_key)
+        if pair is None:
+            pair = self.lane._pair(series_key)
+        return pair
+
+    cdef void expect(self, tuple row, object channel, object key, object position, Py_ssize_t k) except *:
+        """`SteadyLane._expect`."""
+        cdef list positions, keys
+        node_id = row[NODE]
+        series_key = (node_id, row[PEER], channel, row[TYPE])
+        pair = self.pair_of(series_key)
+        if not pair.compared:
+            return
+        ts = row[TS]
+        payload = row[PAYLOAD]
+        recipe = k if payload is None else (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
+        series = pair.expected
+        number = self.series_append(series, ts, key, position, row[REF], recipe)
+        if number is None:
+            return
+        tolerance = self.replay.tolerance_ns
+        waiting = pair.waiting
+        if waiting is not None:
+            due = waiting[0]
+            if due - 2 * tolerance <= ts <= due:
+                actual = pair.actual
+                at = waiting[4] - actual.base
+                positions = actual.positions
+                keys = actual.keys
+                if positions[at] == position and keys[at] == key:
+                    waiting[5] = True
+                    pair.waiting = None
+                    return
+        if self.newest_is(pair.actual, key, position, ts - tolerance, ts + tolerance):
+            return
+        self.replay._schedule("expected", node_id, series_key, self.Run(series, number))
+
+    cdef void actual(self, object node_id, object peer, object channel, object kind, object key, object position,
+                     object ts, object record) except *:
+        """`SteadyLane._actual`."""
+        cdef list positions
+        series_key = (node_id, peer, channel, kind)
+        pair = self.pair_of(series_key)
+        if not pair.compared:
+            return
+        series = pair.actual
+        number = self.series_append(series, ts, key, position, None, record)
+        if number is None:
+            return
+        peer_start = pair.peer_start
+        if peer_start is not None and ts < peer_start:
+            return
+        replay = self.replay
+        tolerance = replay.tolerance_ns
+        low = ts - tolerance
+        high = ts + tolerance
+        other = pair.expected
+        index = other.last_index if key == other.last_key else other.by_key.get(key)
+        if index is not None:
+            positions = index.positions
+            below = False
+            if position is not None and index.monotonic and positions:
+                newest = positions[len(positions) - 1]
+                below = newest is not None and newest < position
+            if not below and (self.newest_is(other, key, position, low, high) or index.covers(position, low, high)):
+                return
+        due = high
+        replay.check_seq += 1
+        tentative = replay.tentative
+        if tentative and tentative[len(tentative) - 1][0] > due:
+            check = self.Check(due, "actual", node_id, series_key, self.Run(series, number))
+            heappush(replay.checks, (due, replay.check_seq, check))
+            pair.waiting = None
+            return
+        entry = [due, replay.check_seq, node_id, series_key, number, False]
+        pair.waiting = entry
+        tentative.append(entry)
+
+    cdef int expected(self, tuple row, Py_ssize_t k) except -1:
+        """`SteadyLane._expected` (0: declined, as it declines)."""
+        kind = row[TYPE]
+        payload = row[PAYLOAD]
+        if payload is not None:
+            if kind == "AppendPosition":
+                values = _values(payload, AppendPosition)
+                if values is None:
+                    return 0
+                term, position, member, flags = values
+                key = (term, member, flags)
+            else:
+                values = _values(payload, CommitPosition)
+                if values is None:
+                    return 0
+                term, position, member = values
+                key = (term, member)
+            if self.compare:
+                self.expect(row, "consensus", key, position, k)
+            return 1
+        term = row[TERM]
+        position = row[POSITION]
+        if kind == "AppendPosition":
+            member = row[FOLLOWER_ID]
+            flags = row[FLAGS]
+            if not PyLong_CheckExact(member) or not PyLong_CheckExact(flags):
+                return 0
+            key = (term, member, flags)
+        else:
+            member = row[LEADER_ID]
+            if not PyLong_CheckExact(member):
+                return 0
+            key = (term, member)
+        if not PyLong_CheckExact(term) or not PyLong_CheckExact(position):
+            return 0
+        if self.compare:
+            self.expect(row, "consensus", key, position, k)
+        return 1
+
+    # -- the events (each: 1 handled, 0 the Python handler's, nothing changed) ---------------------------
+
+    cdef object int_values(self, tuple row, object cls, int a, int b, int c, int d, int count):
+        """`SteadyLane._int_values`: the message's values, from its payload or its typed columns."""
+        payload = row[PAYLOAD]
+        if payload is not None:
+            return _values(payload, cls)
+        if count == 3:
+            values = (row[a], row[b], row[c])
+        else:
+            values = (row[a], row[b], row[c], row[d])
+        for value in values:
+            if not PyLong_CheckExact(value):
+                return None
+        return values
+
+    cdef int append_position(self, tuple row) except -1:
+        cdef long long ts = 0, term = 0, position = 0, follower_id = 0, flags = 0, now = 0
+        cdef int i
+        cdef _Member m = self.member(row[NODE])
+        if m is None or m.role != LEADER:
+            return 0
+        values = self.int_values(row, AppendPosition, TERM, POSITION, FOLLOWER_ID, FLAGS, 4)
+        if values is None or not (_ll(values[0], &term) and _ll(values[1], &position)
+                                  and _ll(values[2], &follower_id) and _ll(values[3], &flags)):
+            return 0
+        if term != m.term or flags & CATCHUP or flags < 0 or not _ll(row[TS], &ts):
+            return 0
+        if not self.enter(m, ts, self.append_causes[row[PEER]], &now):
+            return 0
+        for i in range(m.n):
+            if m.ids[i] == follower_id:
+                if self.consistent:
+                    m.terms[i] = term
+                    m.term_set[i] = True
+                m.pos[i] = position
+                m.times[i] = m.now_ms
+                break
+        self.leader_position(m, now)
+        return 1
+
+    cdef int commit_position(self, tuple row) except -1:
+        cdef long long ts = 0, term = 0, position = 0, leader_id = 0, now = 0, end = 0
+        cdef _Member m = self.member(row[NODE])
+        if m is None or m.role != FOLLOWER:
+            return 0
+        values = self.int_values(row, CommitPosition, TERM, POSITION, LEADER_ID, 0, 3)
+        if values is None or not (_ll(values[0], &term) and _ll(values[1], &position)
+                                  and _ll(values[2], &leader_id)):
+            return 0
+        if term != m.term or leader_id != m.peer_ids[0] or not _ll(row[TS], &ts):
+            return 0
+        end = m.log_end
+        if not self.poll_ok(m, position if position < end else end):
+            return 0
+        if not self.enter(m, ts, self.commit_causes[row[PEER]], &now):
+            return 0
+        self.invariants_observe(values[1], values[0])
+        m.last_leader_update = m.now_ms
+        m.wrote_leader_update = True
+        m.notified = position
+        m.last_log_update = m.now_ms
+        self.follower_work(m, now)
+        return 1
+
+    cdef int log_frame(self, tuple row) except -1:
+        position = row[EXTRA_POSITION]
+        if row[TYPE] != _HEADER or not PyLong_CheckExact(position):
+            return 0
+        cdef _Member m = self.member(row[NODE])
+        if m is None or m.role != FOLLOWER:
+            return 0
+        values = self.int_values(row, SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
+        if values is None:
+            return 0
+        payload = row[PAYLOAD]
+        frame = (self.message(values), position, len(payload) if payload is not None else None)
+        node_obj = row[NODE]
+        batch = self.batches.get(node_obj)
+        if batch is None:
+            self.batches[node_obj] = (row[TS], [frame])
+        else:
+            batch[1].append(frame)
+        return 1
+
+    cdef int feed_batch(self, object node_obj) except -1:
+        """`SteadyLane._feed_batch` (0: the Python lane's, nothing changed)."""
+        cdef long long ts = 0, limit = 0, now = 0, end = 0
+        cdef _Member m = self.member(node_obj)
+        if m is None or m.role != FOLLOWER:
+            return 0
+        entry = self.batches[node_obj]
+        frames = entry[1]
+        for frame in frames:
+            if type(frame) is not tuple:
+                return 0
+        if not _ll(entry[0], &ts):
+            return 0
+        limit = m.notified if m.notified < m.log_end else m.log_end
+        if not self.poll_ok(m, limit):
+            return 0
+        if not self.enter(m, ts, self.frame_cause, &now):
+            return 0
+        del self.batches[node_obj]
+        log = m.log
+        for frame in frames:
+            if not _ll(frame[1], &end):
+                raise ValueError("a lane frame's position is not an int")
+            if end > m.log_end:
+                log._push(frame[1], frame[0])
+                m.log_end = end
+                m.changes += 1
+        self.follower_work(m, now)
+        return 1
+
+    cdef int ingress(self, tuple row) except -1:
+        cdef long long ts = 0, now = 0
+        if row[TYPE] != _HEADER:
+            return 0
+        cdef _Member m = self.member(row[NODE])
+        if m is None or m.role != LEADER:
+            return 0
+        if self.int_values(row, SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3) is None or not m.log_evidence:
+            return 0
+        if not _ll(row[TS], &ts) or not self.enter(m, ts, self.ingress_cause, &now):
+            return 0
+        self.leader_position(m, now)
+        return 1
+
+    cdef int own_append(self, tuple row) except -1:
+        cdef long long ts = 0, now = 0, end = 0, term = 0, session = 0, timestamp = 0
+        cdef int i
+        end_obj = row[EXTRA_POSITION]
+        if row[TYPE] != _HEADER or not PyLong_CheckExact(end_obj):
+            return 0
+        cdef _Member m = self.member(row[NODE])
+        if m is None or m.role != LEADER:
+            return 0
+        values = self.int_values(row, SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
+        if values is None or not (_ll(end_obj, &end) and _ll(values[0], &term) and _ll(values[1], &session)
+                                  and _ll(values[2], &timestamp) and _ll(row[TS], &ts)):
+            return 0
+        if not self.enter(m, ts, self.own_cause, &now):
+            return 0
+        if end > m.log_end:
+            message = self.message(values)
+            m.log._push(end_obj, message)
+            m.log_end = end
+            m.changes += 1
+            self.emit(_F_LOG_APPEND, _st._LOG_APPEND, 6, now, m.node_id, end, term, session, timestamp, 0)
+            compared = "log" in self.compared_channels.get(row[NODE], ())
+            for i in range(m.n_peers):
+                m.changes += 1
+                self.emit(_F_LOG_SEND, _st._LOG_SEND, 7, now, m.node_id, m.peer_ids[i], term, session, timestamp, end)
+                if compared:
+                    self.actual(m.node_id, m.peer_ids[i], "log", "SessionMessageHeader", (values[0], values[1]), None,
+                                now, (_log_send_record, now, m.node_id, m.peer_ids[i], message, end))
+        self.leader_position(m, now)
+        if self.compare:
+            self.expect(row, "log", (values[0], values[1]), None, self.k)
+        return 1
+
+
+def run(lane, list rows, Py_ssize_t first, list out, event_at, ref_kind):
+    """`SteadyLane.run` (the same rows, the same order, the same calls), the handlers on C state."""
+    cdef _Window w = _Window(lane, out)
+    replay = lane.replay
+    replay._out = out
+    body = replay._body
+    handlers = lane.handlers
+    python_feed_batch = lane._feed_batch
+    expected = lane._expected
+    cdef dict batches = replay._log_batches
+    undecided = replay._undecided
+    clock = replay.driver.clock
+    cdef list queue = clock._queue
+    cdef dict horizon = replay.horizon
+    cdef list checks = replay.checks
+    tentative = replay.tentative
+    cdef list found = replay.found
+    runs = replay.runs
+    cdef Py_ssize_t k = first
+    cdef Py_ssize_t declined = 0
+    cdef long long ts, instant = 0
+    cdef bint has_instant = False
+    cdef int code, handled
+    cdef tuple row
+    try:
+        for row in rows:
+            lane.position = k
+            w.k = k
+            ts_obj = row[TS]
+            if not _ll(ts_obj, &ts):
+                raise ValueError(f"a lane row's time is not an int: {ts_obj!r}")
+            replay.now = ts_obj
+            # -- the prologue -------------------------------------------------------------------------------
+            if batches and (not has_instant or ts != instant):
+                if len(batches) == 1:
+                    batch_node, entry = next(iter(batches.items()))
+                    if entry[0] < ts_obj:
+                        if not w.feed_batch(batch_node):
+                            w.release()
+                            python_feed_batch(batch_node, out)
+                            w.release()
+                else:
+                    for batch_node in sorted(batches):
+                        if batches[batch_node][0] < ts_obj:
+                            if not w.feed_batch(batch_node):
+                                w.release()
+                                python_feed_batch(batch_node, out)
+                                w.release()
+            instant = ts
+            has_instant = True
+            if undecided:
+                w.write_back()
+                lane._decide_pending(ts_obj)
+            if queue and queue[0][0] <= ts_obj:
+                w.release()
+                lane.forget()
+                clock.run_until(ts_obj)
+            elif ts_obj > clock.now_ns:
+                clock.now_ns = ts_obj
+            code = row[CODE]
+            if batches and code != FRAME_IN:
+                node_obj = row[NODE]
+                if node_obj in batches:
+                    if not w.feed_batch(node_obj):
+                        w.release()
+                        python_feed_batch(node_obj, out)
+                        w.release()
+            # -- the event ----------------------------------------------------------------------------------
+            handled = 0
+            if code:
+                if code == RECORDED_SEND:
+                    handled = w.expected(row, k)  # the comparison's side: no member state
+                else:
+                    if code == APPEND_IN:
+                        handled = w.append_position(row)
+                    elif code == COMMIT_IN:
+                        handled = w.commit_position(row)
+                    elif code == FRAME_IN:
+                        handled = w.log_frame(row)
+                    elif code == INGRESS_IN:
+                        handled = w.ingress(row)
+                    elif code == OWN_APPEND:
+                        handled = w.own_append(row)
+                    if not handled:
+                        w.release()
+                        handled = 1 if (handlers[code](row, out) or (code <= INGRESS_IN and lane._absent(row))) else 0
+                        w.release()
+            if handled:
+                horizon[row[NODE]] = ts_obj
+                if (checks and checks[0][0] < ts_obj) or found or runs.open:
+                    w.write_back()
+                    replay._resolve_due(ts_obj, out)
+                elif tentative and tentative[0][0] < ts_obj:
+                    for entry in tentative:
+                        if entry[0] >= ts_obj:
+                            break
+                        if not entry[5]:  # a check that may fail, and its divergence read the members
+                            w.write_back()
+                            break
+                    replay._resolve_due(ts_obj, out)
+            else:
+                declined += 1
+                w.release()
+                lane.forget()
+                event, ref = event_at(k - first)
+                body(event, ref, ref_kind)
+            k += 1
+    finally:
+        w.release()
+    lane.handled += len(rows) - declined

@@ -1,0 +1,1 @@
+SOURCE_SHA256 = None
