@@ -84,10 +84,14 @@ cdef object _FOLLOWER_ROLE = Role.FOLLOWER
 cdef object _HEADER = "SessionMessageHeader"
 cdef object _values = _st._values
 cdef object _end = _st._end
-cdef object _commit_record = _st._commit_record
-cdef object _append_record = _st._append_record
-cdef object _log_send_record = _st._log_send_record
 cdef object _recorded_send = _st._recorded_send
+
+cdef enum:  # the kinds of model send the lane compares (`_KINDS`)
+    APPEND_KIND = 0
+    COMMIT_KIND = 1
+    LOG_KIND = 2
+
+cdef tuple _KINDS = (("consensus", "AppendPosition"), ("consensus", "CommitPosition"), ("log", "SessionMessageHeader"))
 
 
 def _c_format(template):
@@ -264,6 +268,7 @@ cdef class _Window:
     """One `run`'s state: the lane, the replay's containers, the members held in C."""
     cdef object lane, replay, out, invariants_observe, compared_channels, batches, append_causes
     cdef object commit_causes, frame_cause, ingress_cause, own_cause, message, pairs, Run, Check, KeyRuns
+    cdef list model_pairs  # (member, peer, kind) -> (`_Pair`, series key), `model_pair`
     cdef Py_ssize_t k  # the position of the row being handled
     cdef bint as_records, compare, consistent
     cdef list held  # node id -> _Member or None
@@ -283,6 +288,7 @@ cdef class _Window:
         self.own_cause = lane.own_cause
         self.message = lane._message
         self.pairs = lane.pairs
+        self.model_pairs = [None] * (MAXNODE * MAXNODE * 3)
         self.Run, self.Check, self.KeyRuns = _st._Run, _st._Check, _st._KeyRuns
         self.k = 0
         self.as_records = bool(lane.as_records)
@@ -322,10 +328,11 @@ cdef class _Window:
 
     # -- output -----------------------------------------------------------------------------------------
 
-    cdef void emit(self, bytes fmt, object template, int count, long long a, long long b, long long c,
-                   long long d, long long e, long long f, long long g) except *:
+    cdef str emit(self, bytes fmt, object template, int count, long long a, long long b, long long c,
+                  long long d, long long e, long long f, long long g):
         """A record the lane makes: its trace line, or, for a caller that wants the records, ``(template,
-        values, line)`` (the Python lane's ``(template, values)`` with the line it hashes)."""
+        values, line)`` (the Python lane's ``(template, values)`` with the line it hashes).  The line is also
+        the record of a compared send's run (`engine.replay._record_of` decodes it when a divergence shows it)."""
         cdef char buf[640]
         cdef int length
         if count == 6:
@@ -339,6 +346,7 @@ cdef class _Window:
             self.out.append((template, (a, b, c, d, e, f, g)[:count], line))
         else:
             self.out.append(line)
+        return line
 
     # -- the duty cycle's parts (`SteadyLane._enter`, `_slow_tick_idle`, ...) ----------------------------
 
@@ -415,9 +423,8 @@ cdef class _Window:
             for i in range(m.n_peers):
                 m.changes += 1
                 sent = True
-                self.emit(_F_COMMIT, _st._COMMIT, 6, now, m.node_id, m.peer_ids[i], term, commit, m.node_id, 0)
-                self.actual(m.node_id, m.peer_ids[i], "consensus", "CommitPosition", (term, m.node_id), commit, now,
-                            (_commit_record, now, m.node_id, m.peer_ids[i], term, commit))
+                line = self.emit(_F_COMMIT, _st._COMMIT, 6, now, m.node_id, m.peer_ids[i], term, commit, m.node_id, 0)
+                self.actual(m.node_id, m.peer_ids[i], COMMIT_KIND, (term, m.node_id), commit, now, line)
             if sent:
                 self.invariants_observe(commit, term)
             m.commit_position = commit
@@ -445,10 +452,10 @@ cdef class _Window:
         if target > last or now_ms >= m.last_append_send + m.hb_interval:
             term = m.term
             leader = m.peer_ids[0]
-            self.actual(m.node_id, leader, "consensus", "AppendPosition", (term, m.node_id, 0), target, now,
-                        (_append_record, now, m.node_id, leader, term, target, 0))
+            # (the Python lane compares before it writes the line: neither reads what the other does)
             m.changes += 1
-            self.emit(_F_APPEND, _st._APPEND, 7, now, m.node_id, leader, term, target, m.node_id, 0)
+            line = self.emit(_F_APPEND, _st._APPEND, 7, now, m.node_id, leader, term, target, m.node_id, 0)
+            self.actual(m.node_id, leader, APPEND_KIND, (term, m.node_id, 0), target, now, line)
             if target > last:
                 m.last_append = target
                 m.last_append_update = now_ms
@@ -473,6 +480,8 @@ cdef class _Window:
             ends = series.last_index.ends
             ends[len(ends) - 1] = ts
             return None
+        if key == last_key:
+            key = last_key  # one tuple for the runs of a key (equal keys are one key to every reader)
         starts = series.starts
         number = series.base + len(starts)
         starts.append(ts)
@@ -481,7 +490,7 @@ cdef class _Window:
         (<list>series.positions).append(position)
         (<list>series.refs).append(ref)
         kind = type(record)
-        (<list>series.records).append(record if kind is tuple or kind is int else record())
+        (<list>series.records).append(record if kind is tuple or kind is int or kind is str else record())
         if key != last_key:
             by_key = series.by_key
             index = by_key.get(key)
@@ -550,14 +559,30 @@ cdef class _Window:
             return
         self.replay._schedule("expected", node_id, series_key, self.Run(series, number))
 
-    cdef void actual(self, object node_id, object peer, object channel, object kind, object key, object position,
-                     object ts, object record) except *:
-        """`SteadyLane._actual`."""
+    cdef tuple model_pair(self, long long node_id, long long peer, int kind):
+        """(the `_Pair`, its series key) of the model's sends of ``kind`` from member ``node_id`` to ``peer``
+        (looked up once a chunk: a pair, once made, is the lane's for the whole replay)."""
+        cdef Py_ssize_t at
+        if 0 <= node_id < MAXNODE and 0 <= peer < MAXNODE:
+            at = (node_id * MAXNODE + peer) * 3 + kind
+            found = self.model_pairs[at]
+            if found is not None:
+                return <tuple>found
+        channel, name = _KINDS[kind]
+        series_key = (node_id, peer, channel, name)
+        found = (self.pair_of(series_key), series_key)
+        if 0 <= node_id < MAXNODE and 0 <= peer < MAXNODE:
+            self.model_pairs[at] = found
+        return found
+
+    cdef void actual(self, long long node_id, long long peer, int kind, object key, object position,
+                     long long ts_value, object record) except *:
+        """`SteadyLane._actual`: a model send of ``kind`` (`_KINDS`), its run's record its trace line."""
         cdef list positions
-        series_key = (node_id, peer, channel, kind)
-        pair = self.pair_of(series_key)
+        pair, series_key = self.model_pair(node_id, peer, kind)
         if not pair.compared:
             return
+        ts = ts_value
         series = pair.actual
         number = self.series_append(series, ts, key, position, None, record)
         if number is None:
@@ -583,11 +608,11 @@ cdef class _Window:
         replay.check_seq += 1
         tentative = replay.tentative
         if tentative and tentative[len(tentative) - 1][0] > due:
-            check = self.Check(due, "actual", node_id, series_key, self.Run(series, number))
+            check = self.Check(due, "actual", series_key[0], series_key, self.Run(series, number))
             heappush(replay.checks, (due, replay.check_seq, check))
             pair.waiting = None
             return
-        entry = [due, replay.check_seq, node_id, series_key, number, False]
+        entry = [due, replay.check_seq, series_key[0], series_key, number, False]
         pair.waiting = entry
         tentative.append(entry)
 
@@ -783,10 +808,10 @@ cdef class _Window:
             compared = "log" in self.compared_channels.get(row[NODE], ())
             for i in range(m.n_peers):
                 m.changes += 1
-                self.emit(_F_LOG_SEND, _st._LOG_SEND, 7, now, m.node_id, m.peer_ids[i], term, session, timestamp, end)
+                line = self.emit(_F_LOG_SEND, _st._LOG_SEND, 7, now, m.node_id, m.peer_ids[i], term, session,
+                                 timestamp, end)
                 if compared:
-                    self.actual(m.node_id, m.peer_ids[i], "log", "SessionMessageHeader", (values[0], values[1]), None,
-                                now, (_log_send_record, now, m.node_id, m.peer_ids[i], message, end))
+                    self.actual(m.node_id, m.peer_ids[i], LOG_KIND, (values[0], values[1]), None, now, line)
         self.leader_position(m, now)
         if self.compare:
             self.expect(row, "log", (values[0], values[1]), None, self.k)

@@ -87,6 +87,7 @@ import collections
 import copy
 import heapq
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -316,12 +317,14 @@ class _Run:
 
 def _record_of(run: _Run) -> dict[str, Any]:
     """The record a divergence shows for ``run``: the run's record, else made the first time, for every
-    handle, from its recipe (a tuple: its builder and the builder's arguments) or from the position of its
-    recorded event in the replay (an int, read by the series' ``record_at``), as `engine.steady` keeps them."""
+    handle, from its recipe (a tuple: its builder and the builder's arguments), from the position of its
+    recorded event in the replay (an int, read by the series' ``record_at``), or from its trace line (a
+    str: the compiled lane, `engine._window`, keeps the line it wrote), as `engine.steady` keeps them."""
     record = run.record
     kind = type(record)
-    if kind is tuple or kind is int:
-        record = run.record = record[0](*record[1:]) if kind is tuple else run.series.record_at(record)
+    if kind is tuple or kind is int or kind is str:
+        record = run.record = (record[0](*record[1:]) if kind is tuple else run.series.record_at(record)
+                               if kind is int else json.loads(record))
         series = run.series
         at = run.number - series.base
         if at >= 0:
@@ -422,7 +425,7 @@ class _Series:
         self.positions.append(position)
         self.refs.append(ref)
         kind = type(record)
-        self.records.append(record if kind is tuple or kind is int else record())
+        self.records.append(record if kind is tuple or kind is int or kind is str else record())
         if key != self.last_key:
             index = self.by_key.get(key)
             if index is None:

@@ -7,6 +7,8 @@ object-per-run series is kept here as the oracle, and Hypothesis drives both wit
 
 from __future__ import annotations
 
+import json
+
 import bisect
 from types import SimpleNamespace
 
@@ -121,9 +123,10 @@ def test_a_columnar_series_answers_as_one_object_per_run_did(sends, probes):
         else:
             _, step, key, position = op
             ts = max(ts + step, 0)
-            # runs carry a recipe or the position of their recorded event (`engine.steady`), or a builder of
-            # their record (the model's path)
-            record = (_record, i) if i % 3 == 1 else i if i % 3 == 2 else (lambda i=i: _record(i))
+            # runs carry a recipe, the position of their recorded event or their trace line (`engine.steady`,
+            # `engine._window`), or a builder of their record (the model's path)
+            record = ((_record, i) if i % 4 == 1 else i if i % 4 == 2 else json.dumps(_record(i)) if i % 4 == 3
+                      else (lambda i=i: _record(i)))
             new, old = series.add(ts, key, position, i, record), oracle.add(ts, key, position, i, _record(i))
             assert _fields(new) == _fields(old)
             if new is not None:
