@@ -39,7 +39,9 @@ from engine.model.members import NULL_POSITION
 from engine.model.node import _UNKNOWN
 from formats.cluster_codecs import AppendPosition, CommitPosition, SessionMessageHeader
 
-include "_window_source.pxi"
+# The sha256 of this file as it was compiled: setup.py hands it to Cython as the compile-time name
+# WINDOW_PYX_SHA256; tests/test_compiled.py compares it with the file as it is now (a stale build fails).
+SOURCE_SHA256 = WINDOW_PYX_SHA256
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object, int *) except? -1

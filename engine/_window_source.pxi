@@ -1,1 +1,0 @@
-SOURCE_SHA256 = None

@@ -1,0 +1,62 @@
+"""`engine._window`, the optional compiled steady-state window, and the switch around it (`engine.compiled`).
+
+The module is built from `engine/_window.pyx` when the install has a C compiler (setup.py).  An
+editable install compiles it once, so a later edit of the .pyx would leave the old binary running:
+the build puts the .pyx's sha256 into the module, and the first test compares it with the file as it
+is now.  Where the module is not built the tests of it skip, except in CI (``CI=true``), which has a
+compiler: there its absence is a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import compiled
+
+REBUILD = "python -m pip install -e .  (or, without reinstalling: python setup.py build_ext --inplace)"
+
+
+def _built_window():
+    try:
+        return importlib.import_module("engine._window")
+    except ImportError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"engine._window is not built ({error}), and CI has a C compiler: the install should "
+                        f"have compiled it; see the pip log, or build it with: {REBUILD}")
+        pytest.skip(f"engine._window is not built (no C compiler at install time?), so the engine runs "
+                    f"pure Python; to build it: {REBUILD}")
+
+
+def test_compiled_window_is_built_from_the_pyx_beside_it():
+    window = _built_window()
+    source = Path(window.__file__).with_name("_window.pyx")
+    current = hashlib.sha256(source.read_bytes()).hexdigest()
+    assert window.SOURCE_SHA256 == current, (
+        f"{window.__file__} was compiled from another version of {source} (sha256 {window.SOURCE_SHA256}, "
+        f"the file now: {current}): the engine would run the old code. Rebuild it: {REBUILD}")
+
+
+def test_the_engine_uses_the_compiled_window_unless_told_not_to():
+    window = _built_window()
+    assert compiled.window_module() is window
+    previous = compiled.use_compiled(False)
+    try:
+        assert compiled.window_module() is None
+    finally:
+        compiled.use_compiled(previous)
+    assert compiled.window_module() is window
+
+
+def test_without_the_compiled_window_the_engine_runs_pure_python(monkeypatch):
+    # What an install without a C compiler has: no engine._window (None in sys.modules makes its import fail).
+    monkeypatch.setitem(sys.modules, "engine._window", None)
+    with pytest.raises(ImportError):
+        importlib.import_module("engine._window")
+    assert compiled.window_module() is None
+    importlib.import_module("engine.steady")
