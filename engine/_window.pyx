@@ -18,8 +18,8 @@ It is the Python lane, not a second model of it:
   the Python code sees, and leaves, the objects as the Python lane would;
 * the comparison never reads a member's state, except a divergence's classification (the member's
   view); `_resolve_due` is called on written-back state whenever it may classify;
-* the trace lines are the Python templates (`engine.steady._APPEND` ...), formatted by ``snprintf``
-  with ``%lld`` for ``%d`` (the same digits for every 64-bit int).
+* the trace lines are the Python templates (`engine.steady._APPEND` ...), each ``%d`` written as the
+  value's decimal digits (`_Template`, `_write_int`).
 
 ``tests/test_steady_lane.py`` replays every sample, scenario and real capture through this loop, the
 Python lane and the model's own path, and demands the same bytes.  ``SOURCE_SHA256`` is the sha256 of
@@ -29,7 +29,8 @@ this file when it was compiled (``tests/test_compiled.py``: a stale build fails 
 from cpython.long cimport PyLong_CheckExact
 from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_SIZE
-from libc.stdio cimport snprintf
+from cpython.unicode cimport PyUnicode_DecodeASCII
+from libc.string cimport memcpy
 from heapq import heappush
 
 from engine import steady as _st
@@ -96,18 +97,85 @@ cdef enum:  # the kinds of model send the lane compares (`_KINDS`)
 cdef tuple _KINDS = (("consensus", "AppendPosition"), ("consensus", "CommitPosition"), ("log", "SessionMessageHeader"))
 
 
-def _c_format(template):
-    """A trace template of `engine.steady` as a C format: each ``%d`` as ``%lld``, no other ``%``."""
-    text = template.replace("%d", "%lld")
-    if text.replace("%lld", "").count("%"):
-        raise ValueError(f"a template with a conversion other than %d: {template!r}")
-    return text.encode("ascii")
+cdef class _Template:
+    """A trace template of `engine.steady` (``%d`` conversions only) cut at its conversions: ``write`` puts
+    the line of some values into a buffer, each value in the decimal digits ``%d`` gives."""
+    cdef object template  # the Python template, for a record's ``(template, values)``
+    cdef bytes literal  # the text between the conversions, run together
+    cdef int count  # conversions
+    cdef int starts[9]
+    cdef int lengths[9]
+
+    def __init__(self, template):
+        pieces = template.split("%d")
+        if any("%" in piece for piece in pieces) or not 1 <= len(pieces) - 1 <= 8:
+            raise ValueError(f"a template the compiled lane cannot write: {template!r}")
+        self.template = template
+        self.literal = "".join(pieces).encode("ascii")
+        self.count = len(pieces) - 1
+        at = 0
+        for i, piece in enumerate(pieces):
+            self.starts[i] = at
+            self.lengths[i] = len(piece)
+            at += len(piece)
 
 
-cdef bytes _F_APPEND = _c_format(_st._APPEND)
-cdef bytes _F_COMMIT = _c_format(_st._COMMIT)
-cdef bytes _F_LOG_APPEND = _c_format(_st._LOG_APPEND)
-cdef bytes _F_LOG_SEND = _c_format(_st._LOG_SEND)
+cdef inline int _write_int(char *out, long long value) noexcept:
+    """``value``'s decimal digits (a minus sign first when negative) at ``out``: how many."""
+    cdef char digits[24]
+    cdef int n = 0, length = 0
+    cdef unsigned long long u
+    if value < 0:
+        out[0] = 45  # '-'
+        length = 1
+        u = <unsigned long long>(-(value + 1)) + 1
+    else:
+        u = <unsigned long long>value
+    while True:
+        digits[n] = <char>(48 + u % 10)
+        n += 1
+        u //= 10
+        if u == 0:
+            break
+    while n:
+        n -= 1
+        out[length] = digits[n]
+        length += 1
+    return length
+
+
+cdef str _line(_Template t, long long *values):
+    """``t.template % values``."""
+    cdef char buf[1024]
+    cdef const char *literal = t.literal
+    cdef int length = 0, i
+    if len(t.literal) + 21 * t.count >= <int>sizeof(buf):
+        raise ValueError("a trace line longer than the lane's buffer")
+    for i in range(t.count):
+        memcpy(buf + length, literal + t.starts[i], t.lengths[i])
+        length += t.lengths[i]
+        length += _write_int(buf + length, values[i])
+    memcpy(buf + length, literal + t.starts[t.count], t.lengths[t.count])
+    length += t.lengths[t.count]
+    return PyUnicode_DecodeASCII(buf, length, NULL)
+
+
+def format_line(template, values):
+    """``template % values`` as the compiled lane writes its lines (tests/test_compiled.py)."""
+    cdef _Template t = _Template(template)
+    cdef long long array[8]
+    cdef int i
+    if len(values) != t.count:
+        raise ValueError(f"{t.count} values for {template!r}, not {len(values)}")
+    for i in range(t.count):
+        array[i] = values[i]
+    return _line(t, array)
+
+
+cdef _Template _T_APPEND = _Template(_st._APPEND)
+cdef _Template _T_COMMIT = _Template(_st._COMMIT)
+cdef _Template _T_LOG_APPEND = _Template(_st._LOG_APPEND)
+cdef _Template _T_LOG_SEND = _Template(_st._LOG_SEND)
 
 
 cdef inline bint _ll(object value, long long *out):
@@ -330,22 +398,16 @@ cdef class _Window:
 
     # -- output -----------------------------------------------------------------------------------------
 
-    cdef str emit(self, bytes fmt, object template, int count, long long a, long long b, long long c,
-                  long long d, long long e, long long f, long long g):
+    cdef str emit(self, _Template t, long long a, long long b, long long c, long long d, long long e, long long f,
+                  long long g):
         """A record the lane makes: its trace line, or, for a caller that wants the records, ``(template,
         values, line)`` (the Python lane's ``(template, values)`` with the line it hashes).  The line is also
         the record of a compared send's run (`engine.replay._record_of` decodes it when a divergence shows it)."""
-        cdef char buf[640]
-        cdef int length
-        if count == 6:
-            length = snprintf(buf, sizeof(buf), fmt, a, b, c, d, e, f)
-        else:
-            length = snprintf(buf, sizeof(buf), fmt, a, b, c, d, e, f, g)
-        if length < 0 or length >= <int>sizeof(buf):
-            raise ValueError("a trace line longer than the lane's buffer")
-        line = buf[:length].decode("ascii")
+        cdef long long values[7]
+        values[0], values[1], values[2], values[3], values[4], values[5], values[6] = a, b, c, d, e, f, g
+        line = _line(t, values)
         if self.as_records:
-            self.out.append((template, (a, b, c, d, e, f, g)[:count], line))
+            self.out.append((t.template, (a, b, c, d, e, f, g)[:t.count], line))
         else:
             self.out.append(line)
         return line
@@ -425,7 +487,7 @@ cdef class _Window:
             for i in range(m.n_peers):
                 m.changes += 1
                 sent = True
-                line = self.emit(_F_COMMIT, _st._COMMIT, 6, now, m.node_id, m.peer_ids[i], term, commit, m.node_id, 0)
+                line = self.emit(_T_COMMIT, now, m.node_id, m.peer_ids[i], term, commit, m.node_id, 0)
                 self.actual(m.node_id, m.peer_ids[i], COMMIT_KIND, (term, m.node_id), commit, now, line)
             if sent:
                 self.invariants_observe(commit, term)
@@ -456,7 +518,7 @@ cdef class _Window:
             leader = m.peer_ids[0]
             # (the Python lane compares before it writes the line: neither reads what the other does)
             m.changes += 1
-            line = self.emit(_F_APPEND, _st._APPEND, 7, now, m.node_id, leader, term, target, m.node_id, 0)
+            line = self.emit(_T_APPEND, now, m.node_id, leader, term, target, m.node_id, 0)
             self.actual(m.node_id, leader, APPEND_KIND, (term, m.node_id, 0), target, now, line)
             if target > last:
                 m.last_append = target
@@ -806,11 +868,11 @@ cdef class _Window:
             m.log._push(end_obj, message)
             m.log_end = end
             m.changes += 1
-            self.emit(_F_LOG_APPEND, _st._LOG_APPEND, 6, now, m.node_id, end, term, session, timestamp, 0)
+            self.emit(_T_LOG_APPEND, now, m.node_id, end, term, session, timestamp, 0)
             compared = "log" in self.compared_channels.get(row[NODE], ())
             for i in range(m.n_peers):
                 m.changes += 1
-                line = self.emit(_F_LOG_SEND, _st._LOG_SEND, 7, now, m.node_id, m.peer_ids[i], term, session,
+                line = self.emit(_T_LOG_SEND, now, m.node_id, m.peer_ids[i], term, session,
                                  timestamp, end)
                 if compared:
                     self.actual(m.node_id, m.peer_ids[i], LOG_KIND, (values[0], values[1]), None, now, line)

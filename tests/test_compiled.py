@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine import compiled
 
@@ -60,3 +62,15 @@ def test_without_the_compiled_window_the_engine_runs_pure_python(monkeypatch):
         importlib.import_module("engine._window")
     assert compiled.window_module() is None
     importlib.import_module("engine.steady")
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=7, max_size=7))
+def test_the_compiled_lane_writes_each_value_as_percent_d_does(values):
+    """`engine._window` writes a trace line's numbers itself (`_write_int`): the digits ``%`` gives, for every
+    64-bit value, the extremes included (Hypothesis tries them)."""
+    window = _built_window()
+    from engine import steady
+
+    for template in (steady._APPEND, steady._COMMIT, steady._LOG_APPEND, steady._LOG_SEND):
+        count = template.count("%d")
+        assert window.format_line(template, values[:count]) == template % tuple(values[:count])
