@@ -26,6 +26,7 @@ Python lane and the model's own path, and demands the same bytes.  ``SOURCE_SHA2
 this file when it was compiled (``tests/test_compiled.py``: a stale build fails there).
 """
 
+cimport cython
 from cpython.long cimport PyLong_CheckExact
 from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_SIZE
@@ -85,6 +86,7 @@ cdef long long CATCHUP = APPEND_POSITION_FLAG_CATCHUP
 cdef object _LEADER_ROLE = Role.LEADER
 cdef object _FOLLOWER_ROLE = Role.FOLLOWER
 cdef object _HEADER = "SessionMessageHeader"
+cdef object _LaneRows = _st.LaneRows
 cdef object _values = _st._values
 cdef object _end = _st._end
 cdef object _recorded_send = _st._recorded_send
@@ -97,20 +99,64 @@ cdef enum:  # the kinds of model send the lane compares (`_KINDS`)
 cdef tuple _KINDS = (("consensus", "AppendPosition"), ("consensus", "CommitPosition"), ("log", "SessionMessageHeader"))
 
 
+class _Value:
+    """Where a builder of `engine.steady.RECORD_OF` puts value ``index`` (`_shape`)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _shape(built):
+    """The recipe of a record as a `RECORD_OF` builder makes it, learnt from one it made of `_Value`s: a
+    list of (key, what) in the record's order, ``what`` an int (the value of that number), a list (a
+    record within, the same way) or anything else (that very object, in every record)."""
+    recipe = []
+    for key, value in built.items():
+        if type(value) is _Value:
+            recipe.append((key, value.index))
+        elif type(value) is dict:
+            recipe.append((key, _shape(value)))
+        elif type(value) is int or type(value) is list:
+            raise ValueError(f"a record builder that puts a constant {value!r} in: the compiled lane cannot copy it")
+        else:
+            recipe.append((key, value))
+    return recipe
+
+
+cdef dict _build(list recipe, tuple values):
+    """A record from its `_shape` recipe."""
+    cdef dict record = {}
+    for key, what in recipe:
+        kind = type(what)
+        if kind is int:
+            record[key] = values[<Py_ssize_t>what]
+        elif kind is list:
+            record[key] = _build(<list>what, values)
+        else:
+            record[key] = what
+    return record
+
+
+@cython.final
 cdef class _Template:
-    """A trace template of `engine.steady` (``%d`` conversions only) cut at its conversions: ``write`` puts
-    the line of some values into a buffer, each value in the decimal digits ``%d`` gives."""
-    cdef object template  # the Python template, for a record's ``(template, values)``
+    """A trace template of `engine.steady` (``%d`` conversions only) cut at its conversions (`_line` writes
+    the line of some values, each value in the decimal digits ``%d`` gives), and the recipe of the record
+    its line decodes to (`engine.steady.RECORD_OF`'s builder, learnt: `_shape`)."""
+    cdef object template  # the Python template
     cdef bytes literal  # the text between the conversions, run together
     cdef int count  # conversions
     cdef int starts[9]
     cdef int lengths[9]
+    cdef list recipe
 
     def __init__(self, template):
         pieces = template.split("%d")
         if any("%" in piece for piece in pieces) or not 1 <= len(pieces) - 1 <= 8:
             raise ValueError(f"a template the compiled lane cannot write: {template!r}")
         self.template = template
+        self.recipe = _shape(_st.RECORD_OF[template](*[_Value(i) for i in range(len(pieces) - 1)]))
         self.literal = "".join(pieces).encode("ascii")
         self.count = len(pieces) - 1
         at = 0
@@ -196,6 +242,7 @@ cdef inline long long _floordiv(long long a, long long b):
     return q
 
 
+@cython.final
 cdef class _Member:
     """What the lane's handlers read and write of one steady member, held in C (`_load`, `_store`)."""
     cdef int role, node_id, n, me, ranked, n_peers
@@ -334,12 +381,15 @@ cdef void _store(_Member m) except *:
             agent.time_of_last_append_position_update_ns = m.last_append_update
 
 
+@cython.final
 cdef class _Window:
     """One `run`'s state: the lane, the replay's containers, the members held in C."""
     cdef object lane, replay, out, invariants_observe, compared_channels, batches, append_causes
     cdef object commit_causes, frame_cause, ingress_cause, own_cause, message, pairs, Run, Check, KeyRuns
     cdef list model_pairs  # (member, peer, kind) -> (`_Pair`, series key), `model_pair`
     cdef Py_ssize_t k  # the position of the row being handled
+    cdef list cols  # the chunk's rows as columns, one list per value of a lane row (`engine.steady.TS` ...)
+    cdef Py_ssize_t i  # the row being handled, in the chunk
     cdef bint as_records, compare, consistent
     cdef list held  # node id -> _Member or None
     cdef list loaded  # the ids held, to write back
@@ -366,6 +416,16 @@ cdef class _Window:
         self.consistent = bool(lane.flags.consistent_follower_positions)
         self.held = [None] * MAXNODE
         self.loaded = []
+
+    # -- the row being handled ---------------------------------------------------------------------------
+
+    cdef inline object f(self, int value):
+        """The row's value number ``value`` (`engine.steady.TS` ...)."""
+        return (<list>self.cols[value])[self.i]
+
+    cdef tuple row(self):
+        """The row as the Python lane's handlers take it."""
+        return tuple([(<list>column)[self.i] for column in self.cols])
 
     # -- the members held in C --------------------------------------------------------------------------
 
@@ -400,14 +460,14 @@ cdef class _Window:
 
     cdef str emit(self, _Template t, long long a, long long b, long long c, long long d, long long e, long long f,
                   long long g):
-        """A record the lane makes: its trace line, or, for a caller that wants the records, ``(template,
-        values, line)`` (the Python lane's ``(template, values)`` with the line it hashes).  The line is also
+        """A record the lane makes: its trace line, or, for a caller that wants the records, ``(record, line)``
+        (the record `engine.steady.RECORD_OF` builds, with the line it hashes).  The line is also
         the record of a compared send's run (`engine.replay._record_of` decodes it when a divergence shows it)."""
         cdef long long values[7]
         values[0], values[1], values[2], values[3], values[4], values[5], values[6] = a, b, c, d, e, f, g
         line = _line(t, values)
         if self.as_records:
-            self.out.append((t.template, (a, b, c, d, e, f, g)[:t.count], line))
+            self.out.append((_build(t.recipe, (a, b, c, d, e, f, g)), line))
         else:
             self.out.append(line)
         return line
@@ -591,19 +651,19 @@ cdef class _Window:
             pair = self.lane._pair(series_key)
         return pair
 
-    cdef void expect(self, tuple row, object channel, object key, object position, Py_ssize_t k) except *:
+    cdef void expect(self, object channel, object key, object position, Py_ssize_t k) except *:
         """`SteadyLane._expect`."""
         cdef list positions, keys
-        node_id = row[NODE]
-        series_key = (node_id, row[PEER], channel, row[TYPE])
+        node_id = self.f(NODE)
+        series_key = (node_id, self.f(PEER), channel, self.f(TYPE))
         pair = self.pair_of(series_key)
         if not pair.compared:
             return
-        ts = row[TS]
-        payload = row[PAYLOAD]
-        recipe = k if payload is None else (_recorded_send, ts, node_id, row[PEER], row[TYPE], payload)
+        ts = self.f(TS)
+        payload = self.f(PAYLOAD)
+        recipe = k if payload is None else (_recorded_send, ts, node_id, self.f(PEER), self.f(TYPE), payload)
         series = pair.expected
-        number = self.series_append(series, ts, key, position, row[REF], recipe)
+        number = self.series_append(series, ts, key, position, self.f(REF), recipe)
         if number is None:
             return
         tolerance = self.replay.tolerance_ns
@@ -680,10 +740,10 @@ cdef class _Window:
         pair.waiting = entry
         tentative.append(entry)
 
-    cdef int expected(self, tuple row, Py_ssize_t k) except -1:
+    cdef int expected(self, Py_ssize_t k) except -1:
         """`SteadyLane._expected` (0: declined, as it declines)."""
-        kind = row[TYPE]
-        payload = row[PAYLOAD]
+        kind = self.f(TYPE)
+        payload = self.f(PAYLOAD)
         if payload is not None:
             if kind == "AppendPosition":
                 values = _values(payload, AppendPosition)
@@ -698,56 +758,56 @@ cdef class _Window:
                 term, position, member = values
                 key = (term, member)
             if self.compare:
-                self.expect(row, "consensus", key, position, k)
+                self.expect("consensus", key, position, k)
             return 1
-        term = row[TERM]
-        position = row[POSITION]
+        term = self.f(TERM)
+        position = self.f(POSITION)
         if kind == "AppendPosition":
-            member = row[FOLLOWER_ID]
-            flags = row[FLAGS]
+            member = self.f(FOLLOWER_ID)
+            flags = self.f(FLAGS)
             if not PyLong_CheckExact(member) or not PyLong_CheckExact(flags):
                 return 0
             key = (term, member, flags)
         else:
-            member = row[LEADER_ID]
+            member = self.f(LEADER_ID)
             if not PyLong_CheckExact(member):
                 return 0
             key = (term, member)
         if not PyLong_CheckExact(term) or not PyLong_CheckExact(position):
             return 0
         if self.compare:
-            self.expect(row, "consensus", key, position, k)
+            self.expect("consensus", key, position, k)
         return 1
 
     # -- the events (each: 1 handled, 0 the Python handler's, nothing changed) ---------------------------
 
-    cdef object int_values(self, tuple row, object cls, int a, int b, int c, int d, int count):
+    cdef object int_values(self, object cls, int a, int b, int c, int d, int count):
         """`SteadyLane._int_values`: the message's values, from its payload or its typed columns."""
-        payload = row[PAYLOAD]
+        payload = self.f(PAYLOAD)
         if payload is not None:
             return _values(payload, cls)
         if count == 3:
-            values = (row[a], row[b], row[c])
+            values = (self.f(a), self.f(b), self.f(c))
         else:
-            values = (row[a], row[b], row[c], row[d])
+            values = (self.f(a), self.f(b), self.f(c), self.f(d))
         for value in values:
             if not PyLong_CheckExact(value):
                 return None
         return values
 
-    cdef int append_position(self, tuple row) except -1:
+    cdef int append_position(self) except -1:
         cdef long long ts = 0, term = 0, position = 0, follower_id = 0, flags = 0, now = 0
         cdef int i
-        cdef _Member m = self.member(row[NODE])
+        cdef _Member m = self.member(self.f(NODE))
         if m is None or m.role != LEADER:
             return 0
-        values = self.int_values(row, AppendPosition, TERM, POSITION, FOLLOWER_ID, FLAGS, 4)
+        values = self.int_values(AppendPosition, TERM, POSITION, FOLLOWER_ID, FLAGS, 4)
         if values is None or not (_ll(values[0], &term) and _ll(values[1], &position)
                                   and _ll(values[2], &follower_id) and _ll(values[3], &flags)):
             return 0
-        if term != m.term or flags & CATCHUP or flags < 0 or not _ll(row[TS], &ts):
+        if term != m.term or flags & CATCHUP or flags < 0 or not _ll(self.f(TS), &ts):
             return 0
-        if not self.enter(m, ts, self.append_causes[row[PEER]], &now):
+        if not self.enter(m, ts, self.append_causes[self.f(PEER)], &now):
             return 0
         for i in range(m.n):
             if m.ids[i] == follower_id:
@@ -760,21 +820,21 @@ cdef class _Window:
         self.leader_position(m, now)
         return 1
 
-    cdef int commit_position(self, tuple row) except -1:
+    cdef int commit_position(self) except -1:
         cdef long long ts = 0, term = 0, position = 0, leader_id = 0, now = 0, end = 0
-        cdef _Member m = self.member(row[NODE])
+        cdef _Member m = self.member(self.f(NODE))
         if m is None or m.role != FOLLOWER:
             return 0
-        values = self.int_values(row, CommitPosition, TERM, POSITION, LEADER_ID, 0, 3)
+        values = self.int_values(CommitPosition, TERM, POSITION, LEADER_ID, 0, 3)
         if values is None or not (_ll(values[0], &term) and _ll(values[1], &position)
                                   and _ll(values[2], &leader_id)):
             return 0
-        if term != m.term or leader_id != m.peer_ids[0] or not _ll(row[TS], &ts):
+        if term != m.term or leader_id != m.peer_ids[0] or not _ll(self.f(TS), &ts):
             return 0
         end = m.log_end
         if not self.poll_ok(m, position if position < end else end):
             return 0
-        if not self.enter(m, ts, self.commit_causes[row[PEER]], &now):
+        if not self.enter(m, ts, self.commit_causes[self.f(PEER)], &now):
             return 0
         self.invariants_observe(values[1], values[0])
         m.last_leader_update = m.now_ms
@@ -784,22 +844,22 @@ cdef class _Window:
         self.follower_work(m, now)
         return 1
 
-    cdef int log_frame(self, tuple row) except -1:
-        position = row[EXTRA_POSITION]
-        if row[TYPE] != _HEADER or not PyLong_CheckExact(position):
+    cdef int log_frame(self) except -1:
+        position = self.f(EXTRA_POSITION)
+        if self.f(TYPE) != _HEADER or not PyLong_CheckExact(position):
             return 0
-        cdef _Member m = self.member(row[NODE])
+        cdef _Member m = self.member(self.f(NODE))
         if m is None or m.role != FOLLOWER:
             return 0
-        values = self.int_values(row, SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
+        values = self.int_values(SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
         if values is None:
             return 0
-        payload = row[PAYLOAD]
+        payload = self.f(PAYLOAD)
         frame = (self.message(values), position, len(payload) if payload is not None else None)
-        node_obj = row[NODE]
+        node_obj = self.f(NODE)
         batch = self.batches.get(node_obj)
         if batch is None:
-            self.batches[node_obj] = (row[TS], [frame])
+            self.batches[node_obj] = (self.f(TS), [frame])
         else:
             batch[1].append(frame)
         return 1
@@ -834,32 +894,32 @@ cdef class _Window:
         self.follower_work(m, now)
         return 1
 
-    cdef int ingress(self, tuple row) except -1:
+    cdef int ingress(self) except -1:
         cdef long long ts = 0, now = 0
-        if row[TYPE] != _HEADER:
+        if self.f(TYPE) != _HEADER:
             return 0
-        cdef _Member m = self.member(row[NODE])
+        cdef _Member m = self.member(self.f(NODE))
         if m is None or m.role != LEADER:
             return 0
-        if self.int_values(row, SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3) is None or not m.log_evidence:
+        if self.int_values(SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3) is None or not m.log_evidence:
             return 0
-        if not _ll(row[TS], &ts) or not self.enter(m, ts, self.ingress_cause, &now):
+        if not _ll(self.f(TS), &ts) or not self.enter(m, ts, self.ingress_cause, &now):
             return 0
         self.leader_position(m, now)
         return 1
 
-    cdef int own_append(self, tuple row) except -1:
+    cdef int own_append(self) except -1:
         cdef long long ts = 0, now = 0, end = 0, term = 0, session = 0, timestamp = 0
         cdef int i
-        end_obj = row[EXTRA_POSITION]
-        if row[TYPE] != _HEADER or not PyLong_CheckExact(end_obj):
+        end_obj = self.f(EXTRA_POSITION)
+        if self.f(TYPE) != _HEADER or not PyLong_CheckExact(end_obj):
             return 0
-        cdef _Member m = self.member(row[NODE])
+        cdef _Member m = self.member(self.f(NODE))
         if m is None or m.role != LEADER:
             return 0
-        values = self.int_values(row, SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
+        values = self.int_values(SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
         if values is None or not (_ll(end_obj, &end) and _ll(values[0], &term) and _ll(values[1], &session)
-                                  and _ll(values[2], &timestamp) and _ll(row[TS], &ts)):
+                                  and _ll(values[2], &timestamp) and _ll(self.f(TS), &ts)):
             return 0
         if not self.enter(m, ts, self.own_cause, &now):
             return 0
@@ -869,7 +929,7 @@ cdef class _Window:
             m.log_end = end
             m.changes += 1
             self.emit(_T_LOG_APPEND, now, m.node_id, end, term, session, timestamp, 0)
-            compared = "log" in self.compared_channels.get(row[NODE], ())
+            compared = "log" in self.compared_channels.get(self.f(NODE), ())
             for i in range(m.n_peers):
                 m.changes += 1
                 line = self.emit(_T_LOG_SEND, now, m.node_id, m.peer_ids[i], term, session,
@@ -878,13 +938,24 @@ cdef class _Window:
                     self.actual(m.node_id, m.peer_ids[i], LOG_KIND, (values[0], values[1]), None, now, line)
         self.leader_position(m, now)
         if self.compare:
-            self.expect(row, "log", (values[0], values[1]), None, self.k)
+            self.expect("log", (values[0], values[1]), None, self.k)
         return 1
 
 
-def run(lane, list rows, Py_ssize_t first, list out, event_at, ref_kind):
-    """`SteadyLane.run` (the same rows, the same order, the same calls), the handlers on C state."""
+def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
+    """`SteadyLane.run` (the same rows, the same order, the same calls), the handlers on C state.  ``rows``:
+    `engine.steady.LaneRows` (its columns read as they are), or a list of row tuples."""
     cdef _Window w = _Window(lane, out)
+    cdef Py_ssize_t count = len(rows)
+    if type(rows) is _LaneRows:
+        w.cols = list(rows.columns)
+    else:
+        w.cols = [list(column) for column in zip(*rows)] if count else [[] for _ in range(CODE + 1)]
+    if len(w.cols) != CODE + 1:
+        raise ValueError(f"lane rows of {len(w.cols)} values, not {CODE + 1}")
+    for column in w.cols:
+        if type(column) is not list or len(column) != count:
+            raise ValueError("a lane row column that is not a list of the chunk's length")
     replay = lane.replay
     replay._out = out
     body = replay._body
@@ -905,12 +976,13 @@ def run(lane, list rows, Py_ssize_t first, list out, event_at, ref_kind):
     cdef long long ts, instant = 0
     cdef bint has_instant = False
     cdef int code, handled
-    cdef tuple row
+    cdef Py_ssize_t i
     try:
-        for row in rows:
+        for i in range(count):
             lane.position = k
             w.k = k
-            ts_obj = row[TS]
+            w.i = i
+            ts_obj = w.f(TS)
             if not _ll(ts_obj, &ts):
                 raise ValueError(f"a lane row's time is not an int: {ts_obj!r}")
             replay.now = ts_obj
@@ -941,9 +1013,9 @@ def run(lane, list rows, Py_ssize_t first, list out, event_at, ref_kind):
                 clock.run_until(ts_obj)
             elif ts_obj > clock.now_ns:
                 clock.now_ns = ts_obj
-            code = row[CODE]
+            code = w.f(CODE)
             if batches and code != FRAME_IN:
-                node_obj = row[NODE]
+                node_obj = w.f(NODE)
                 if node_obj in batches:
                     if not w.feed_batch(node_obj):
                         w.release()
@@ -953,24 +1025,25 @@ def run(lane, list rows, Py_ssize_t first, list out, event_at, ref_kind):
             handled = 0
             if code:
                 if code == RECORDED_SEND:
-                    handled = w.expected(row, k)  # the comparison's side: no member state
+                    handled = w.expected(k)  # the comparison's side: no member state
                 else:
                     if code == APPEND_IN:
-                        handled = w.append_position(row)
+                        handled = w.append_position()
                     elif code == COMMIT_IN:
-                        handled = w.commit_position(row)
+                        handled = w.commit_position()
                     elif code == FRAME_IN:
-                        handled = w.log_frame(row)
+                        handled = w.log_frame()
                     elif code == INGRESS_IN:
-                        handled = w.ingress(row)
+                        handled = w.ingress()
                     elif code == OWN_APPEND:
-                        handled = w.own_append(row)
+                        handled = w.own_append()
                     if not handled:
                         w.release()
+                        row = w.row()
                         handled = 1 if (handlers[code](row, out) or (code <= INGRESS_IN and lane._absent(row))) else 0
                         w.release()
             if handled:
-                horizon[row[NODE]] = ts_obj
+                horizon[w.f(NODE)] = ts_obj
                 if (checks and checks[0][0] < ts_obj) or found or runs.open:
                     w.write_back()
                     replay._resolve_due(ts_obj, out)
@@ -991,4 +1064,4 @@ def run(lane, list rows, Py_ssize_t first, list out, event_at, ref_kind):
             k += 1
     finally:
         w.release()
-    lane.handled += len(rows) - declined
+    lane.handled += count - declined

@@ -1514,10 +1514,11 @@ class ReplaySession:
             if not out:
                 continue
             if as_records:
-                # (the compiled lane's records carry their line: ``(template, values, line)``)
-                hasher.add_lines([(one[0] % one[1] if len(one) == 2 else one[2]) if type(one) is tuple else encode(one)
-                                  for one in out])
-                yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
+                # a lane record: the Python lane's ``(template, values)``, or the compiled lane's ``(record, line)``
+                hasher.add_lines([(one[0] % one[1] if type(one[0]) is str else one[1]) if type(one) is tuple
+                                  else encode(one) for one in out])
+                yield from [(RECORD_OF[one[0]](*one[1]) if type(one[0]) is str else one[0]) if type(one) is tuple
+                            else canonical(one) for one in out]
             else:
                 lines = [one if type(one) is str else encode(one) for one in out]
                 hasher.add_lines(lines)

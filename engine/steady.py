@@ -305,7 +305,8 @@ class SteadyLane:
         self.handled = 0
         #: What a record the lane makes is put out as: its trace line (str), or, for a caller that wants the
         #: records, ``(template, values)`` (`RECORD_OF`; no line parsed back into a dict, and in the
-        #: lines' case no tuple kept alive for the collector to walk).
+        #: lines' case no tuple kept alive for the collector to walk).  The compiled loop puts out
+        #: ``(record, line)`` instead, the record built as `RECORD_OF` builds it.
         self.as_records = False
         #: The compiled loop (`engine._window`, the same rows handled on C state), None: this module's.
         self.compiled = compiled.window_module()
@@ -1049,7 +1050,26 @@ def _only_positions(extra: Any, positions: list[Any]) -> bool:
     return True
 
 
-def lane_rows(batch: Any) -> list[tuple]:
+class LaneRows:
+    """A chunk's lane rows kept as their columns (``columns[TS]`` ...: one list per value of a row): iterated,
+    the row tuples; the compiled lane (`engine._window`) reads the columns as they are."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: tuple[list[Any], ...]) -> None:
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns[TS])
+
+    def __iter__(self) -> Any:
+        return zip(*self.columns, strict=True)
+
+    def __getitem__(self, i: int) -> tuple:
+        return tuple(column[i] for column in self.columns)
+
+
+def lane_rows(batch: Any) -> LaneRows:
     """Lane rows of a replay file's record batch (contract §2: its typed columns, ``extra`` and ``payload``)."""
     import numpy as np
     import pyarrow.compute as pc
@@ -1102,5 +1122,5 @@ def lane_rows(batch: Any) -> list[tuple]:
             if one is None:
                 one = codes[triple] = code_of(*triple)
             code.append(one)
-    return list(zip(ints("ts"), ints("node"), directions, channels, kinds, ints("peer"), *(ints(name) for name in _ROW_INTS),
-                    positions, payload, ints("seq"), code, strict=True))
+    return LaneRows((ints("ts"), ints("node"), directions, channels, kinds, ints("peer"), *(ints(name) for name in _ROW_INTS),
+                     positions, payload, ints("seq"), code))
