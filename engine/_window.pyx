@@ -125,18 +125,48 @@ def _shape(built):
     return recipe
 
 
-cdef dict _build(list recipe, tuple values):
-    """A record from its `_shape` recipe."""
-    cdef dict record = {}
-    for key, what in recipe:
-        kind = type(what)
-        if kind is int:
-            record[key] = values[<Py_ssize_t>what]
-        elif kind is list:
-            record[key] = _build(<list>what, values)
-        else:
-            record[key] = what
-    return record
+@cython.final
+cdef class _Record:
+    """How a record of one template is built (`_shape`'s recipe, compiled): a copy of ``outer`` with the
+    values set at ``outer_keys`` and, when the record holds one within (its ``fields``), a copy of
+    ``inner`` set likewise and put at ``inner_at``.  Copying a dict of these few keys costs less than
+    building it key by key, and it keeps the builder's order."""
+    cdef dict outer, inner
+    cdef object inner_at
+    cdef list outer_keys, inner_keys  # [(key, value number)]
+
+    def __init__(self, list recipe):
+        self.outer, self.outer_keys = {}, []
+        self.inner, self.inner_keys, self.inner_at = None, [], None
+        for key, what in recipe:
+            if type(what) is int:
+                self.outer[key] = None
+                self.outer_keys.append((key, what))
+            elif type(what) is list:
+                if self.inner is not None:
+                    raise ValueError("a record with two records within: the compiled lane builds one")
+                self.inner, self.inner_at = {}, key
+                self.outer[key] = None
+                for inner_key, inner_what in what:
+                    if type(inner_what) is list:
+                        raise ValueError("a record within a record within: the compiled lane builds one level")
+                    self.inner[inner_key] = None if type(inner_what) is int else inner_what
+                    if type(inner_what) is int:
+                        self.inner_keys.append((inner_key, inner_what))
+            else:
+                self.outer[key] = what
+
+    cdef dict build(self, tuple values):
+        cdef dict record = self.outer.copy()
+        cdef dict inner
+        for key, at in self.outer_keys:
+            record[key] = values[<Py_ssize_t>at]
+        if self.inner is not None:
+            inner = self.inner.copy()
+            for key, at in self.inner_keys:
+                inner[key] = values[<Py_ssize_t>at]
+            record[self.inner_at] = inner
+        return record
 
 
 @cython.final
@@ -149,14 +179,14 @@ cdef class _Template:
     cdef int count  # conversions
     cdef int starts[9]
     cdef int lengths[9]
-    cdef list recipe
+    cdef _Record record
 
     def __init__(self, template):
         pieces = template.split("%d")
         if any("%" in piece for piece in pieces) or not 1 <= len(pieces) - 1 <= 8:
             raise ValueError(f"a template the compiled lane cannot write: {template!r}")
         self.template = template
-        self.recipe = _shape(_st.RECORD_OF[template](*[_Value(i) for i in range(len(pieces) - 1)]))
+        self.record = _Record(_shape(_st.RECORD_OF[template](*[_Value(i) for i in range(len(pieces) - 1)])))
         self.literal = "".join(pieces).encode("ascii")
         self.count = len(pieces) - 1
         at = 0
@@ -467,7 +497,7 @@ cdef class _Window:
         values[0], values[1], values[2], values[3], values[4], values[5], values[6] = a, b, c, d, e, f, g
         line = _line(t, values)
         if self.as_records:
-            self.out.append((_build(t.recipe, (a, b, c, d, e, f, g)), line))
+            self.out.append((t.record.build((a, b, c, d, e, f, g)), line))
         else:
             self.out.append(line)
         return line
