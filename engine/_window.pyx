@@ -28,7 +28,7 @@ this file when it was compiled (``tests/test_compiled.py``: a stale build fails 
 
 cimport cython
 from cpython.long cimport PyLong_CheckExact
-from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.string cimport memcpy
@@ -36,6 +36,8 @@ from heapq import heappush
 
 from engine import steady as _st
 from engine.model.agent import SLOW_TICK_INTERVAL_NS, Role
+from engine.trace import _encode as _encode_line
+from engine.trace import canonical as _canonical
 from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
 from engine.model.members import NULL_POSITION
 from engine.model.node import _UNKNOWN
@@ -156,15 +158,16 @@ cdef class _Record:
             else:
                 self.outer[key] = what
 
-    cdef dict build(self, tuple values):
+    cdef dict build(self, long long *values):
         cdef dict record = self.outer.copy()
         cdef dict inner
+        cdef Py_ssize_t at
         for key, at in self.outer_keys:
-            record[key] = values[<Py_ssize_t>at]
+            record[key] = values[at]
         if self.inner is not None:
             inner = self.inner.copy()
             for key, at in self.inner_keys:
-                inner[key] = values[<Py_ssize_t>at]
+                inner[key] = values[at]
             record[self.inner_at] = inner
         return record
 
@@ -420,6 +423,8 @@ cdef class _Window:
     cdef Py_ssize_t k  # the position of the row being handled
     cdef list cols  # the chunk's rows as columns, one list per value of a lane row (`engine.steady.TS` ...)
     cdef Py_ssize_t i  # the row being handled, in the chunk
+    cdef list lines  # records mode: the lines of ``out``'s records, in order (`emit`, `settle_out`)
+    cdef Py_ssize_t known  # records mode: how many of ``out`` are final records with their lines in ``lines``
     cdef bint as_records, compare, consistent
     cdef list held  # node id -> _Member or None
     cdef list loaded  # the ids held, to write back
@@ -442,6 +447,10 @@ cdef class _Window:
         self.Run, self.Check, self.KeyRuns = _st._Run, _st._Check, _st._KeyRuns
         self.k = 0
         self.as_records = bool(lane.as_records)
+        self.lines = []
+        self.known = len(out)
+        if self.as_records and self.known:
+            raise ValueError("records mode with records already in out")
         self.compare = bool(self.replay.compare)
         self.consistent = bool(lane.flags.consistent_follower_positions)
         self.held = [None] * MAXNODE
@@ -497,10 +506,30 @@ cdef class _Window:
         values[0], values[1], values[2], values[3], values[4], values[5], values[6] = a, b, c, d, e, f, g
         line = _line(t, values)
         if self.as_records:
-            self.out.append((t.record.build((a, b, c, d, e, f, g)), line))
+            if PyList_GET_SIZE(self.out) != self.known:
+                self.settle_out()
+            self.out.append(t.record.build(values))
+            self.lines.append(line)
+            self.known += 1
         else:
             self.out.append(line)
         return line
+
+    cdef void settle_out(self) except *:
+        """In records mode: what the Python code put into ``out`` since (the model's records, the Python lane's
+        ``(template, values)``) as final records, their lines after the lines before them."""
+        cdef Py_ssize_t j
+        cdef list out = self.out
+        for j in range(self.known, PyList_GET_SIZE(out)):
+            one = out[j]
+            if type(one) is tuple:
+                self.lines.append(one[0] % one[1])
+                out[j] = _st.RECORD_OF[one[0]](*one[1])
+            else:
+                record = _canonical(one)
+                self.lines.append(_encode_line(record))
+                out[j] = record
+        self.known = PyList_GET_SIZE(out)
 
     # -- the duty cycle's parts (`SteadyLane._enter`, `_slow_tick_idle`, ...) ----------------------------
 
@@ -1095,3 +1124,6 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
     finally:
         w.release()
     lane.handled += count - declined
+    if w.as_records:
+        w.settle_out()
+        lane.record_lines = w.lines

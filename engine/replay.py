@@ -1509,16 +1509,17 @@ class ReplaySession:
         steady.as_records = as_records
         for first, rows, event_at in chunks:
             out: list[Any] = []  # the lane's lines (or (template, values)) and `_body`'s records, in the order made
+            steady.record_lines = None
             steady.run(rows, first, out, event_at, ref_kind)
             self.position = first + len(rows)
             if not out:
                 continue
-            if as_records:
-                # a lane record: the Python lane's ``(template, values)``, or the compiled lane's ``(record, line)``
-                hasher.add_lines([(one[0] % one[1] if type(one[0]) is str else one[1]) if type(one) is tuple
-                                  else encode(one) for one in out])
-                yield from [(RECORD_OF[one[0]](*one[1]) if type(one[0]) is str else one[0]) if type(one) is tuple
-                            else canonical(one) for one in out]
+            if as_records and steady.record_lines is not None:  # the compiled loop: final records, their lines
+                hasher.add_lines(steady.record_lines)
+                yield from out
+            elif as_records:
+                hasher.add_lines([one[0] % one[1] if type(one) is tuple else encode(one) for one in out])
+                yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
             else:
                 lines = [one if type(one) is str else encode(one) for one in out]
                 hasher.add_lines(lines)

@@ -306,8 +306,9 @@ class SteadyLane:
         #: What a record the lane makes is put out as: its trace line (str), or, for a caller that wants the
         #: records, ``(template, values)`` (`RECORD_OF`; no line parsed back into a dict, and in the
         #: lines' case no tuple kept alive for the collector to walk).  The compiled loop puts out
-        #: ``(record, line)`` instead, the record built as `RECORD_OF` builds it.
+        #: the records themselves, final, and their lines in ``record_lines`` (None: not run so).
         self.as_records = False
+        self.record_lines: list[str] | None = None
         #: The compiled loop (`engine._window`, the same rows handled on C state), None: this module's.
         self.compiled = compiled.window_module()
 
