@@ -365,6 +365,22 @@ def describe_send(node: Any, peer: Any, channel: Any, type_name: str, fields: Ma
         head = _SEND_HEADS[node, peer, channel]
     except (KeyError, TypeError):
         head = _send_head(node, peer, channel)
+    # A cluster at work's sends (most of a timeline's lines) written at once: what `describe_fields` writes of
+    # them when their values are ints and the member ids the prefix shows (tests/test_describe.py).
+    get = fields.get
+    if type_name == "AppendPosition":
+        term, position, flags = get("leadershipTermId"), get("logPosition"), get("flags")
+        if type(term) is int and type(position) is int and get("followerMemberId") == node and flags == 0 \
+                and log_position is None:
+            return f"{head}AppendPosition term={term} pos={position}"
+    elif type_name == "CommitPosition":
+        term, position = get("leadershipTermId"), get("logPosition")
+        if type(term) is int and type(position) is int and get("leaderMemberId") == node and log_position is None:
+            return f"{head}CommitPosition term={term} pos={position}"
+    elif type_name == "SessionMessageHeader":
+        term, session = get("leadershipTermId"), get("clusterSessionId")
+        if type(term) is int and type(session) is int and type(log_position) is int:
+            return f"{head}SessionMessageHeader term={term} session={session} @{log_position}"
     text = head + describe_fields(type_name, fields, node, peer)
     return text if log_position is None else f"{text} @{_v(log_position)}"
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formats import cluster_codecs as c
 from formats.describe import describe_event, describe_fields, describe_message, describe_record, format_ts
@@ -148,3 +150,26 @@ def test_a_divergence_on_an_observation_reads_like_the_agent_log_line():
         "actual": None, "state": {},
     }
     assert describe_record(record) == "0 DIVERGENCE expected 0 INIT → CANVASS (observed) actual nothing"
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.integers(-(2**63), 2**63 - 1), st.floats(0, 2),
+                    st.sampled_from(["", "x y", "1"]))
+
+
+@given(st.sampled_from(["AppendPosition", "CommitPosition", "SessionMessageHeader"]),
+       st.dictionaries(st.sampled_from(["leadershipTermId", "logPosition", "followerMemberId", "flags", "leaderMemberId",
+                                        "clusterSessionId", "timestamp"]), _VALUES, max_size=2),
+       st.one_of(st.none(), st.integers(0, 3)), st.one_of(st.none(), st.integers(0, 3)),
+       st.sampled_from([None, "consensus", "log"]), st.one_of(st.none(), st.integers(0, 99), _VALUES))
+@settings(max_examples=400)
+def test_a_send_written_at_once_reads_as_its_fields_describe_it(type_name, fields, node, peer, channel, log_position):
+    """`describe_send` writes a cluster at work's sends without `describe_fields` (the timeline's most lines):
+    the same text, whatever the values (ints, the member ids the prefix shows, or anything else)."""
+    from formats.describe import _send_head, _v, describe_fields, describe_send
+
+    # the values of a send written at once, with some replaced by the drawn ones (near the case, each way out)
+    fields = {"leadershipTermId": 1, "logPosition": 64, "followerMemberId": node, "leaderMemberId": node, "flags": 0,
+              "clusterSessionId": 7, **fields}
+    text = _send_head(node, peer, channel) + describe_fields(type_name, fields, node, peer)
+    expected = text if log_position is None else f"{text} @{_v(log_position)}"
+    assert describe_send(node, peer, channel, type_name, fields, log_position) == expected
