@@ -2,14 +2,24 @@
 """The steady-state lane's loop, compiled: `SteadyLane.run` with each member's state held in C.
 
 `engine.steady.SteadyLane.run` handles the rows of a cluster at work on the members' own objects,
-reading and writing their agents' attributes for every event; that interpretation is most of what a
-steady replay costs.  `run` here is the same loop, row for row, in the same order, with the values the
-lane's handlers read and write (times, positions, the leader's table of its followers' positions)
-loaded once into a `_Member` and written back to the member's objects before anything else may read
-them.  Everything else is the Python lane's own code, called from here: the comparison (`_actual`,
-`_expected`, `_resolve_due`), the invariant checker, the log store, the model's own path.
+reading and writing their agents' attributes for every event, and compares each send through the
+comparison's Python objects; that interpretation is most of what a steady replay costs.  `run` here is
+the same loop, row for row, in the same order:
 
-It is the Python lane, not a second model of it:
+* the values the lane's handlers read and write (times, positions, the leader's table of its
+  followers' positions) are loaded once into a `_Member` and written back to the member's objects
+  before any other code may read them;
+* the comparison's hot path (`SteadyLane._expect`, `_actual`, `_expected`, `_Series.append`) works on
+  the comparison's own series, pairs and checks, as the Python lane leaves them; a compared send's run
+  keeps its trace line as its record (`engine.replay._record_of` decodes it if a divergence shows it);
+* the rows are read from their columns (`engine.steady.LaneRows`), a row tuple made only for the Python
+  code that takes one;
+* the trace lines are the Python templates (`engine.steady._APPEND` ...), each ``%d`` written as the
+  value's decimal digits (`_Template`); the text timeline's records are built from recipes learnt from
+  `engine.steady.RECORD_OF`'s builders (`_Record`), and given with their lines (`_Window.settle_out`).
+
+Everything else is the Python lane's own code, called from here: checks settling (`_resolve_due`), the
+invariant checker, the log store, the model's own path.  It is the Python lane, not a second model of it:
 
 * each handler here makes the checks the Python handler makes, in the same order, and handles the row
   only when every one passes; any doubt (a value that is not a plain int, a member the C state cannot
@@ -17,30 +27,27 @@ It is the Python lane, not a second model of it:
   handler, which decides.  Handing over writes every member's state back first and drops it after, so
   the Python code sees, and leaves, the objects as the Python lane would;
 * the comparison never reads a member's state, except a divergence's classification (the member's
-  view); `_resolve_due` is called on written-back state whenever it may classify;
-* the trace lines are the Python templates (`engine.steady._APPEND` ...), each ``%d`` written as the
-  value's decimal digits (`_Template`, `_write_int`).
+  view); `_resolve_due` is called on written-back state whenever it may classify.
 
 ``tests/test_steady_lane.py`` replays every sample, scenario and real capture through this loop, the
-Python lane and the model's own path, and demands the same bytes.  ``SOURCE_SHA256`` is the sha256 of
-this file when it was compiled (``tests/test_compiled.py``: a stale build fails there).
+Python lane and the model's own path, and demands the same bytes; ``tests/test_compiled.py`` checks the
+line writing against ``%`` and that this build is of this file (``SOURCE_SHA256``).
 """
 
 cimport cython
 from cpython.long cimport PyLong_CheckExact
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.tuple cimport PyTuple_GET_SIZE
+from cpython.list cimport PyList_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.string cimport memcpy
 from heapq import heappush
 
 from engine import steady as _st
 from engine.model.agent import SLOW_TICK_INTERVAL_NS, Role
-from engine.trace import _encode as _encode_line
-from engine.trace import canonical as _canonical
 from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
 from engine.model.members import NULL_POSITION
 from engine.model.node import _UNKNOWN
+from engine.trace import _encode as _encode_line
+from engine.trace import canonical as _canonical
 from formats.cluster_codecs import AppendPosition, CommitPosition, SessionMessageHeader
 
 # The sha256 of this file as it was compiled: setup.py hands it to Cython as the compile-time name
@@ -470,7 +477,7 @@ cdef class _Window:
 
     cdef _Member member(self, object node_obj):
         """The C state of the row's member (loaded when first asked for), None: the Python lane's."""
-        cdef long long node_id
+        cdef long long node_id = -1
         cdef _Member m
         if not _ll(node_obj, &node_id) or node_id < 0 or node_id >= MAXNODE:
             return None
@@ -745,7 +752,7 @@ cdef class _Window:
     cdef tuple model_pair(self, long long node_id, long long peer, int kind):
         """(the `_Pair`, its series key) of the model's sends of ``kind`` from member ``node_id`` to ``peer``
         (looked up once a chunk: a pair, once made, is the lane's for the whole replay)."""
-        cdef Py_ssize_t at
+        cdef Py_ssize_t at = 0
         if 0 <= node_id < MAXNODE and 0 <= peer < MAXNODE:
             at = (node_id * MAXNODE + peer) * 3 + kind
             found = self.model_pairs[at]
