@@ -33,6 +33,10 @@ def _extensions() -> list[Extension]:
         # Set here, not on the Extension given to cythonize: it builds new Extensions from the settings it
         # knows and drops `optional` (Cython 3.3), and a machine without a compiler then fails the install.
         extension.optional = True
+        if sys.platform != "win32":
+            # after Python's own flags (-O3 -g here), so these win: half the compile time of an install,
+            # the same speed of the replay (measured), and no debug information in the module
+            extension.extra_compile_args = [*extension.extra_compile_args, "-O2", "-g0"]
     return extensions
 
 

@@ -430,6 +430,8 @@ cdef class _Window:
     cdef Py_ssize_t k  # the position of the row being handled
     cdef list cols  # the chunk's rows as columns, one list per value of a lane row (`engine.steady.TS` ...)
     cdef Py_ssize_t i  # the row being handled, in the chunk
+    cdef object ts_obj, node_obj  # its time and member (read once a row: `run`)
+    cdef long long ts
     cdef list lines  # records mode: the lines of ``out``'s records, in order (`emit`, `settle_out`)
     cdef Py_ssize_t known  # records mode: how many of ``out`` are final records with their lines in ``lines``
     cdef bint as_records, compare, consistent
@@ -720,12 +722,12 @@ cdef class _Window:
     cdef void expect(self, object channel, object key, object position, Py_ssize_t k) except *:
         """`SteadyLane._expect`."""
         cdef list positions, keys
-        node_id = self.f(NODE)
+        node_id = self.node_obj
         series_key = (node_id, self.f(PEER), channel, self.f(TYPE))
         pair = self.pair_of(series_key)
         if not pair.compared:
             return
-        ts = self.f(TS)
+        ts = self.ts_obj
         payload = self.f(PAYLOAD)
         recipe = k if payload is None else (_recorded_send, ts, node_id, self.f(PEER), self.f(TYPE), payload)
         series = pair.expected
@@ -864,16 +866,16 @@ cdef class _Window:
     cdef int append_position(self) except -1:
         cdef long long ts = 0, term = 0, position = 0, follower_id = 0, flags = 0, now = 0
         cdef int i
-        cdef _Member m = self.member(self.f(NODE))
+        cdef _Member m = self.member(self.node_obj)
         if m is None or m.role != LEADER:
             return 0
         values = self.int_values(AppendPosition, TERM, POSITION, FOLLOWER_ID, FLAGS, 4)
         if values is None or not (_ll(values[0], &term) and _ll(values[1], &position)
                                   and _ll(values[2], &follower_id) and _ll(values[3], &flags)):
             return 0
-        if term != m.term or flags & CATCHUP or flags < 0 or not _ll(self.f(TS), &ts):
+        if term != m.term or flags & CATCHUP or flags < 0:
             return 0
-        if not self.enter(m, ts, self.append_causes[self.f(PEER)], &now):
+        if not self.enter(m, self.ts, self.append_causes[self.f(PEER)], &now):
             return 0
         for i in range(m.n):
             if m.ids[i] == follower_id:
@@ -888,19 +890,19 @@ cdef class _Window:
 
     cdef int commit_position(self) except -1:
         cdef long long ts = 0, term = 0, position = 0, leader_id = 0, now = 0, end = 0
-        cdef _Member m = self.member(self.f(NODE))
+        cdef _Member m = self.member(self.node_obj)
         if m is None or m.role != FOLLOWER:
             return 0
         values = self.int_values(CommitPosition, TERM, POSITION, LEADER_ID, 0, 3)
         if values is None or not (_ll(values[0], &term) and _ll(values[1], &position)
                                   and _ll(values[2], &leader_id)):
             return 0
-        if term != m.term or leader_id != m.peer_ids[0] or not _ll(self.f(TS), &ts):
+        if term != m.term or leader_id != m.peer_ids[0]:
             return 0
         end = m.log_end
         if not self.poll_ok(m, position if position < end else end):
             return 0
-        if not self.enter(m, ts, self.commit_causes[self.f(PEER)], &now):
+        if not self.enter(m, self.ts, self.commit_causes[self.f(PEER)], &now):
             return 0
         self.invariants_observe(values[1], values[0])
         m.last_leader_update = m.now_ms
@@ -914,7 +916,7 @@ cdef class _Window:
         position = self.f(EXTRA_POSITION)
         if self.f(TYPE) != _HEADER or not PyLong_CheckExact(position):
             return 0
-        cdef _Member m = self.member(self.f(NODE))
+        cdef _Member m = self.member(self.node_obj)
         if m is None or m.role != FOLLOWER:
             return 0
         values = self.int_values(SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
@@ -922,10 +924,10 @@ cdef class _Window:
             return 0
         payload = self.f(PAYLOAD)
         frame = (self.message(values), position, len(payload) if payload is not None else None)
-        node_obj = self.f(NODE)
+        node_obj = self.node_obj
         batch = self.batches.get(node_obj)
         if batch is None:
-            self.batches[node_obj] = (self.f(TS), [frame])
+            self.batches[node_obj] = (self.ts_obj, [frame])
         else:
             batch[1].append(frame)
         return 1
@@ -964,12 +966,12 @@ cdef class _Window:
         cdef long long ts = 0, now = 0
         if self.f(TYPE) != _HEADER:
             return 0
-        cdef _Member m = self.member(self.f(NODE))
+        cdef _Member m = self.member(self.node_obj)
         if m is None or m.role != LEADER:
             return 0
         if self.int_values(SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3) is None or not m.log_evidence:
             return 0
-        if not _ll(self.f(TS), &ts) or not self.enter(m, ts, self.ingress_cause, &now):
+        if not self.enter(m, self.ts, self.ingress_cause, &now):
             return 0
         self.leader_position(m, now)
         return 1
@@ -980,14 +982,14 @@ cdef class _Window:
         end_obj = self.f(EXTRA_POSITION)
         if self.f(TYPE) != _HEADER or not PyLong_CheckExact(end_obj):
             return 0
-        cdef _Member m = self.member(self.f(NODE))
+        cdef _Member m = self.member(self.node_obj)
         if m is None or m.role != LEADER:
             return 0
         values = self.int_values(SessionMessageHeader, TERM, SESSION, TIMESTAMP, 0, 3)
         if values is None or not (_ll(end_obj, &end) and _ll(values[0], &term) and _ll(values[1], &session)
-                                  and _ll(values[2], &timestamp) and _ll(self.f(TS), &ts)):
+                                  and _ll(values[2], &timestamp)):
             return 0
-        if not self.enter(m, ts, self.own_cause, &now):
+        if not self.enter(m, self.ts, self.own_cause, &now):
             return 0
         if end > m.log_end:
             message = self.message(values)
@@ -995,7 +997,7 @@ cdef class _Window:
             m.log_end = end
             m.changes += 1
             self.emit(_T_LOG_APPEND, now, m.node_id, end, term, session, timestamp, 0)
-            compared = "log" in self.compared_channels.get(self.f(NODE), ())
+            compared = "log" in self.compared_channels.get(self.node_obj, ())
             for i in range(m.n_peers):
                 m.changes += 1
                 line = self.emit(_T_LOG_SEND, now, m.node_id, m.peer_ids[i], term, session,
@@ -1048,9 +1050,11 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
             lane.position = k
             w.k = k
             w.i = i
-            ts_obj = w.f(TS)
+            ts_obj = w.ts_obj = w.f(TS)
             if not _ll(ts_obj, &ts):
                 raise ValueError(f"a lane row's time is not an int: {ts_obj!r}")
+            w.ts = ts
+            w.node_obj = w.f(NODE)
             replay.now = ts_obj
             # -- the prologue -------------------------------------------------------------------------------
             if batches and (not has_instant or ts != instant):
@@ -1081,7 +1085,7 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
                 clock.now_ns = ts_obj
             code = w.f(CODE)
             if batches and code != FRAME_IN:
-                node_obj = w.f(NODE)
+                node_obj = w.node_obj
                 if node_obj in batches:
                     if not w.feed_batch(node_obj):
                         w.release()
@@ -1109,7 +1113,7 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
                         handled = 1 if (handlers[code](row, out) or (code <= INGRESS_IN and lane._absent(row))) else 0
                         w.release()
             if handled:
-                horizon[w.f(NODE)] = ts_obj
+                horizon[w.node_obj] = ts_obj
                 if (checks and checks[0][0] < ts_obj) or found or runs.open:
                     w.write_back()
                     replay._resolve_due(ts_obj, out)
