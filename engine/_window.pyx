@@ -42,10 +42,13 @@ from libc.string cimport memcpy
 from heapq import heappush
 
 from engine import steady as _st
+from engine.invariants import NULL as _NULL_TERM
+from engine.invariants import InvariantChecker
 from engine.model.agent import SLOW_TICK_INTERVAL_NS, Role
 from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
 from engine.model.members import NULL_POSITION
 from engine.model.node import _UNKNOWN
+from engine.model.sim_parts import LOG_CHUNK
 from engine.trace import _encode as _encode_line
 from engine.trace import canonical as _canonical
 from formats.cluster_codecs import AppendPosition, CommitPosition, SessionMessageHeader
@@ -89,6 +92,7 @@ cdef enum:
     RECORDED_SEND = 6
 
 cdef long long MS = 1_000_000
+cdef Py_ssize_t _LOG_CHUNK = LOG_CHUNK
 cdef long long SLOW_TICK = SLOW_TICK_INTERVAL_NS
 cdef long long C_NULL_POSITION = NULL_POSITION
 cdef long long CATCHUP = APPEND_POSITION_FLAG_CATCHUP
@@ -421,11 +425,22 @@ cdef void _store(_Member m) except *:
             agent.time_of_last_append_position_update_ns = m.last_append_update
 
 
+cdef inline void _push(object log, object end, object message) except *:
+    """`LogStore._push`: into its open chunk as it does, or by it when the chunk fills."""
+    cdef list ends = log._ends
+    if PyList_GET_SIZE(ends) < _LOG_CHUNK - 1:
+        ends.append(end)
+        (<list>log._messages).append(message)
+    else:
+        log._push(end, message)
+
+
 @cython.final
 cdef class _Window:
     """One `run`'s state: the lane, the replay's containers, the members held in C."""
-    cdef object lane, replay, out, invariants_observe, compared_channels, batches, append_causes
+    cdef object lane, replay, out, invariants_observe, invariants, compared_channels, batches, append_causes
     cdef object commit_causes, frame_cause, ingress_cause, own_cause, message, pairs, Run, Check, KeyRuns
+    cdef dict messages  # `SteadyLane.messages`: (term, session, timestamp) -> its SessionMessageHeader
     cdef list model_pairs  # (member, peer, kind) -> (`_Pair`, series key), `model_pair`
     cdef Py_ssize_t k  # the position of the row being handled
     cdef list cols  # the chunk's rows as columns, one list per value of a lane row (`engine.steady.TS` ...)
@@ -442,7 +457,10 @@ cdef class _Window:
         self.lane = lane
         self.replay = lane.replay
         self.out = out
-        self.invariants_observe = self.replay.invariants.observe_committed
+        invariants = self.replay.invariants
+        self.invariants_observe = invariants.observe_committed
+        # `InvariantChecker.observe_committed` done here (another checker's own method is called)
+        self.invariants = invariants if type(invariants) is InvariantChecker else None
         self.compared_channels = self.replay.compared_channels
         self.batches = self.replay._log_batches
         self.append_causes = lane.append_causes
@@ -451,6 +469,7 @@ cdef class _Window:
         self.ingress_cause = lane.ingress_cause
         self.own_cause = lane.own_cause
         self.message = lane._message
+        self.messages = lane.messages
         self.pairs = lane.pairs
         self.model_pairs = [None] * (MAXNODE * MAXNODE * 3)
         self.Run, self.Check, self.KeyRuns = _st._Run, _st._Check, _st._KeyRuns
@@ -464,6 +483,25 @@ cdef class _Window:
         self.consistent = bool(lane.flags.consistent_follower_positions)
         self.held = [None] * MAXNODE
         self.loaded = []
+
+    cdef void observe_committed(self, object position, object term) except *:
+        """`InvariantChecker.observe_committed(position, term)` (ints both)."""
+        invariants = self.invariants
+        if invariants is None:
+            self.invariants_observe(position, term)
+            return
+        if position > invariants.committed:
+            invariants.committed = position
+        if term is None:
+            term = _NULL_TERM
+        committed = <dict>invariants.committed_terms
+        if position > committed.get(term, -1):
+            committed[term] = position
+
+    cdef object message_of(self, tuple values):
+        """`SteadyLane._message` where it has the message already."""
+        message = self.messages.get(values)
+        return message if message is not None else self.message(values)
 
     # -- the row being handled ---------------------------------------------------------------------------
 
@@ -618,7 +656,7 @@ cdef class _Window:
                 line = self.emit(_T_COMMIT, now, m.node_id, m.peer_ids[i], term, commit, m.node_id, 0)
                 self.actual(m.node_id, m.peer_ids[i], COMMIT_KIND, (term, m.node_id), commit, now, line)
             if sent:
-                self.invariants_observe(commit, term)
+                self.observe_committed(commit, term)
             m.commit_position = commit
             m.last_log_update = now_ms
 
@@ -904,7 +942,7 @@ cdef class _Window:
             return 0
         if not self.enter(m, self.ts, self.commit_causes[self.f(PEER)], &now):
             return 0
-        self.invariants_observe(values[1], values[0])
+        self.observe_committed(values[1], values[0])
         m.last_leader_update = m.now_ms
         m.wrote_leader_update = True
         m.notified = position
@@ -923,7 +961,7 @@ cdef class _Window:
         if values is None:
             return 0
         payload = self.f(PAYLOAD)
-        frame = (self.message(values), position, len(payload) if payload is not None else None)
+        frame = (self.message_of(values), position, len(payload) if payload is not None else None)
         node_obj = self.node_obj
         batch = self.batches.get(node_obj)
         if batch is None:
@@ -956,7 +994,7 @@ cdef class _Window:
             if not _ll(frame[1], &end):
                 raise ValueError("a lane frame's position is not an int")
             if end > m.log_end:
-                log._push(frame[1], frame[0])
+                _push(log, frame[1], frame[0])
                 m.log_end = end
                 m.changes += 1
         self.follower_work(m, now)
@@ -992,8 +1030,8 @@ cdef class _Window:
         if not self.enter(m, self.ts, self.own_cause, &now):
             return 0
         if end > m.log_end:
-            message = self.message(values)
-            m.log._push(end_obj, message)
+            message = self.message_of(values)
+            _push(m.log, end_obj, message)
             m.log_end = end
             m.changes += 1
             self.emit(_T_LOG_APPEND, now, m.node_id, end, term, session, timestamp, 0)
