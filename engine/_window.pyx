@@ -49,6 +49,7 @@ from engine.model.election import APPEND_POSITION_FLAG_CATCHUP
 from engine.model.members import NULL_POSITION
 from engine.model.node import _UNKNOWN
 from engine.model.sim_parts import LOG_CHUNK
+from engine.replay import PRUNE_EVERY as _PRUNE_EVERY_VALUE
 from engine.trace import _encode as _encode_line
 from engine.trace import canonical as _canonical
 from formats.cluster_codecs import AppendPosition, CommitPosition, SessionMessageHeader
@@ -93,6 +94,7 @@ cdef enum:
 
 cdef long long MS = 1_000_000
 cdef Py_ssize_t _LOG_CHUNK = LOG_CHUNK
+cdef Py_ssize_t _PRUNE_EVERY = _PRUNE_EVERY_VALUE
 cdef long long SLOW_TICK = SLOW_TICK_INTERVAL_NS
 cdef long long C_NULL_POSITION = NULL_POSITION
 cdef long long CATCHUP = APPEND_POSITION_FLAG_CATCHUP
@@ -1156,13 +1158,26 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
                     w.write_back()
                     replay._resolve_due(ts_obj, out)
                 elif tentative and tentative[0][0] < ts_obj:
-                    for entry in tentative:
+                    # `_resolve_due` with only tentative checks due: those the recording has shown (passed)
+                    # settle here, as it settles them (popped, counted, a prune every `PRUNE_EVERY`); the
+                    # first that may fail hands the rest to it, on written-back state (its divergence reads
+                    # the members)
+                    settled = 0
+                    while tentative:
+                        entry = tentative[0]
                         if entry[0] >= ts_obj:
                             break
-                        if not entry[5]:  # a check that may fail, and its divergence read the members
-                            w.write_back()
+                        if not entry[5]:
                             break
-                    replay._resolve_due(ts_obj, out)
+                        tentative.popleft()
+                        settled += 1
+                    if settled:
+                        replay.settled += settled
+                    if tentative and tentative[0][0] < ts_obj:
+                        w.write_back()
+                        replay._resolve_due(ts_obj, out)
+                    elif replay.settled >= _PRUNE_EVERY:
+                        replay._prune(ts_obj)
             else:
                 declined += 1
                 w.release()

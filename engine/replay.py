@@ -987,18 +987,24 @@ class NodeReplay:
             self._emit_divergences(emitted, out)
         self.settled += settled
         if now is not None and self.settled >= PRUNE_EVERY:
-            self.settled = 0
-            # The oldest check still pending looks back to its start - tolerance, and a failed one waiting
-            # to be classified to its start - the timing window: older runs can go.
-            oldest = checks[0][0] if checks else now
-            if tentative and tentative[0][0] < oldest:
-                oldest = tentative[0][0]
-            if found:
-                oldest = min(oldest, found[0][0] - 2 * TIMING_WINDOW_NS)
-            cutoff = oldest - 3 * self.tolerance_ns
-            for side in (self.actual, self.expected):
-                for series in side.values():
-                    series.prune(cutoff)
+            self._prune(now)
+
+    def _prune(self, now: int) -> None:
+        """Forget the runs of the series no check can look at any more (`_resolve_due`, every `PRUNE_EVERY`
+        settled checks; `engine._window` settles the passed ones itself and calls this)."""
+        checks, tentative, found = self.checks, self.tentative, self.found
+        self.settled = 0
+        # The oldest check still pending looks back to its start - tolerance, and a failed one waiting
+        # to be classified to its start - the timing window: older runs can go.
+        oldest = checks[0][0] if checks else now
+        if tentative and tentative[0][0] < oldest:
+            oldest = tentative[0][0]
+        if found:
+            oldest = min(oldest, found[0][0] - 2 * TIMING_WINDOW_NS)
+        cutoff = oldest - 3 * self.tolerance_ns
+        for side in (self.actual, self.expected):
+            for series in side.values():
+                series.prune(cutoff)
 
     def _emit_divergences(self, records: list[dict[str, Any]], out: list) -> None:
         for record in records:
