@@ -438,12 +438,44 @@ cdef inline void _push(object log, object end, object message) except *:
 
 
 @cython.final
+cdef class _SeriesView:
+    """A comparison `_Series` with its lists at hand (they keep their identity: a prune deletes in place)."""
+    cdef object series
+    cdef list starts, ends, keys, positions, refs, records
+    cdef dict by_key
+
+    def __init__(self, series):
+        self.series = series
+        self.starts, self.ends, self.keys = series.starts, series.ends, series.keys
+        self.positions, self.refs, self.records = series.positions, series.refs, series.records
+        self.by_key = series.by_key
+
+
+@cython.final
+cdef class _PairView:
+    """A lane `_Pair` (`engine.steady`) with its series key and, when compared, its two series at hand."""
+    cdef object pair, series_key, peer_start
+    cdef bint compared
+    cdef _SeriesView actual, expected
+
+    def __init__(self, pair, series_key):
+        self.pair = pair
+        self.series_key = series_key
+        self.compared = bool(pair.compared)
+        if self.compared:
+            self.actual = _SeriesView(pair.actual)
+            self.expected = _SeriesView(pair.expected)
+            self.peer_start = pair.peer_start
+
+
+@cython.final
 cdef class _Window:
     """One `run`'s state: the lane, the replay's containers, the members held in C."""
     cdef object lane, replay, out, invariants_observe, invariants, compared_channels, batches, append_causes
     cdef object commit_causes, frame_cause, ingress_cause, own_cause, message, pairs, Run, Check, KeyRuns
     cdef dict messages  # `SteadyLane.messages`: (term, session, timestamp) -> its SessionMessageHeader
-    cdef list model_pairs  # (member, peer, kind) -> (`_Pair`, series key), `model_pair`
+    cdef list pair_views  # (member, peer, kind) -> its `_PairView` (`pair_view`)
+    cdef object tolerance  # the comparison's (`NodeReplay.tolerance_ns`)
     cdef Py_ssize_t k  # the position of the row being handled
     cdef list cols  # the chunk's rows as columns, one list per value of a lane row (`engine.steady.TS` ...)
     cdef Py_ssize_t i  # the row being handled, in the chunk
@@ -473,7 +505,8 @@ cdef class _Window:
         self.message = lane._message
         self.messages = lane.messages
         self.pairs = lane.pairs
-        self.model_pairs = [None] * (MAXNODE * MAXNODE * 3)
+        self.pair_views = [None] * (MAXNODE * MAXNODE * 3)
+        self.tolerance = self.replay.tolerance_ns
         self.Run, self.Check, self.KeyRuns = _st._Run, _st._Check, _st._KeyRuns
         self.k = 0
         self.as_records = bool(lane.as_records)
@@ -700,41 +733,40 @@ cdef class _Window:
 
     # -- the comparison (`SteadyLane._expect`, `_actual`, `_expected`; `_Series.append`) ------------------
 
-    cdef object series_append(self, object series, object ts, object key, object position, object ref,
+    cdef object series_append(self, _SeriesView view, object ts, object key, object position, object ref,
                               object record):
         """`_Series.append`: the new run's number, None when the last run goes on."""
-        cdef list starts, ends, positions
+        cdef list positions, ends
         cdef Py_ssize_t size
+        series = view.series
         last_key = series.last_key
         if position == series.last_position and key == last_key:
-            ends = series.ends
-            ends[len(ends) - 1] = ts
+            ends = view.ends
+            ends[PyList_GET_SIZE(ends) - 1] = ts
             ends = series.last_index.ends
-            ends[len(ends) - 1] = ts
+            ends[PyList_GET_SIZE(ends) - 1] = ts
             return None
         if key == last_key:
             key = last_key  # one tuple for the runs of a key (equal keys are one key to every reader)
-        starts = series.starts
-        number = series.base + len(starts)
-        starts.append(ts)
-        (<list>series.ends).append(ts)
-        (<list>series.keys).append(key)
-        (<list>series.positions).append(position)
-        (<list>series.refs).append(ref)
+        number = series.base + PyList_GET_SIZE(view.starts)
+        view.starts.append(ts)
+        view.ends.append(ts)
+        view.keys.append(key)
+        view.positions.append(position)
+        view.refs.append(ref)
         kind = type(record)
-        (<list>series.records).append(record if kind is tuple or kind is int or kind is str else record())
+        view.records.append(record if kind is tuple or kind is int or kind is str else record())
         if key != last_key:
-            by_key = series.by_key
-            index = by_key.get(key)
+            index = view.by_key.get(key)
             if index is None:
-                index = by_key[key] = self.KeyRuns()
+                index = view.by_key[key] = self.KeyRuns()
             series.last_key = key
             series.last_index = index
         else:
             index = series.last_index
         series.last_position = position
         positions = index.positions
-        size = len(positions)
+        size = PyList_GET_SIZE(positions)
         if size and position is not None:
             newest = positions[size - 1]
             if newest is not None and position < newest:
@@ -744,14 +776,13 @@ cdef class _Window:
         positions.append(position)
         return number
 
-    cdef inline bint newest_is(self, object series, object key, object position, object low, object high):
+    cdef inline bint newest_is(self, _SeriesView view, object key, object position, object low, object high):
         """`engine.steady._newest_is`."""
-        cdef list starts, ends
+        series = view.series
         if not (position == series.last_position and key == series.last_key):
             return False
-        ends = series.ends
-        starts = series.starts
-        return ends[len(ends) - 1] >= low and starts[len(starts) - 1] <= high
+        return (view.ends[PyList_GET_SIZE(view.ends) - 1] >= low
+                and view.starts[PyList_GET_SIZE(view.starts) - 1] <= high)
 
     cdef object pair_of(self, tuple series_key):
         pair = self.pairs.get(series_key)
@@ -759,93 +790,91 @@ cdef class _Window:
             pair = self.lane._pair(series_key)
         return pair
 
-    cdef void expect(self, object channel, object key, object position, Py_ssize_t k) except *:
-        """`SteadyLane._expect`."""
-        cdef list positions, keys
-        node_id = self.node_obj
-        series_key = (node_id, self.f(PEER), channel, self.f(TYPE))
-        pair = self.pair_of(series_key)
-        if not pair.compared:
+    cdef _PairView pair_view(self, object node_id, object peer, int kind):
+        """The `_Pair` of (member, peer, kind of send: `_KINDS`) with its series' lists at hand (made once a
+        chunk: a pair, and its series' lists, keep their identity for the whole replay)."""
+        cdef long long node_value = -1, peer_value = -1
+        cdef Py_ssize_t at = -1
+        cdef _PairView view
+        if _ll(node_id, &node_value) and _ll(peer, &peer_value) and 0 <= node_value < MAXNODE \
+                and 0 <= peer_value < MAXNODE:
+            at = (node_value * MAXNODE + peer_value) * 3 + kind
+            found = self.pair_views[at]
+            if found is not None:
+                return <_PairView>found
+        channel, name = _KINDS[kind]
+        series_key = (node_id, peer, channel, name)
+        view = _PairView(self.pair_of(series_key), series_key)
+        if at >= 0:
+            self.pair_views[at] = view
+        return view
+
+    cdef void expect(self, int kind, object key, object position, Py_ssize_t k) except *:
+        """`SteadyLane._expect` of the row, a recorded send of ``kind`` (`_KINDS`)."""
+        cdef _PairView view = self.pair_view(self.node_obj, self.f(PEER), kind)
+        if not view.compared:
             return
+        pair = view.pair
         ts = self.ts_obj
         payload = self.f(PAYLOAD)
-        recipe = k if payload is None else (_recorded_send, ts, node_id, self.f(PEER), self.f(TYPE), payload)
-        series = pair.expected
-        number = self.series_append(series, ts, key, position, self.f(REF), recipe)
+        recipe = k if payload is None else (_recorded_send, ts, self.node_obj, self.f(PEER), self.f(TYPE), payload)
+        number = self.series_append(view.expected, ts, key, position, self.f(REF), recipe)
         if number is None:
             return
-        tolerance = self.replay.tolerance_ns
+        tolerance = self.tolerance
         waiting = pair.waiting
         if waiting is not None:
             due = waiting[0]
             if due - 2 * tolerance <= ts <= due:
-                actual = pair.actual
-                at = waiting[4] - actual.base
-                positions = actual.positions
-                keys = actual.keys
-                if positions[at] == position and keys[at] == key:
+                at = waiting[4] - view.actual.series.base
+                if view.actual.positions[at] == position and view.actual.keys[at] == key:
                     waiting[5] = True
                     pair.waiting = None
                     return
-        if self.newest_is(pair.actual, key, position, ts - tolerance, ts + tolerance):
+        if self.newest_is(view.actual, key, position, ts - tolerance, ts + tolerance):
             return
-        self.replay._schedule("expected", node_id, series_key, self.Run(series, number))
-
-    cdef tuple model_pair(self, long long node_id, long long peer, int kind):
-        """(the `_Pair`, its series key) of the model's sends of ``kind`` from member ``node_id`` to ``peer``
-        (looked up once a chunk: a pair, once made, is the lane's for the whole replay)."""
-        cdef Py_ssize_t at = 0
-        if 0 <= node_id < MAXNODE and 0 <= peer < MAXNODE:
-            at = (node_id * MAXNODE + peer) * 3 + kind
-            found = self.model_pairs[at]
-            if found is not None:
-                return <tuple>found
-        channel, name = _KINDS[kind]
-        series_key = (node_id, peer, channel, name)
-        found = (self.pair_of(series_key), series_key)
-        if 0 <= node_id < MAXNODE and 0 <= peer < MAXNODE:
-            self.model_pairs[at] = found
-        return found
+        self.replay._schedule("expected", self.node_obj, view.series_key, self.Run(view.expected.series, number))
 
     cdef void actual(self, long long node_id, long long peer, int kind, object key, object position,
                      long long ts_value, object record) except *:
         """`SteadyLane._actual`: a model send of ``kind`` (`_KINDS`), its run's record its trace line."""
         cdef list positions
-        pair, series_key = self.model_pair(node_id, peer, kind)
-        if not pair.compared:
+        cdef _PairView view = self.pair_view(node_id, peer, kind)
+        if not view.compared:
             return
         ts = ts_value
-        series = pair.actual
-        number = self.series_append(series, ts, key, position, None, record)
+        number = self.series_append(view.actual, ts, key, position, None, record)
         if number is None:
             return
-        peer_start = pair.peer_start
+        peer_start = view.peer_start
         if peer_start is not None and ts < peer_start:
             return
         replay = self.replay
-        tolerance = replay.tolerance_ns
+        tolerance = self.tolerance
         low = ts - tolerance
         high = ts + tolerance
-        other = pair.expected
-        index = other.last_index if key == other.last_key else other.by_key.get(key)
+        other = view.expected.series
+        index = other.last_index if key == other.last_key else view.expected.by_key.get(key)
         if index is not None:
             positions = index.positions
             below = False
             if position is not None and index.monotonic and positions:
-                newest = positions[len(positions) - 1]
+                newest = positions[PyList_GET_SIZE(positions) - 1]
                 below = newest is not None and newest < position
-            if not below and (self.newest_is(other, key, position, low, high) or index.covers(position, low, high)):
+            if not below and (self.newest_is(view.expected, key, position, low, high)
+                              or index.covers(position, low, high)):
                 return
         due = high
         replay.check_seq += 1
         tentative = replay.tentative
+        series_key = view.series_key
         if tentative and tentative[len(tentative) - 1][0] > due:
-            check = self.Check(due, "actual", series_key[0], series_key, self.Run(series, number))
+            check = self.Check(due, "actual", series_key[0], series_key, self.Run(view.actual.series, number))
             heappush(replay.checks, (due, replay.check_seq, check))
-            pair.waiting = None
+            view.pair.waiting = None
             return
         entry = [due, replay.check_seq, series_key[0], series_key, number, False]
-        pair.waiting = entry
+        view.pair.waiting = entry
         tentative.append(entry)
 
     cdef int expected(self, Py_ssize_t k) except -1:
@@ -866,7 +895,7 @@ cdef class _Window:
                 term, position, member = values
                 key = (term, member)
             if self.compare:
-                self.expect("consensus", key, position, k)
+                self.expect(APPEND_KIND if kind == "AppendPosition" else COMMIT_KIND, key, position, k)
             return 1
         term = self.f(TERM)
         position = self.f(POSITION)
@@ -884,7 +913,7 @@ cdef class _Window:
         if not PyLong_CheckExact(term) or not PyLong_CheckExact(position):
             return 0
         if self.compare:
-            self.expect("consensus", key, position, k)
+            self.expect(APPEND_KIND if kind == "AppendPosition" else COMMIT_KIND, key, position, k)
         return 1
 
     # -- the events (each: 1 handled, 0 the Python handler's, nothing changed) ---------------------------
@@ -1046,7 +1075,7 @@ cdef class _Window:
                     self.actual(m.node_id, m.peer_ids[i], LOG_KIND, (values[0], values[1]), None, now, line)
         self.leader_position(m, now)
         if self.compare:
-            self.expect("log", (values[0], values[1]), None, self.k)
+            self.expect(LOG_KIND, (values[0], values[1]), None, self.k)
         return 1
 
 
