@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.model.config import Config
-from formats import replay_file
+from formats import arrow_compute, replay_file
 from formats.errors import DecodeError
 from formats.event_columns import EventColumns, packed_rows
 from formats.events import Event, parse_jsonl
@@ -180,14 +180,13 @@ def _first_of_each_shape(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], i
     """Each (node, dir, channel, type, peer) of a checked batch (``peer`` None where null) with its
     earliest ``ts``, in the order the shapes first appear: the rows packed into one number each
     (`packed_rows`), then `np.unique` (no Arrow group-by: its engine costs a replay 50 ms to load)."""
-    import pyarrow.compute as pc
-
+    pc = arrow_compute
     ts = batch.column("ts").to_numpy(zero_copy_only=False)
     node = batch.column("node").to_numpy(zero_copy_only=False)
     codes, names = zip(*(replay_file.column_codes(batch.column(name)) for name in ("dir", "channel", "type")),
                        strict=True)
     peer = batch.column("peer")
-    has_peer = peer.is_valid().to_numpy(zero_copy_only=False)
+    has_peer = pc.is_valid(peer).to_numpy(zero_copy_only=False)
     peers = pc.fill_null(peer, 0).to_numpy(zero_copy_only=False)
 
     def shape(row: int) -> tuple[Any, ...]:
@@ -254,7 +253,7 @@ class ReplayFileInput:
             event for _, event in self._kept if event.type == "MemberStart")
 
     def _summarise(self, first: int, batch: pa.RecordBatch, versions: Counter[int] | None) -> None:
-        import pyarrow.compute as pc  # here: converting a capture never needs it
+        pc = arrow_compute
         if not batch.num_rows:
             return
         for key, ts in _first_of_each_shape(batch):
@@ -321,21 +320,21 @@ class ReplayFileInput:
 
 def _count_schema_versions(batch: pa.RecordBatch, first: int, versions: Counter[int], name: str) -> None:
     """`recorder.version_evidence.schema_versions` over a batch's rows, from its payload and extra columns."""
-    import pyarrow.compute as pc  # here: converting a capture never needs it
+    pc = arrow_compute
     names = batch.schema.names
     if "payload" not in names or "extra" not in names:
         return
     payload, extra = batch.column("payload"), batch.column("extra")
-    candidates = pc.and_(pc.greater_equal(pc.binary_length(payload), 8), pc.is_valid(extra)).fill_null(False)
+    candidates = pc.fill_null(pc.and_(pc.greater_equal(pc.binary_length(payload), 8), pc.is_valid(extra)), False)
     rows = np.flatnonzero(candidates.to_numpy(zero_copy_only=False))
     if not len(rows):
         return
-    texts = extra.take(pa.array(rows)).to_pylist()
+    texts = pc.take(extra, pc.int64_array(rows)).to_pylist()
     captured = [r for r, text in zip(rows.tolist(), texts, strict=True)
                 if text and "packet" in (replay_file.extra_of(text, first + r, name) or {})]
     if not captured:
         return
-    headers = payload.take(pa.array(captured, type=pa.int64()))
+    headers = pc.take(payload, pa.array(captured, type=pa.int64()))
     offsets = np.frombuffer(headers.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(headers.type) else np.int32)
     starts = offsets[headers.offset : headers.offset + len(headers)]
     data = np.frombuffer(headers.buffers()[2], dtype=np.uint8)
@@ -361,7 +360,7 @@ class _FileEvents:
     CHUNK = 8192
 
     def __init__(self, opened: ReplayFileInput, until: int | None) -> None:
-        import pyarrow.compute as pc  # here: converting a capture never needs it
+        pc = arrow_compute
         self._opened = opened
         self.until = until
         file = opened.file
