@@ -61,6 +61,7 @@ from engine.model.members import NULL_POSITION, NULL_VALUE, has_active_quorum
 from engine.model.node import _UNKNOWN, _cause_of
 from engine.model.outputs import Send
 from engine.trace import encode_record
+from formats import arrow_compute
 from formats.cluster_codecs import SCHEMA_VERSION, AppendPosition, CommitPosition, SessionMessageHeader
 from formats.cluster_codecs_ext import decode_cluster
 from formats.errors import DecodeError
@@ -1018,7 +1019,7 @@ def _strings(column: Any) -> list[Any]:
         indices = column.indices
         if column.null_count:
             names.append(None)  # index -1
-            indices = indices.fill_null(-1)
+            indices = arrow_compute.fill_null(indices, -1)
         return list(map(names.__getitem__, indices.to_numpy(zero_copy_only=False).tolist()))
     return column.to_pylist()
 
@@ -1040,7 +1041,7 @@ def _only_positions(extra: Any, positions: list[Any]) -> bool:
     """When every ``extra`` of a batch that is not null is ``{"logPosition":N}`` with N of 1 to 18 digits (what
     `recount convert` writes), their positions read into ``positions`` (None where ``extra`` is null) and
     True; else False and ``positions`` as it was (the general reading then takes every spelling)."""
-    import pyarrow.compute as pc
+    pc = arrow_compute  # pyarrow.compute's kernels without the 25 ms import of its wrappers
 
     digits = pc.utf8_slice_codeunits(extra, len(_EXTRA_POSITION), -1)
     simple = pc.and_(pc.and_(pc.starts_with(extra, _EXTRA_POSITION), pc.ends_with(extra, "}")),
@@ -1073,8 +1074,8 @@ class LaneRows:
 def lane_rows(batch: Any) -> LaneRows:
     """Lane rows of a replay file's record batch (contract §2: its typed columns, ``extra`` and ``payload``)."""
     import numpy as np
-    import pyarrow.compute as pc
 
+    pc = arrow_compute  # pyarrow.compute's kernels without the 25 ms import of its wrappers
     count = batch.num_rows
     names = batch.schema.names
     column = batch.column
@@ -1094,13 +1095,14 @@ def lane_rows(batch: Any) -> LaneRows:
             # a flat object with one integer logPosition read in one pass (a string value cannot hold the
             # key unescaped, nor a brace here), any other object as JSON
             plain = pc.and_(pc.match_substring_regex(extra, r'^\{[^{}]*"logPosition":-?[0-9]{1,18}(,[^{}]*)?\}$'),
-                            pc.equal(pc.count_substring(extra, '"logPosition":'), 1)).fill_null(False)
+                            pc.equal(pc.count_substring(extra, '"logPosition":'), 1))
+            plain = pc.fill_null(plain, False)
             if pc.any(plain).as_py():
                 found = pc.extract_regex(pc.if_else(plain, extra, None), r'"logPosition":(?P<p>-?[0-9]{1,18})[,}]')
                 positions = pc.cast(pc.struct_field(found, [0]), "int64").to_pylist()
-            others = np.flatnonzero(~plain.to_numpy(zero_copy_only=False) & extra.is_valid().to_numpy(zero_copy_only=False))
+            others = np.flatnonzero(~plain.to_numpy(zero_copy_only=False) & pc.is_valid(extra).to_numpy(zero_copy_only=False))
             if len(others):
-                texts = extra.take(others).to_pylist()
+                texts = pc.take(extra, pc.int64_array(others)).to_pylist()
                 for at, text in zip(others.tolist(), texts, strict=True):
                     positions[at] = _extra_position(text)
     payload = column("payload").to_pylist() if "payload" in names else [None] * count
@@ -1110,7 +1112,7 @@ def lane_rows(batch: Any) -> LaneRows:
         # each row's code from its three dictionary indices: `code_of` once per combination present
         combined = np.zeros(count, dtype=np.int64)
         for part in parts:
-            combined = combined * (len(part.dictionary) + 1) + part.indices.fill_null(-1).to_numpy(
+            combined = combined * (len(part.dictionary) + 1) + pc.fill_null(part.indices, -1).to_numpy(
                 zero_copy_only=False).astype(np.int64) + 1
         unique, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
         table = np.array([code_of(directions[i], channels[i], kinds[i]) for i in first.tolist()], dtype=np.int64)

@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.model.config import Config
-from formats import replay_file
+from formats import arrow_compute, replay_file
 from formats.errors import DecodeError
 from formats.event_columns import EventColumns, packed_rows
 from formats.events import Event, parse_jsonl
@@ -180,14 +180,13 @@ def _first_of_each_shape(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], i
     """Each (node, dir, channel, type, peer) of a checked batch (``peer`` None where null) with its
     earliest ``ts``, in the order the shapes first appear: the rows packed into one number each
     (`packed_rows`), then `np.unique` (no Arrow group-by: its engine costs a replay 50 ms to load)."""
-    import pyarrow.compute as pc
-
+    pc = arrow_compute
     ts = batch.column("ts").to_numpy(zero_copy_only=False)
     node = batch.column("node").to_numpy(zero_copy_only=False)
     codes, names = zip(*(replay_file.column_codes(batch.column(name)) for name in ("dir", "channel", "type")),
                        strict=True)
     peer = batch.column("peer")
-    has_peer = peer.is_valid().to_numpy(zero_copy_only=False)
+    has_peer = pc.is_valid(peer).to_numpy(zero_copy_only=False)
     peers = pc.fill_null(peer, 0).to_numpy(zero_copy_only=False)
 
     def shape(row: int) -> tuple[Any, ...]:
@@ -254,7 +253,7 @@ class ReplayFileInput:
             event for _, event in self._kept if event.type == "MemberStart")
 
     def _summarise(self, first: int, batch: pa.RecordBatch, versions: Counter[int] | None) -> None:
-        import pyarrow.compute as pc  # here: converting a capture never needs it
+        pc = arrow_compute
         if not batch.num_rows:
             return
         for key, ts in _first_of_each_shape(batch):
@@ -263,10 +262,13 @@ class ReplayFileInput:
                 self._shapes[key] = ts
         last = pc.max(batch.column("ts")).as_py()
         self.last_ts = last if self.last_ts is None else max(self.last_ts, last)
-        kinds = batch.column("type")
-        kept = pc.or_(pc.is_in(kinds, value_set=pa.array(_WHOLE_LOCAL_TYPES)),
-                      pc.and_(pc.equal(kinds, "RequestVote"), pc.equal(batch.column("dir"), "out")))
-        rows = np.flatnonzero(kept.to_numpy(zero_copy_only=False)).tolist()
+        # the rows kept whole, from the columns' codes (no string compared per row; type and dir have no nulls)
+        kinds, kind_names = replay_file.column_codes(batch.column("type"))
+        directions, direction_names = replay_file.column_codes(batch.column("dir"))
+        whole = np.array([name in _WHOLE_LOCAL_TYPES for name in kind_names], dtype=bool)
+        vote = np.array([name == "RequestVote" for name in kind_names], dtype=bool)
+        out = np.array([name == "out" for name in direction_names], dtype=bool)
+        rows = np.flatnonzero(whole[kinds] | (vote[kinds] & out[directions])).tolist()
         if rows:
             number = self.file.batch_of(first)
             events, _ = self.file.events(number, rows)
@@ -321,21 +323,21 @@ class ReplayFileInput:
 
 def _count_schema_versions(batch: pa.RecordBatch, first: int, versions: Counter[int], name: str) -> None:
     """`recorder.version_evidence.schema_versions` over a batch's rows, from its payload and extra columns."""
-    import pyarrow.compute as pc  # here: converting a capture never needs it
+    pc = arrow_compute
     names = batch.schema.names
     if "payload" not in names or "extra" not in names:
         return
     payload, extra = batch.column("payload"), batch.column("extra")
-    candidates = pc.and_(pc.greater_equal(pc.binary_length(payload), 8), pc.is_valid(extra)).fill_null(False)
+    candidates = pc.fill_null(pc.and_(pc.greater_equal(pc.binary_length(payload), 8), pc.is_valid(extra)), False)
     rows = np.flatnonzero(candidates.to_numpy(zero_copy_only=False))
     if not len(rows):
         return
-    texts = extra.take(pa.array(rows)).to_pylist()
+    texts = pc.take(extra, pc.int64_array(rows)).to_pylist()
     captured = [r for r, text in zip(rows.tolist(), texts, strict=True)
                 if text and "packet" in (replay_file.extra_of(text, first + r, name) or {})]
     if not captured:
         return
-    headers = payload.take(pa.array(captured, type=pa.int64()))
+    headers = pc.take(payload, pa.array(captured, type=pa.int64()))
     offsets = np.frombuffer(headers.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(headers.type) else np.int32)
     starts = offsets[headers.offset : headers.offset + len(headers)]
     data = np.frombuffer(headers.buffers()[2], dtype=np.uint8)
@@ -361,7 +363,7 @@ class _FileEvents:
     CHUNK = 8192
 
     def __init__(self, opened: ReplayFileInput, until: int | None) -> None:
-        import pyarrow.compute as pc  # here: converting a capture never needs it
+        pc = arrow_compute
         self._opened = opened
         self.until = until
         file = opened.file

@@ -9,10 +9,9 @@ from typing import Annotated
 
 import typer
 
-from cli import output, progress, render_capture, render_replay
+from cli import output, progress, render_capture
 from cli.errors import UserError
 from cli.options import DURATION, Mode, Nomination, duration_ns
-from engine.cluster_replay import cluster_replay
 from engine.model.config import format_duration
 from engine.replay import (
     DEFAULT_STATE_TOLERANCE_NS,
@@ -223,6 +222,8 @@ def replay_command(
         raise UserError(f"--node {missing[0]}: no member {missing[0]} in {file} (members: {', '.join(map(str, members))})")
     model, chosen = choose_model(model, evidence)
     if mode == Mode.cluster:
+        from engine.cluster_replay import cluster_replay  # here: a node replay never needs it
+
         records = cluster_replay(
             loaded.events, model=model, seed=seed, until=until_ns, nomination=nomination.value, refs=loaded.refs,
             ref_kind=loaded.ref_kind,
@@ -257,6 +258,8 @@ def replay_command(
                     block[-1] = last_line[:-1] + ',"modelChosen":' + json.dumps(chosen, separators=(",", ":")) + "}"
                 write("\n".join(block) + "\n")
         else:
+            from cli import render_replay  # here: --json never needs rich's tables
+
             render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
                                                                          progress.record_ts), source=file,
                                         heartbeats=heartbeats, wall_clock=wall_clock,
