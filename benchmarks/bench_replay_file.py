@@ -121,24 +121,26 @@ runs' record recipes by markers (125k fewer tuples alive) measured 1-2 % and was
 Eleventh session (issue 13): the lane's loop compiled, `engine._window` (Cython, optional: setup.py builds it
 when there is a C compiler; without one the same bytes come from the Python loop).  Each member's state is
 held in C between the points where Python code may read it, the comparison's hot path works on the same
-series in C, a compared send's run keeps its trace line as its record, lines are written without ``%`` or
-``snprintf``, the rows are read from their columns (`steady.LaneRows`: no 17-tuples), and the text
-timeline's records are built from recipes learnt from `steady.RECORD_OF` and given with their lines;
-`describe_send` writes a cluster at work's sends at once.  Paired with c4badf3 (the tenth session's end),
-5 rounds, CPU medians, bytecode cached (``PYTHONPYCACHEPREFIX`` set: the figures above compiled every
-module's bytecode in each run), load about 1.3:
+series in C (a pair's series held once a chunk, passed checks settled in the loop), a compared send's run
+keeps its trace line as its record, lines are written without ``%`` or ``snprintf``, the rows are read
+from their columns (`steady.LaneRows`: no 17-tuples), and the text timeline's records are built from
+recipes learnt from `steady.RECORD_OF` and given with their lines; `describe_send` writes a cluster at
+work's sends at once.  The start: Arrow's kernels called without `pyarrow.compute`'s wrappers
+(`formats.arrow_compute`), no `numpy.ma`, the text renderer and cluster replay imported only when used
+(a small replay 0.31 -> 0.26 s CPU).  Paired with c4badf3 (the tenth session's end), 5 rounds, CPU medians,
+bytecode cached (``PYTHONPYCACHEPREFIX`` set; the figures above compiled every module in each run):
 
-    500k events:  --json 2.7 s -> 1.5 s (100,350 -> 174,297 inbound ev/s), 200 -> 208 MB;  text 3.2 s ->
-        2.3 s (83,843 -> 118,700);  text / json 1.20x -> 1.47x.  Same trace sha256 (0d76bce1...).
-    10M events (one run):  --json 42.4 s CPU (127,065 inbound ev/s; was 53.5 s, 100,566), 237 MB;  text
-        52.7 s (102,120), 239 MB, text / json 1.24x.  Same trace sha256 (373b78ce...).
+    500k events:  --json 2.6 s -> 1.3 s (103,125 -> 210,542 inbound ev/s), 200 -> 204 MB;  text 3.1 s ->
+        1.9 s (86,686 -> 140,089);  text / json 1.19x -> 1.50x.  Same trace sha256 (0d76bce1...).
+    10M events (one run):  --json 36.7 s CPU (146,811 inbound ev/s; was 53.5 s, 100,566), 233 MB;  text
+        50.1 s (107,561), 237 MB, text / json 1.36x.  Same trace sha256 (373b78ce...).
 
-In process (500k events, the session's parts alone): the lane loop 1.63 s (Python loop) -> 0.76-0.83 s
-(compiled; 1.06 s with the model side alone compiled), the rows 0.33 -> 0.21 s.  What the compiled loop
-still spends goes to Python objects: each compared send's series append, key tuple and check entry,
-each line's str, the log store's push, the invariant checker's call, attribute reads of the series and
-pairs; the collector's share fell from 0.15 s to 0.03 s.  The text timeline costs the records (0.35 s) and
-their lines' descriptions (0.35 s) on top of ``--json``'s work.
+Where the 1.3 s go now (500k): start-up and opening the file about 0.4 s; the rows 0.2 s (Python ints and
+strings of each column); the compiled loop about 0.6 s, nearly all of it Python object work it asks for
+(each compared send's run appended to the series' lists, its key tuple and check entry, each line's str,
+attribute reads of agents, series and pairs: `benchmarks/bench_lane_instructions.py` counts it); hashing
+and writing 0.1 s.  The text timeline costs its records (0.3 s) and their descriptions (0.35 s, Python:
+`print_timeline`, `describe_send`) on top of ``--json``'s work, so each cut of ``--json`` raises the ratio.
 """
 
 from __future__ import annotations
