@@ -33,14 +33,22 @@ SAMPLES = sorted(ROOT.glob("samples/*/incident.arrow"))
 LOOP = {"compiled": True}  # which loop the running test's lanes use (`lane_loop`)
 
 
-@pytest.fixture(autouse=True, params=["compiled", "python"])
+def pytest_generate_tests(metafunc):
+    """Each test with both loops, but a test marked ``python_lane`` (it spies on the Python loop's methods)
+    or ``compiled_lane`` (it is about the compiled loop) with its own alone."""
+    if "lane_loop" in metafunc.fixturenames:
+        definition = metafunc.definition
+        loops = ["python"] if definition.get_closest_marker("python_lane") else \
+            ["compiled"] if definition.get_closest_marker("compiled_lane") else ["compiled", "python"]
+        metafunc.parametrize("lane_loop", loops, indirect=True)
+
+
+@pytest.fixture(autouse=True)
 def lane_loop(request, monkeypatch):
     """The lane's loop for this test: `engine._window`'s, or `SteadyLane.run`'s own."""
     if request.param == "compiled":
         if compiled.window_module() is None:
             pytest.skip("engine._window is not built (no C compiler when installed): the Python loop alone")
-        if request.node.get_closest_marker("python_lane"):
-            pytest.skip("spies on methods of the Python loop")
     else:
         monkeypatch.setattr(compiled, "_enabled", False)
     LOOP["compiled"] = request.param == "compiled"
@@ -482,11 +490,10 @@ def test_each_lane_record_is_what_its_trace_line_decodes_to(data):
         assert list(record["fields"]) == list(decoded["fields"])
 
 
-def test_the_compiled_loop_takes_steady_traffic_itself(lane_loop, monkeypatch):
+@pytest.mark.compiled_lane
+def test_the_compiled_loop_takes_steady_traffic_itself(monkeypatch):
     """`engine._window` hands a row to the Python lane's handler only in doubt: on steady traffic, after the
     election, none (a compiled loop that handed every row over would be byte-identical, and no faster)."""
-    if lane_loop != "compiled":
-        pytest.skip("about the compiled loop")
     from engine.steady import SteadyLane as Lane
 
     handed = []
