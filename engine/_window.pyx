@@ -933,7 +933,7 @@ cdef class _Window:
         return values
 
     cdef int append_position(self) except -1:
-        cdef long long ts = 0, term = 0, position = 0, follower_id = 0, flags = 0, now = 0
+        cdef long long term = 0, position = 0, follower_id = 0, flags = 0, now = 0
         cdef int i
         cdef _Member m = self.member(self.node_obj)
         if m is None or m.role != LEADER:
@@ -958,7 +958,7 @@ cdef class _Window:
         return 1
 
     cdef int commit_position(self) except -1:
-        cdef long long ts = 0, term = 0, position = 0, leader_id = 0, now = 0, end = 0
+        cdef long long term = 0, position = 0, leader_id = 0, now = 0, end = 0
         cdef _Member m = self.member(self.node_obj)
         if m is None or m.role != FOLLOWER:
             return 0
@@ -1032,7 +1032,7 @@ cdef class _Window:
         return 1
 
     cdef int ingress(self) except -1:
-        cdef long long ts = 0, now = 0
+        cdef long long now = 0
         if self.f(TYPE) != _HEADER:
             return 0
         cdef _Member m = self.member(self.node_obj)
@@ -1046,7 +1046,7 @@ cdef class _Window:
         return 1
 
     cdef int own_append(self) except -1:
-        cdef long long ts = 0, now = 0, end = 0, term = 0, session = 0, timestamp = 0
+        cdef long long now = 0, end = 0, term = 0, session = 0, timestamp = 0
         cdef int i
         end_obj = self.f(EXTRA_POSITION)
         if self.f(TYPE) != _HEADER or not PyLong_CheckExact(end_obj):
@@ -1098,7 +1098,6 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
     body = replay._body
     handlers = lane.handlers
     python_feed_batch = lane._feed_batch
-    expected = lane._expected
     cdef dict batches = replay._log_batches
     undecided = replay._undecided
     clock = replay.driver.clock
@@ -1110,7 +1109,7 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
     runs = replay.runs
     cdef Py_ssize_t k = first
     cdef Py_ssize_t declined = 0
-    cdef long long ts, instant = 0
+    cdef long long ts = 0, instant = 0
     cdef bint has_instant = False
     cdef int code, handled
     cdef Py_ssize_t i
