@@ -67,30 +67,13 @@ cdef enum:
     LEADER = 1
     FOLLOWER = 2
 
-cdef enum:
-    TS = 0
-    NODE = 1
-    TYPE = 4
-    PEER = 5
-    TERM = 6
-    POSITION = 7
-    FOLLOWER_ID = 8
-    LEADER_ID = 9
-    FLAGS = 10
-    SESSION = 11
-    TIMESTAMP = 12
-    EXTRA_POSITION = 13
-    PAYLOAD = 14
-    REF = 15
-    CODE = 16
-
-cdef enum:
-    APPEND_IN = 1
-    COMMIT_IN = 2
-    FRAME_IN = 3
-    INGRESS_IN = 4
-    OWN_APPEND = 5
-    RECORDED_SEND = 6
+# A lane row's values and codes, as `engine.steady` lays them out (its constants, read once).
+cdef int TS = _st.TS, NODE = _st.NODE, TYPE = _st.TYPE, PEER = _st.PEER, TERM = _st.TERM, POSITION = _st.POSITION
+cdef int FOLLOWER_ID = _st.FOLLOWER, LEADER_ID = _st.LEADER, FLAGS = _st.FLAGS, SESSION = _st.SESSION
+cdef int TIMESTAMP = _st.TIMESTAMP, EXTRA_POSITION = _st.EXTRA_POSITION, PAYLOAD = _st.PAYLOAD, REF = _st.REF
+cdef int CODE = _st.CODE
+cdef int APPEND_IN = _st.APPEND_IN, COMMIT_IN = _st.COMMIT_IN, FRAME_IN = _st.FRAME_IN, INGRESS_IN = _st.INGRESS_IN
+cdef int OWN_APPEND = _st.OWN_APPEND, RECORDED_SEND = _st.RECORDED_SEND
 
 cdef long long MS = 1_000_000
 cdef Py_ssize_t _LOG_CHUNK = LOG_CHUNK
@@ -115,7 +98,7 @@ cdef tuple _KINDS = (("consensus", "AppendPosition"), ("consensus", "CommitPosit
 
 
 class _Value:
-    """Where a builder of `engine.steady.RECORD_OF` puts value ``index`` (`_shape`)."""
+    """Where a builder of `engine.steady.RECORD_OF` puts value ``index`` (`_Record` learns from it)."""
 
     __slots__ = ("index",)
 
@@ -123,53 +106,44 @@ class _Value:
         self.index = index
 
 
-def _shape(built):
-    """The recipe of a record as a `RECORD_OF` builder makes it, learnt from one it made of `_Value`s: a
-    list of (key, what) in the record's order, ``what`` an int (the value of that number), a list (a
-    record within, the same way) or anything else (that very object, in every record)."""
-    recipe = []
+cdef list _learn(dict built, dict into):
+    """Fill ``into`` with ``built``'s keys in its order (its constants as they are, None where a value goes);
+    give (key, value number) of each value.  A record within is the caller's; a constant that is an int or
+    a list could not be told from a value or a record, so it is refused."""
+    cdef list places = []
     for key, value in built.items():
         if type(value) is _Value:
-            recipe.append((key, value.index))
-        elif type(value) is dict:
-            recipe.append((key, _shape(value)))
-        elif type(value) is int or type(value) is list:
-            raise ValueError(f"a record builder that puts a constant {value!r} in: the compiled lane cannot copy it")
+            into[key] = None
+            places.append((key, (<object>value).index))
+        elif type(value) is int or type(value) is list or type(value) is dict:
+            raise ValueError(f"a record builder that puts {value!r} at {key!r}: the compiled lane cannot copy it")
         else:
-            recipe.append((key, value))
-    return recipe
+            into[key] = value
+    return places
 
 
 @cython.final
 cdef class _Record:
-    """How a record of one template is built (`_shape`'s recipe, compiled): a copy of ``outer`` with the
-    values set at ``outer_keys`` and, when the record holds one within (its ``fields``), a copy of
-    ``inner`` set likewise and put at ``inner_at``.  Copying a dict of these few keys costs less than
-    building it key by key, and it keeps the builder's order."""
+    """How the record of one template is built, learnt from the one its `engine.steady.RECORD_OF` builder
+    makes of `_Value`s: a copy of ``outer`` with the values set at ``outer_keys`` and, when the record holds
+    one within (its ``fields``), a copy of ``inner`` set likewise, put at ``inner_at``.  Copying a dict of
+    these few keys costs less than building it key by key, and it keeps the builder's order."""
     cdef dict outer, inner
     cdef object inner_at
     cdef list outer_keys, inner_keys  # [(key, value number)]
 
-    def __init__(self, list recipe):
+    def __init__(self, dict built):
         self.outer, self.outer_keys = {}, []
         self.inner, self.inner_keys, self.inner_at = None, [], None
-        for key, what in recipe:
-            if type(what) is int:
-                self.outer[key] = None
-                self.outer_keys.append((key, what))
-            elif type(what) is list:
+        for key, value in built.items():
+            if type(value) is dict:
                 if self.inner is not None:
                     raise ValueError("a record with two records within: the compiled lane builds one")
-                self.inner, self.inner_at = {}, key
                 self.outer[key] = None
-                for inner_key, inner_what in what:
-                    if type(inner_what) is list:
-                        raise ValueError("a record within a record within: the compiled lane builds one level")
-                    self.inner[inner_key] = None if type(inner_what) is int else inner_what
-                    if type(inner_what) is int:
-                        self.inner_keys.append((inner_key, inner_what))
+                self.inner, self.inner_at = {}, key
+                self.inner_keys = _learn(value, self.inner)
             else:
-                self.outer[key] = what
+                self.outer_keys += _learn({key: value}, self.outer)
 
     cdef dict build(self, long long *values):
         cdef dict record = self.outer.copy()
@@ -189,7 +163,7 @@ cdef class _Record:
 cdef class _Template:
     """A trace template of `engine.steady` (``%d`` conversions only) cut at its conversions (`_line` writes
     the line of some values, each value in the decimal digits ``%d`` gives), and the recipe of the record
-    its line decodes to (`engine.steady.RECORD_OF`'s builder, learnt: `_shape`)."""
+    its line decodes to (`_Record`)."""
     cdef object template  # the Python template
     cdef bytes literal  # the text between the conversions, run together
     cdef int count  # conversions
@@ -202,7 +176,7 @@ cdef class _Template:
         if any("%" in piece for piece in pieces) or not 1 <= len(pieces) - 1 <= 8:
             raise ValueError(f"a template the compiled lane cannot write: {template!r}")
         self.template = template
-        self.record = _Record(_shape(_st.RECORD_OF[template](*[_Value(i) for i in range(len(pieces) - 1)])))
+        self.record = _Record(_st.RECORD_OF[template](*[_Value(i) for i in range(len(pieces) - 1)]))
         self.literal = "".join(pieces).encode("ascii")
         self.count = len(pieces) - 1
         at = 0

@@ -20,27 +20,13 @@ from typing import Any
 import pyarrow as pa
 
 try:
-    from pyarrow._compute import (
-        CastOptions,
-        FilterOptions,
-        MatchSubstringOptions,
-        SetLookupOptions,
-        SliceOptions,
-        StructFieldOptions,
-        TakeOptions,
-        call_function,
-    )
+    import pyarrow._compute as _kernels
 except ImportError:  # pragma: no cover - a pyarrow that moved them
-    from pyarrow.compute import (
-        CastOptions,
-        FilterOptions,
-        MatchSubstringOptions,
-        SetLookupOptions,
-        SliceOptions,
-        StructFieldOptions,
-        TakeOptions,
-        call_function,
-    )
+    import pyarrow.compute as _kernels
+
+CastOptions, FilterOptions, MatchSubstringOptions = _kernels.CastOptions, _kernels.FilterOptions, _kernels.MatchSubstringOptions
+SetLookupOptions, SliceOptions, StructFieldOptions = _kernels.SetLookupOptions, _kernels.SliceOptions, _kernels.StructFieldOptions
+TakeOptions, call_function = _kernels.TakeOptions, _kernels.call_function
 
 
 def and_(left: Any, right: Any) -> Any:
