@@ -37,7 +37,8 @@ line writing against ``%`` and that this build is of this file (``SOURCE_SHA256`
 cimport cython
 from cpython.long cimport PyLong_CheckExact
 from cpython.list cimport PyList_GET_SIZE
-from cpython.unicode cimport PyUnicode_DecodeASCII
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.string cimport memcpy
 from heapq import heappush
 
@@ -59,9 +60,14 @@ from formats.cluster_codecs import AppendPosition, CommitPosition, SessionMessag
 SOURCE_SHA256 = WINDOW_PYX_SHA256
 
 cdef extern from "Python.h":
+    ctypedef struct PyObject
     long long PyLong_AsLongLongAndOverflow(object, int *) except? -1
+    PyObject **PySequence_Fast_ITEMS(object)  # a list's item array
+    object PyUnicode_New(Py_ssize_t, Py_UCS4)  # maxchar 127: a compact ASCII str, written in place before use
+    void *PyUnicode_DATA(object)
 
 cdef enum:
+    ROW_VALUES = 17  # the values of a lane row (`engine.steady.CODE` + 1: `run` checks)
     MAXM = 16  # members in a leader's table the C state holds (more: the Python lane)
     MAXNODE = 64  # member ids the C state holds (others: the Python lane)
     LEADER = 1
@@ -72,6 +78,8 @@ cdef int TS = _st.TS, NODE = _st.NODE, TYPE = _st.TYPE, PEER = _st.PEER, TERM = 
 cdef int FOLLOWER_ID = _st.FOLLOWER, LEADER_ID = _st.LEADER, FLAGS = _st.FLAGS, SESSION = _st.SESSION
 cdef int TIMESTAMP = _st.TIMESTAMP, EXTRA_POSITION = _st.EXTRA_POSITION, PAYLOAD = _st.PAYLOAD, REF = _st.REF
 cdef int CODE = _st.CODE
+if CODE + 1 != ROW_VALUES:
+    raise ImportError(f"engine.steady's lane rows have {CODE + 1} values; this build reads {ROW_VALUES}: rebuild it")
 cdef int APPEND_IN = _st.APPEND_IN, COMMIT_IN = _st.COMMIT_IN, FRAME_IN = _st.FRAME_IN, INGRESS_IN = _st.INGRESS_IN
 cdef int OWN_APPEND = _st.OWN_APPEND, RECORDED_SEND = _st.RECORDED_SEND
 
@@ -210,20 +218,37 @@ cdef inline int _write_int(char *out, long long value) noexcept:
     return length
 
 
+cdef inline int _digits(long long value) noexcept:
+    """How many characters `_write_int` writes for ``value``."""
+    cdef unsigned long long u
+    cdef int n = 1
+    if value < 0:
+        u = <unsigned long long>(-(value + 1)) + 1
+        n = 2
+    else:
+        u = <unsigned long long>value
+    while u >= 10:
+        u //= 10
+        n += 1
+    return n
+
+
 cdef str _line(_Template t, long long *values):
-    """``t.template % values``."""
-    cdef char buf[1024]
+    """``t.template % values``: its length counted first, then written into a new ASCII str in place."""
     cdef const char *literal = t.literal
-    cdef int length = 0, i
-    if len(t.literal) + 21 * t.count >= <int>sizeof(buf):
-        raise ValueError("a trace line longer than the lane's buffer")
+    cdef Py_ssize_t length = len(t.literal)
+    cdef int i
+    cdef char *at
     for i in range(t.count):
-        memcpy(buf + length, literal + t.starts[i], t.lengths[i])
-        length += t.lengths[i]
-        length += _write_int(buf + length, values[i])
-    memcpy(buf + length, literal + t.starts[t.count], t.lengths[t.count])
-    length += t.lengths[t.count]
-    return PyUnicode_DecodeASCII(buf, length, NULL)
+        length += _digits(values[i])
+    line = PyUnicode_New(length, 127)
+    at = <char *>PyUnicode_DATA(line)
+    for i in range(t.count):
+        memcpy(at, literal + t.starts[i], t.lengths[i])
+        at += t.lengths[i]
+        at += _write_int(at, values[i])
+    memcpy(at, literal + t.starts[t.count], t.lengths[t.count])
+    return <str>line
 
 
 def format_line(template, values):
@@ -236,6 +261,35 @@ def format_line(template, values):
     for i in range(t.count):
         array[i] = values[i]
     return _line(t, array)
+
+
+def encoded_lines(list items, encode):
+    """``("\\n".join(lines) + "\\n").encode("utf-8")`` where each line is the item, a str, or ``encode(item)``
+    (`engine.trace.encoded_lines`, in one pass: the lines' UTF-8 copied once into the bytes, no joined str)."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(items), i, size = 0, total = 0
+    cdef const char *data
+    cdef char *at
+    cdef list lines = items
+    cdef bint copied = False
+    for i in range(n):
+        line = lines[i]
+        if type(line) is not str:
+            line = encode(line)
+            if type(line) is not str:
+                raise TypeError(f"a trace line that is a {type(line).__name__}, not a str")
+            if not copied:
+                lines, copied = list(items), True
+            lines[i] = line
+        PyUnicode_AsUTF8AndSize(line, &size)  # a str that cannot be UTF-8 (a lone surrogate) raises, as encode does
+        total += size + 1
+    result = PyBytes_FromStringAndSize(NULL, total)
+    at = PyBytes_AS_STRING(result)
+    for i in range(n):
+        data = PyUnicode_AsUTF8AndSize(lines[i], &size)
+        memcpy(at, data, size)
+        at[size] = 10  # '\n'
+        at += size + 1
+    return result
 
 
 cdef _Template _T_APPEND = _Template(_st._APPEND)
@@ -452,6 +506,7 @@ cdef class _Window:
     cdef object tolerance  # the comparison's (`NodeReplay.tolerance_ns`)
     cdef Py_ssize_t k  # the position of the row being handled
     cdef list cols  # the chunk's rows as columns, one list per value of a lane row (`engine.steady.TS` ...)
+    cdef PyObject **items[ROW_VALUES]  # each column's item array (the lists are not resized while `run` reads them)
     cdef Py_ssize_t i  # the row being handled, in the chunk
     cdef object ts_obj, node_obj  # its time and member (read once a row: `run`)
     cdef long long ts
@@ -516,7 +571,7 @@ cdef class _Window:
 
     cdef inline object f(self, int value):
         """The row's value number ``value`` (`engine.steady.TS` ...)."""
-        return (<list>self.cols[value])[self.i]
+        return <object>self.items[value][self.i]
 
     cdef tuple row(self):
         """The row as the Python lane's handlers take it."""
@@ -1067,6 +1122,9 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
     for column in w.cols:
         if type(column) is not list or len(column) != count:
             raise ValueError("a lane row column that is not a list of the chunk's length")
+    cdef int value
+    for value in range(ROW_VALUES):
+        w.items[value] = PySequence_Fast_ITEMS(w.cols[value])
     replay = lane.replay
     replay._out = out
     body = replay._body

@@ -102,7 +102,7 @@ from engine.model.flags import ModelFlags
 from engine.model.inputs import LogFrame, LogFrames, PublicationStatus
 from engine.model.outputs import Ready
 from engine.model.view import MemberView
-from engine.trace import TraceHasher, canonical, encode_record, summary_record
+from engine.trace import TraceHasher, canonical, encode_record, encoded_lines, encoded_lines_of, summary_record
 from formats.errors import DecodeError
 from formats.events import MESSAGE_CLASSES, Event
 
@@ -1496,11 +1496,22 @@ class ReplaySession:
         finally:
             driver.keep_lines = False
 
+    def byte_blocks(self, *, lane: bool = True) -> Iterator[bytes]:
+        """`line_blocks` as the bytes a writer writes: each block's lines in UTF-8, each followed by ``\\n``
+        (`engine.trace.encoded_lines`); the hash is over the very same bytes, made once.  The summary's line
+        alone in the last block."""
+        laned = self._laned(lane)
+        if laned is not None:
+            yield from self._lane_out(*laned, as_records=False, as_bytes=True)
+            return
+        for block in self.line_blocks(lane=False):
+            yield encoded_lines(block)
+
     def _sent_record_at(self, k: int) -> dict[str, Any]:
         return sent_record(self.source.at(k)[0])
 
-    def _lane_out(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]], *, as_records: bool
-                  ) -> Iterator[Any]:
+    def _lane_out(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]], *, as_records: bool,
+                  as_bytes: bool = False) -> Iterator[Any]:
         """`line_blocks` (or `records`) through the steady-state lane: each chunk of rows handled by the lane
         or, event by event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given
         as one block.
@@ -1512,6 +1523,7 @@ class ReplaySession:
         hasher = replay.hasher
         ref_kind = self.ref_kind
         encode = encode_record
+        joined = encoded_lines_of(steady.compiled)  # as_bytes: a chunk's lines in one bytes, hashed as written
         steady.as_records = as_records
         for first, rows, event_at in chunks:
             out: list[Any] = []  # the lane's lines (or (template, values)) and `_body`'s records, in the order made
@@ -1526,6 +1538,10 @@ class ReplaySession:
             elif as_records:
                 hasher.add_lines([one[0] % one[1] if type(one) is tuple else encode(one) for one in out])
                 yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
+            elif as_bytes:
+                data = joined(out, encode)
+                hasher.add_encoded(data, len(out))
+                yield data
             else:
                 lines = [one if type(one) is str else encode(one) for one in out]
                 hasher.add_lines(lines)
@@ -1537,11 +1553,11 @@ class ReplaySession:
         try:
             *records, summary = self.finish()
             if replay.lines:
-                yield replay.lines[:]
+                yield encoded_lines(replay.lines) if as_bytes else replay.lines[:]
             replay.lines.clear()
         finally:
             replay.keep_lines = False
-        yield [encode(summary)]
+        yield encoded_lines([encode(summary)]) if as_bytes else [encode(summary)]
 
     def seek(self, k: int) -> None:
         """Return to the state just after the first ``k`` events."""
@@ -1609,6 +1625,11 @@ def replay_line_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) 
     return ReplaySession(events, **options).line_blocks()
 
 
+def replay_byte_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) -> Iterator[bytes]:
+    """`replay_lines` as the bytes to write, a block at a time (`ReplaySession.byte_blocks`)."""
+    return ReplaySession(events, **options).byte_blocks()
+
+
 __all__ = [
     "DEFAULT_STATE_TOLERANCE_NS",
     "DEFAULT_TOLERANCE_NS",
@@ -1622,6 +1643,7 @@ __all__ = [
     "in_memory",
     "member_seed",
     "replay",
+    "replay_byte_blocks",
     "replay_line_blocks",
     "replay_lines",
 ]

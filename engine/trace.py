@@ -60,6 +60,20 @@ def encode_record(record: Mapping[str, Any]) -> str:
     return _encode(canonical(record))
 
 
+def encoded_lines(items: list[Any], encode: Any = encode_record) -> bytes:
+    """The UTF-8 bytes of the lines, each followed by ``\\n`` (what a writer of the trace writes and the hash
+    is over), a line being the item when it is a str, else ``encode(item)``.  `engine._window` has the same
+    function in one pass; `encoded_lines_of` picks it."""
+    if not items:
+        return b""
+    return ("\n".join([item if type(item) is str else encode(item) for item in items]) + "\n").encode("utf-8")
+
+
+def encoded_lines_of(window: Any) -> Any:
+    """`encoded_lines`, from the compiled module ``window`` (`engine.compiled.window_module`) when there is one."""
+    return encoded_lines if window is None else window.encoded_lines
+
+
 class TraceHasher:
     """The running SHA-256 over the trace lines written so far."""
 
@@ -85,6 +99,11 @@ class TraceHasher:
         if lines:
             self._sha.update(("\n".join(lines) + "\n").encode("utf-8"))
             self.lines += len(lines)
+
+    def add_encoded(self, data: bytes, lines: int) -> None:
+        """Hash ``data``, the `encoded_lines` of ``lines`` lines (the bytes as written)."""
+        self._sha.update(data)
+        self.lines += lines
 
     def hexdigest(self) -> str:
         return self._sha.hexdigest()

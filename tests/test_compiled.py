@@ -74,3 +74,40 @@ def test_the_compiled_lane_writes_each_value_as_percent_d_does(values):
     for template in (steady._APPEND, steady._COMMIT, steady._LOG_APPEND, steady._LOG_SEND):
         count = template.count("%d")
         assert window.format_line(template, values[:count]) == template % tuple(values[:count])
+
+
+_LINE_ITEMS = st.lists(st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=40),  # any UTF-8 text, ASCII or not
+    st.dictionaries(st.sampled_from(["kind", "ts", "node", "peer", "fields"]),
+                    st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=8).filter(str.isprintable)),
+                    max_size=5),
+), max_size=30)
+
+
+@given(_LINE_ITEMS)
+def test_the_compiled_window_joins_a_block_of_lines_as_python_does(items):
+    """`recount replay --json` writes and hashes a chunk's lines as one bytes (`engine.trace.encoded_lines`);
+    the compiled one-pass join must give the same bytes for any lines (non-ASCII included, empty ones, none)
+    and any records to encode among them, and leave the caller's list as it was."""
+    window = _built_window()
+    from engine.trace import encode_record, encoded_lines
+
+    before = list(items)
+    expected = encoded_lines(items, encode_record)
+    assert window.encoded_lines(items, encode_record) == expected
+    assert items == before
+    assert expected == "".join((item if type(item) is str else encode_record(item)) + "\n" for item in items).encode()
+
+
+def test_the_compiled_join_refuses_what_python_refuses():
+    """A line that is not UTF-8 (a lone surrogate) raises as ``str.encode`` does; an encoder that gives no str
+    is refused rather than written."""
+    window = _built_window()
+    from engine.trace import encode_record, encoded_lines
+
+    with pytest.raises(UnicodeEncodeError):
+        encoded_lines(["ok", "\ud800"], encode_record)
+    with pytest.raises(UnicodeEncodeError):
+        window.encoded_lines(["ok", "\ud800"], encode_record)
+    with pytest.raises(TypeError):
+        window.encoded_lines(["ok", {"kind": "x"}], lambda record: b"bytes")

@@ -473,6 +473,27 @@ def test_line_blocks_are_the_lines_in_blocks_with_the_summary_alone_last(lane):
     assert not any(line.startswith('{"kind":"summary"') for block in blocks[:-1] for line in block)
 
 
+@pytest.mark.parametrize("lane", [True, False], ids=["lane", "feed"])
+def test_byte_blocks_are_the_lines_as_written_and_hashed(lane):
+    """`recount replay --json` writes `ReplaySession.byte_blocks`: each block the UTF-8 of its lines, each line
+    followed by a newline, the summary alone in the last; together, exactly the bytes of `lines()` written
+    one per line, and the summary's hash is over the bytes before it."""
+    import hashlib
+    import json
+
+    for path in SAMPLES:
+        session = ReplaySession(loader.ReplayFileInput(path).ordered(None))
+        blocks = list(session.byte_blocks(lane=lane))
+        if lane:
+            _loop_is_the_tests(session)
+        lines = list(ReplaySession(loader.ReplayFileInput(path).ordered(None)).lines(lane=lane))
+        assert b"".join(blocks) == "".join(line + "\n" for line in lines).encode("utf-8")
+        assert all(blocks) and all(block.endswith(b"\n") for block in blocks)
+        assert blocks[-1] == (lines[-1] + "\n").encode() and lines[-1].startswith('{"kind":"summary"')
+        assert not any(block.startswith(b'{"kind":"summary"') for block in blocks[:-1])
+        assert json.loads(lines[-1])["traceSha256"] == hashlib.sha256(b"".join(blocks[:-1])).hexdigest()
+
+
 @given(st.data())
 def test_each_lane_record_is_what_its_trace_line_decodes_to(data):
     """The lane puts out ``(template, values)``: the line is ``template % values`` and the record

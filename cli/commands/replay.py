@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,7 +19,7 @@ from engine.replay import (
     MODELS,
     UnknownModelError,
     replay,
-    replay_line_blocks,
+    replay_byte_blocks,
 )
 from engine.trace import encode_record
 from engine.versions import BASELINE, flags_for_version, model_for, model_from_evidence
@@ -127,9 +127,22 @@ def choose_model(explicit: str | None, evidence: list[dict]) -> tuple[str, dict]
     return shown, {"model": shown, "from": "evidence", "evidence": shown, "why": why}
 
 
-def _block_ts(block: list[str]) -> int | None:
-    """The time a block of trace lines reached (its last line's)."""
+def _block_ts(block: list[str] | bytes) -> int | None:
+    """The time a block of trace lines reached (its last line's; a block of bytes ends with a newline)."""
+    if type(block) is bytes:
+        return progress.record_ts(block[block.rfind(b"\n", 0, len(block) - 1) + 1:-1].decode("utf-8"))
     return progress.record_ts(block[-1])
+
+
+def _bytes_writer() -> Any:
+    """Where the bytes of ``--json`` go: standard output's own buffer (what it holds in text flushed first), or
+    its text layer when it has no buffer (a test's capture)."""
+    stdout = sys.stdout
+    buffer = getattr(stdout, "buffer", None)
+    if buffer is None:
+        return lambda data: stdout.write(data.decode("utf-8"))
+    stdout.flush()
+    return buffer.write
 
 
 def _flags_of(name: str):
@@ -241,18 +254,22 @@ def replay_command(
             refs=refs,
             ref_kind=ref_kind,
         )
-        if json_output:  # each record encoded once: the bytes the trace hash is over
-            lines = replay_line_blocks(source, **options)
+        if json_output:  # each record encoded once, a chunk's lines joined once: the bytes the trace hash is over
+            lines = replay_byte_blocks(source, **options)
         else:
             records = replay(source, **options)
     last = min(last_ts, until_ns if until_ns is not None else 1 << 62)
     try:
-        if json_output:
+        if json_output and lines is not None:
+            write = _bytes_writer()
+            # a chunk of the replay's lines at a time, as the bytes they were hashed as, the summary alone last
+            for block in progress.tracked(lines, "replaying", first, last, _block_ts, every=1):
+                if block.startswith(b'{"kind":"summary"'):  # the last line: say where the model came from
+                    block = block[:-2] + b',"modelChosen":' + json.dumps(chosen, separators=(",", ":")).encode() + b"}\n"
+                write(block)
+        elif json_output:
             write = sys.stdout.write
-            # a block of lines at a time (a chunk of the replay), written in one go
-            blocks = lines if lines is not None else ([encode_record(r)] for r in records)
-            for block in progress.tracked(blocks, "replaying", first, last, _block_ts,
-                                          every=1 if lines is not None else 256):
+            for block in progress.tracked(([encode_record(r)] for r in records), "replaying", first, last, _block_ts):
                 last_line = block[-1]
                 if last_line.startswith('{"kind":"summary"'):  # the last line: say where the model came from
                     block[-1] = last_line[:-1] + ',"modelChosen":' + json.dumps(chosen, separators=(",", ":")) + "}"
