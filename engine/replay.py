@@ -102,7 +102,14 @@ from engine.model.flags import ModelFlags
 from engine.model.inputs import LogFrame, LogFrames, PublicationStatus
 from engine.model.outputs import Ready
 from engine.model.view import MemberView
-from engine.trace import TraceHasher, canonical, encode_record, encoded_lines, encoded_lines_of, summary_record
+from engine.trace import (
+    TraceHasher,
+    canonical,
+    encode_record,
+    encoded_lines,
+    encoded_lines_of,
+    summary_record,
+)
 from formats.errors import DecodeError
 from formats.events import MESSAGE_CLASSES, Event
 
