@@ -7,9 +7,8 @@ object-per-run series is kept here as the oracle, and Hypothesis drives both wit
 
 from __future__ import annotations
 
-import json
-
 import bisect
+import json
 from types import SimpleNamespace
 
 from hypothesis import given, settings
