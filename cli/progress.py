@@ -143,7 +143,10 @@ def tracked(items: Iterable[T], label: str, first_ns: int, last_ns: int, ts_of: 
 
 
 def record_ts(record: Any) -> int | None:
-    """A trace record's ``ts`` (a dict, or its JSON line)."""
+    """A trace record's ``ts`` (a dict, its JSON line, or a steady-state lane item: ``(template, values)``, the
+    time first among the values)."""
+    if type(record) is tuple:
+        return record[1][0]
     if isinstance(record, str):
         start = record.find('"ts":')
         if start < 0:

@@ -22,7 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.times import MS, relative_time, wall_time
-from formats.describe import describe_record, describe_send
+from engine.steady import RECORD_OF, TEMPLATES
+from formats.describe import ARROW, describe_record, describe_send, send_head
 
 #: Timeline lines rendered per console.print.
 BATCH_LINES = 512
@@ -108,6 +109,22 @@ def lifecycle_of(events: Iterable[Any], until: int | None = None) -> list[Lifecy
     return out
 
 
+_APPEND, _COMMIT, _LOG_APPEND, _LOG_SEND = TEMPLATES
+
+
+def _numbered(template: str) -> dict[str, Any]:
+    """The record of a lane template whose values are their own numbers (0, 1, 2 ...)."""
+    return RECORD_OF[template](*range(template.count("%d")))
+
+
+#: The fields of the periodic sends the steady-state lane makes, in the order of its values (`_LaneItems`): the
+#: heartbeat filter keeps such a send's fields as their values in this order, whichever way the send came.
+_LANE_FIELDS = {_numbered(template)["type"]: tuple(_numbered(template)["fields"]) for template in (_APPEND, _COMMIT)}
+if (tuple(_numbered(_APPEND)["fields"].values()) != (3, 4, 5, 6)
+        or tuple(_numbered(_COMMIT)["fields"].values()) != (3, 4, 5)):
+    raise ImportError("engine.steady's lane templates no longer hold their fields where _LaneItems reads them")
+
+
 class HeartbeatFilter:
     """Says which records repeat a member's last periodic send to the same peer (see the module doc)."""
 
@@ -125,12 +142,64 @@ class HeartbeatFilter:
 
     def is_repeated_send(self, node: Any, peer: Any, channel: Any, type_name: Any, fields: Any) -> bool:
         """`is_repeat` of a send of a periodic type, given its parts."""
+        order = _LANE_FIELDS.get(type_name)
+        if order is not None and type(fields) is dict and len(fields) == len(order):
+            try:  # kept as the lane's values are (`is_repeated_values`): equal exactly when the dicts are
+                fields = tuple([fields[name] for name in order])
+            except KeyError:
+                pass
+        return self.is_repeated_values(node, peer, channel, type_name, fields)
+
+    def is_repeated_values(self, node: Any, peer: Any, channel: Any, type_name: Any, fields: Any) -> bool:
+        """`is_repeated_send`, the fields given as the values of `_LANE_FIELDS`'s names in order."""
         key = (node, peer, channel, type_name)
         if self._last.get(key) == fields:
             self.hidden += 1
             return True
         self._last[key] = fields
         return False
+
+
+class _LaneItems:
+    """The line of a steady-state lane item, ``(template, values)`` (`engine.replay.ReplaySession.timeline`):
+    what `describe_record` writes of the record it stands for, ``RECORD_OF[template](*values)``, written from
+    the values; None when the heartbeat filter hides it.  Out of a cluster at work's common case (a send with
+    another member's id in it) the record is built and described.  ``style``: each template's."""
+
+    __slots__ = ("repeats", "heartbeats", "describe", "style")
+
+    def __init__(self, repeats: HeartbeatFilter, heartbeats: bool) -> None:
+        self.repeats = repeats
+        self.heartbeats = heartbeats
+        self.describe = {_APPEND: self.append, _COMMIT: self.commit, _LOG_APPEND: self.log_append,
+                         _LOG_SEND: self.log_send}
+        self.style = {template: _style(_numbered(template)) for template in TEMPLATES}
+
+    def append(self, v: tuple) -> str | None:  # ts, node, peer, term, position, follower, flags
+        node, peer = v[1], v[2]
+        if not self.heartbeats and self.repeats.is_repeated_values(node, peer, "consensus", "AppendPosition",
+                                                                   v[3:7]):
+            return None
+        if v[5] == node and v[6] == 0:
+            return f"{send_head(node, peer, 'consensus')}AppendPosition term={v[3]} pos={v[4]}"
+        return describe_record(RECORD_OF[_APPEND](*v))
+
+    def commit(self, v: tuple) -> str | None:  # ts, node, peer, term, position, leader
+        node, peer = v[1], v[2]
+        if not self.heartbeats and self.repeats.is_repeated_values(node, peer, "consensus", "CommitPosition",
+                                                                   v[3:6]):
+            return None
+        if v[5] == node:
+            return f"{send_head(node, peer, 'consensus')}CommitPosition term={v[3]} pos={v[4]}"
+        return describe_record(RECORD_OF[_COMMIT](*v))
+
+    @staticmethod
+    def log_send(v: tuple) -> str:  # ts, node, peer, term, session, timestamp, position
+        return f"{send_head(v[1], v[2], 'log')}SessionMessageHeader term={v[3]} session={v[4]} @{v[6]}"
+
+    @staticmethod
+    def log_append(v: tuple) -> str:  # ts, node, position, term, session, timestamp
+        return f"{v[1]} log +SessionMessageHeader {ARROW} {v[2]}"
 
 
 def _when(ts: int | None, origin: int | None, wall_clock: bool) -> str:
@@ -194,7 +263,7 @@ def _ansi_capable(console: Console) -> bool:
 
 def print_timeline(
     console: Console,
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any] | tuple[str, tuple[int, ...]]],
     *,
     source: str,
     heartbeats: bool = False,
@@ -208,7 +277,10 @@ def print_timeline(
     Each line is built as a string and written a batch at a time: plain into a pipe or file; on a
     terminal with the escape codes of its styles, rendered once per style (`_Escapes`); rich renders
     each line itself only for a console that records, wraps or is a notebook.  One rich print per line
-    cost more than the replay, and a rich `Text` per line still as much as the replay's json."""
+    cost more than the replay, and a rich `Text` per line still as much as the replay's json.
+
+    ``records`` may hold the steady-state lane's items, ``(template, values)`` (`ReplaySession.timeline`): each
+    is written as the record it stands for would be (`_LaneItems`), without that record being built."""
     origin = None
     summary = None
     repeats = HeartbeatFilter()
@@ -239,43 +311,63 @@ def print_timeline(
     lifecycle = list(lifecycle)
     # A first start shows anyway (the member's election begins), unless the inputs say where its state came from.
     pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart or one.evidence]
+    lane = _LaneItems(repeats, heartbeats)
+    lane_describe, lane_style = lane.describe, lane.style
     for record in records:
-        get = record.get
-        kind = get("kind")
-        if kind == "summary":
-            summary = record
-            continue
-        ts = get("ts")
-        if origin is None and ts is not None:
-            origin = ts
-        while pending and ts is not None and pending[0].ts <= ts:
-            batch.append(lifecycle_line(pending.pop(0)))
-        if kind == "send":  # most records: their parts are taken once, for the filter and the line
-            node, peer, channel, type_name, fields = get("node"), get("peer"), get("channel"), get("type"), get("fields")
-            if type_name in PERIODIC and not heartbeats and repeats.is_repeated_send(node, peer, channel, type_name,
-                                                                                      fields):
+        if type(record) is tuple and texts:
+            record = RECORD_OF[record[0]](*record[1])  # a rich Text per line is made from the record
+        if type(record) is tuple:  # a steady-state lane item, (template, values): its line written from its values
+            template, values = record
+            ts = values[0]
+            if origin is None:
+                origin = ts
+            while pending and pending[0].ts <= ts:
+                batch.append(lifecycle_line(pending.pop(0)))
+            description = lane_describe[template](values)
+            if description is None:  # a repeated heartbeat
                 continue
-            if not texts:
-                description = describe_send(node, peer, channel, str(type_name), fields or {}, get("logPosition"))
-        elif not texts:
-            description = describe_record(record)
-        if texts:
-            batch.append(timeline_line(record, origin, wall_clock=wall_clock))
+            style, event = lane_style[template], None
         else:
-            if ts != last_ts:  # records come many to an instant, and many to a millisecond: formatted once
-                last_ts = ts
-                # What the time shows: its millisecond (from the origin; one before it is left to relative_time)
-                shown = None if ts is None else ts // MS if wall_clock else (ts - origin) // MS if ts >= origin else None
-                if shown is None or shown != last_shown:
-                    last_shown = shown
-                    when = f"{when_of(ts) if wall_clock else when_of(ts, origin):>{width}}  "
+            get = record.get
+            kind = get("kind")
+            if kind == "summary":
+                summary = record
+                continue
+            ts = get("ts")
+            if origin is None and ts is not None:
+                origin = ts
+            while pending and ts is not None and pending[0].ts <= ts:
+                batch.append(lifecycle_line(pending.pop(0)))
+            if kind == "send":  # most records: their parts are taken once, for the filter and the line
+                node, peer, channel, type_name, fields = get("node"), get("peer"), get("channel"), get("type"), get("fields")
+                if type_name in PERIODIC and not heartbeats and repeats.is_repeated_send(node, peer, channel, type_name,
+                                                                                          fields):
+                    continue
+                if not texts:
+                    description = describe_send(node, peer, channel, str(type_name), fields or {}, get("logPosition"))
+            elif not texts:
+                description = describe_record(record)
+            if texts:
+                batch.append(timeline_line(record, origin, wall_clock=wall_clock))
+                if len(batch) >= BATCH_LINES:
+                    flush()
+                continue
+            style = None  # the record's (`_style`), found where escape codes are written
             event = get("event") if kind == "divergence" else None
-            if escapes is not None:
-                batch.append(_escaped(escapes, codes, dim, red, when, description, record, event))
-            elif event is None:
-                batch.append(when + description)
-            else:
-                batch.append(f"{when}{description}  (recorded event {event})")
+        if ts != last_ts:  # records come many to an instant, and many to a millisecond: formatted once
+            last_ts = ts
+            # What the time shows: its millisecond (from the origin; one before it is left to relative_time)
+            shown = None if ts is None else ts // MS if wall_clock else (ts - origin) // MS if ts >= origin else None
+            if shown is None or shown != last_shown:
+                last_shown = shown
+                when = f"{when_of(ts) if wall_clock else when_of(ts, origin):>{width}}  "
+        if escapes is not None:
+            batch.append(_escaped(escapes, codes, dim, red, when, description,
+                                  _style(record) if style is None else style, event))
+        elif event is None:
+            batch.append(when + description)
+        else:
+            batch.append(f"{when}{description}  (recorded event {event})")
         if len(batch) >= BATCH_LINES:
             flush()
     for happened in pending:
@@ -293,16 +385,17 @@ _NO_TS = object()
 
 
 def _escaped(escapes: _Escapes, codes: dict[str, tuple[str, str]], dim: tuple[str, str], red: tuple[str, str],
-             when: str, description: str, record: Mapping[str, Any], event: Any) -> str:
-    """A timeline line with its styles' escape codes: what rich renders for `timeline_line`."""
+             when: str, description: str, style: str, event: Any) -> str:
+    """A timeline line with its styles' escape codes (``style``: its record's, `_style`): what rich renders for
+    `timeline_line`."""
     if not description.isprintable():  # rich strips some control characters, splits lines: let it
         line = Text()
         line.append(when, style="dim")
-        line.append(description, style=_style(record))
+        line.append(description, style=style)
         if event is not None:
             line.append(f"  (recorded event {event})", style="red")
         return escapes.rendered(line)
-    style_on, style_off = codes[_style(record)] if description else ("", "")
+    style_on, style_off = codes[style] if description else ("", "")
     line = f"{dim[0]}{when}{dim[1]}{style_on}{description}{style_off}"
     return line if event is None else f"{line}{red[0]}  (recorded event {event}){red[1]}"
 

@@ -37,6 +37,8 @@ line writing against ``%`` and that this build is of this file (``SOURCE_SHA256`
 cimport cython
 from cpython.long cimport PyLong_CheckExact
 from cpython.list cimport PyList_GET_SIZE
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.string cimport memcpy
@@ -298,6 +300,18 @@ cdef _Template _T_LOG_APPEND = _Template(_st._LOG_APPEND)
 cdef _Template _T_LOG_SEND = _Template(_st._LOG_SEND)
 
 
+cdef tuple _tuple_of(long long *values, int count):
+    """The first ``count`` values as a tuple of ints."""
+    cdef tuple result = PyTuple_New(count)
+    cdef object value
+    cdef int i
+    for i in range(count):
+        value = values[i]
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(result, i, value)
+    return result
+
+
 cdef inline bint _ll(object value, long long *out):
     """``value`` as a C long long when it is a plain int that fits (what the Python lane's ``type(v) is
     int`` checks; bools are not)."""
@@ -512,7 +526,7 @@ cdef class _Window:
     cdef long long ts
     cdef list lines  # records mode: the lines of ``out``'s records, in order (`emit`, `settle_out`)
     cdef Py_ssize_t known  # records mode: how many of ``out`` are final records with their lines in ``lines``
-    cdef bint as_records, compare, consistent
+    cdef bint as_records, as_items, compare, consistent
     cdef list held  # node id -> _Member or None
     cdef list loaded  # the ids held, to write back
 
@@ -539,6 +553,7 @@ cdef class _Window:
         self.Run, self.Check, self.KeyRuns = _st._Run, _st._Check, _st._KeyRuns
         self.k = 0
         self.as_records = bool(lane.as_records)
+        self.as_items = self.as_records and bool(lane.as_items)
         self.lines = []
         self.known = len(out)
         if self.as_records and self.known:
@@ -611,7 +626,8 @@ cdef class _Window:
     cdef str emit(self, _Template t, long long a, long long b, long long c, long long d, long long e, long long f,
                   long long g):
         """A record the lane makes: its trace line, or, for a caller that wants the records, ``(record, line)``
-        (the record `engine.steady.RECORD_OF` builds, with the line it hashes).  The line is also
+        (the record `engine.steady.RECORD_OF` builds, with the line it hashes; for one that takes the lane's
+        items, `SteadyLane.as_items`, ``(template, values)`` in place of the record).  The line is also
         the record of a compared send's run (`engine.replay._record_of` decodes it when a divergence shows it)."""
         cdef long long values[7]
         values[0], values[1], values[2], values[3], values[4], values[5], values[6] = a, b, c, d, e, f, g
@@ -619,7 +635,7 @@ cdef class _Window:
         if self.as_records:
             if PyList_GET_SIZE(self.out) != self.known:
                 self.settle_out()
-            self.out.append(t.record.build(values))
+            self.out.append((t.template, _tuple_of(values, t.count)) if self.as_items else t.record.build(values))
             self.lines.append(line)
             self.known += 1
         else:
@@ -628,14 +644,16 @@ cdef class _Window:
 
     cdef void settle_out(self) except *:
         """In records mode: what the Python code put into ``out`` since (the model's records, the Python lane's
-        ``(template, values)``) as final records, their lines after the lines before them."""
+        ``(template, values)``) as final records (a lane item stays as it is when ``as_items``), their lines
+        after the lines before them."""
         cdef Py_ssize_t j
         cdef list out = self.out
         for j in range(self.known, PyList_GET_SIZE(out)):
             one = out[j]
             if type(one) is tuple:
                 self.lines.append(one[0] % one[1])
-                out[j] = _st.RECORD_OF[one[0]](*one[1])
+                if not self.as_items:
+                    out[j] = _st.RECORD_OF[one[0]](*one[1])
             else:
                 record = _canonical(one)
                 self.lines.append(_encode_line(record))

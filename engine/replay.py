@@ -1458,6 +1458,17 @@ class ReplaySession:
             yield from self.step()
         yield from self.finish()
 
+    def timeline(self, *, lane: bool = True) -> Iterator[dict[str, Any] | tuple[str, tuple[int, ...]]]:
+        """`records`, but each record the steady-state lane makes left as ``(template, values)`` (its trace line
+        is ``template % values``, its record ``engine.steady.RECORD_OF[template](*values)``): for a writer of
+        text that describes such a record from its values (`cli.render_replay.print_timeline`) rather than
+        build a dict and read it back.  The hash and every other record are as `records` gives them."""
+        laned = self._laned(lane)
+        if laned is not None:
+            yield from self._lane_out(*laned, as_records=True, as_items=True)
+            return
+        yield from self.records(lane=False)
+
     def _laned(self, lane: bool) -> tuple[Any, Iterator[tuple[int, list[tuple], Any]]] | None:
         """(the steady-state lane, the source's lane chunks) when the rest of the replay can take it."""
         chunks = getattr(self.source, "lane_chunks", None)
@@ -1518,7 +1529,7 @@ class ReplaySession:
         return sent_record(self.source.at(k)[0])
 
     def _lane_out(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]], *, as_records: bool,
-                  as_bytes: bool = False) -> Iterator[Any]:
+                  as_bytes: bool = False, as_items: bool = False) -> Iterator[Any]:
         """`line_blocks` (or `records`) through the steady-state lane: each chunk of rows handled by the lane
         or, event by event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given
         as one block.
@@ -1532,6 +1543,7 @@ class ReplaySession:
         encode = encode_record
         joined = encoded_lines_of(steady.compiled)  # as_bytes: a chunk's lines in one bytes, hashed as written
         steady.as_records = as_records
+        steady.as_items = as_items
         for first, rows, event_at in chunks:
             out: list[Any] = []  # the lane's lines (or (template, values)) and `_body`'s records, in the order made
             steady.record_lines = None
@@ -1540,11 +1552,15 @@ class ReplaySession:
             if not out:
                 continue
             if as_records and steady.record_lines is not None:  # the compiled loop: final records, their lines
-                hasher.add_lines(steady.record_lines)
+                hasher.add_encoded(joined(steady.record_lines, encode), len(steady.record_lines))
                 yield from out
             elif as_records:
-                hasher.add_lines([one[0] % one[1] if type(one) is tuple else encode(one) for one in out])
-                yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
+                hasher.add_encoded(joined([one[0] % one[1] if type(one) is tuple else encode(one) for one in out],
+                                          encode), len(out))
+                if as_items:
+                    yield from [one if type(one) is tuple else canonical(one) for one in out]
+                else:
+                    yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
             elif as_bytes:
                 data = joined(out, encode)
                 hasher.add_encoded(data, len(out))
@@ -1632,6 +1648,12 @@ def replay_line_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) 
     return ReplaySession(events, **options).line_blocks()
 
 
+def replay_timeline(events: Iterable[Event] | OrderedEvents, **options: Any
+                    ) -> Iterator[dict[str, Any] | tuple[str, tuple[int, ...]]]:
+    """`replay`'s records with the steady-state lane's left as ``(template, values)`` (`ReplaySession.timeline`)."""
+    return ReplaySession(events, **options).timeline()
+
+
 def replay_byte_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) -> Iterator[bytes]:
     """`replay_lines` as the bytes to write, a block at a time (`ReplaySession.byte_blocks`)."""
     return ReplaySession(events, **options).byte_blocks()
@@ -1653,4 +1675,5 @@ __all__ = [
     "replay_byte_blocks",
     "replay_line_blocks",
     "replay_lines",
+    "replay_timeline",
 ]

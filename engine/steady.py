@@ -129,6 +129,10 @@ def _log_send(ts: int, node: int, peer: int, term: int, session: int, timestamp:
             "logPosition": position}
 
 
+#: The lane's trace templates: a follower's AppendPosition, a leader's CommitPosition, a leader's log append and
+#: its log frame to a follower (what `ReplaySession.timeline` leaves as ``(template, values)``).
+TEMPLATES = (_APPEND, _COMMIT, _LOG_APPEND, _LOG_SEND)
+
 #: A record the lane makes is ``template % values`` as a trace line; ``RECORD_OF[template](*values)`` is the
 #: record that line decodes to (`SteadyLane.as_records`: for `ReplaySession.records`, without parsing the
 #: line; `_templates_hold` and tests/test_steady_lane.py check each pair agrees).
@@ -309,6 +313,9 @@ class SteadyLane:
         #: lines' case no tuple kept alive for the collector to walk).  The compiled loop puts out
         #: the records themselves, final, and their lines in ``record_lines`` (None: not run so).
         self.as_records = False
+        #: With ``as_records``: leave each record the lane makes as its ``(template, values)`` (for a caller that
+        #: writes its own text from the values, `ReplaySession.timeline`), the other records final.
+        self.as_items = False
         self.record_lines: list[str] | None = None
         #: The compiled loop (`engine._window`, the same rows handled on C state), None: this module's.
         self.compiled = compiled.window_module()
@@ -1015,12 +1022,17 @@ _ROW_INTS = ("leadershipTermId", "logPosition", "followerMemberId", "leaderMembe
 def _strings(column: Any) -> list[Any]:
     """A dictionary-encoded (or plain) string column's values."""
     if hasattr(column, "indices"):
+        import numpy as np
+
         names = column.dictionary.to_pylist()
         indices = column.indices
         if column.null_count:
             names.append(None)  # index -1
             indices = arrow_compute.fill_null(indices, -1)
-        return list(map(names.__getitem__, indices.to_numpy(zero_copy_only=False).tolist()))
+        # the names as one object array taken by the indices: the same str objects, without a Python call per row
+        table = np.empty(len(names), dtype=object)
+        table[:] = names
+        return table[indices.to_numpy(zero_copy_only=False)].tolist()
     return column.to_pylist()
 
 

@@ -358,6 +358,14 @@ def _send_head(node: Any, peer: Any, channel: Any) -> str:
     return head
 
 
+def send_head(node: Any, peer: Any, channel: Any) -> str:
+    """What a send's line (`describe_send`) begins with, up to its type: ``0→1 [log] ``."""
+    try:
+        return _SEND_HEADS[node, peer, channel]
+    except (KeyError, TypeError):
+        return _send_head(node, peer, channel)
+
+
 def describe_send(node: Any, peer: Any, channel: Any, type_name: str, fields: Mapping[str, Any],
                   log_position: Any = None) -> str:
     """A send record's line (`describe_record` of one of kind ``send``), given its parts."""

@@ -92,3 +92,89 @@ def test_repeated_heartbeats_are_hidden_from_the_string_lines_as_from_rich(timel
     hidden = next(line for line in shown if "repeated heartbeat(s) hidden" in line)
     count = int(hidden.split()[0])
     assert count > 0 and len(every) == len(shown) + count - 1  # the count's own line is not in every
+
+
+# -- the steady-state lane's items: `ReplaySession.timeline` leaves the lane's records as (template, values) ----
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from engine.steady import RECORD_OF, TEMPLATES  # noqa: E402
+
+_MEMBERS = st.integers(0, 3)
+_SMALL = st.integers(-2, 5)  # terms, positions and flags that repeat, so that the heartbeat filter hides some
+
+
+@st.composite
+def _lane_item(draw) -> tuple[str, tuple[int, ...]]:
+    template = draw(st.sampled_from(TEMPLATES))
+    ts = draw(st.integers(0, 5_000_000_000))
+    values = [ts] + [draw(_MEMBERS) for _ in range(2)] + [draw(_SMALL) for _ in range(template.count("%d") - 3)]
+    if draw(st.booleans()) and template.count("%d") >= 6:
+        values[5] = values[1]  # the common case: a member's own id in its send (the lane writes it at once)
+    if draw(st.booleans()) and template.count("%d") == 7 and "AppendPosition" in template:
+        values[6] = 0
+    return template, tuple(values)
+
+
+@st.composite
+def _timeline_of_items(draw) -> list:
+    """Lane items in time order, some given as the dicts they stand for (dicts with other fields among them):
+    the heartbeat filter must compare a periodic send alike whichever way it came."""
+    items = sorted(draw(st.lists(_lane_item(), min_size=1, max_size=40)), key=lambda item: item[1][0])
+    out = []
+    for item in items:
+        way = draw(st.integers(0, 3))
+        if way == 0:
+            out.append(RECORD_OF[item[0]](*item[1]))
+        elif way == 1 and RECORD_OF[item[0]](*item[1])["kind"] == "send":
+            record = RECORD_OF[item[0]](*item[1])
+            record["fields"] = dict(record["fields"], extra=1)  # fields the lane's values cannot hold
+            out.append(record)
+        else:
+            out.append(item)
+    return out
+
+
+def _records_of(items: list) -> list[dict]:
+    return [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else one for one in items]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_timeline_of_items(), st.sampled_from([{}, {"heartbeats": True}, {"wall_clock": True}]))
+def test_a_lane_item_is_written_as_the_record_it_stands_for(items, options):
+    """`print_timeline` writes a lane item, ``(template, values)``, from its values (`_LaneItems`): the same bytes
+    as for ``RECORD_OF[template](*values)``, in a pipe, a terminal and a recording console, heartbeats hidden
+    alike; so a member's own id, another id, flags, and records of the same sends given as dicts."""
+    records = _records_of(items)
+    for make in (lambda: Console(file=io.StringIO(), width=160, soft_wrap=True), lambda: _terminal("truecolor"),
+                 lambda: _terminal("256", record=True)):
+        assert _timeline(make(), items, [], **options) == _timeline(make(), records, [], **options)
+
+
+def test_the_lane_items_of_a_steady_replay_print_as_its_records():
+    """`recount replay`'s timeline takes `ReplaySession.timeline` (the lane's records as items): for the samples and
+    a cluster at work, the same text as from `ReplaySession.records`."""
+    import tempfile
+
+    from engine.replay import ReplaySession
+
+    sys_path = str(ROOT / "benchmarks")
+    import sys
+
+    sys.path.insert(0, sys_path)
+    try:
+        import bench_replay_file
+    finally:
+        sys.path.remove(sys_path)
+    with tempfile.TemporaryDirectory() as work:
+        steady = Path(work) / "steady.arrow"
+        bench_replay_file.write_file(steady, 6_000)
+        for path in [*(sample / "incident.arrow" for sample in SAMPLES), steady]:
+            items = list(ReplaySession(convert.ReplayFileInput(path).ordered(None)).timeline())
+            records = list(ReplaySession(convert.ReplayFileInput(path).ordered(None)).records())
+            assert any(type(one) is tuple for one in items), path
+            assert _records_of(items) == records
+            for options in ({}, {"heartbeats": True}):
+                assert (_timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), items, [], **options)
+                        == _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), records, [], **options))

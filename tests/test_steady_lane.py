@@ -494,6 +494,26 @@ def test_byte_blocks_are_the_lines_as_written_and_hashed(lane):
         assert json.loads(lines[-1])["traceSha256"] == hashlib.sha256(b"".join(blocks[:-1])).hexdigest()
 
 
+def test_the_timeline_is_the_records_with_the_lanes_left_as_items():
+    """`ReplaySession.timeline` (what the text timeline reads) gives the lane's records as ``(template, values)``
+    and every other record as `records` does: expanded by `RECORD_OF`, exactly `records()`, with the same hash;
+    for every sample and a cluster at work's traffic."""
+    from engine.steady import RECORD_OF, TEMPLATES
+
+    sources = [(path, lambda path=path: loader.ReplayFileInput(path).ordered(None)) for path in SAMPLES]
+    mutated = _mutated(loader.load(SAMPLES[0]).events, drop_every=3)  # divergences within the lane's stretches
+    sources.append(("mutated", lambda: mutated))
+    for name, source in sources:
+        session = ReplaySession(source())
+        items = list(session.timeline())
+        _loop_is_the_tests(session)
+        records = list(ReplaySession(source()).records())
+        lane_items = [one for one in items if type(one) is tuple]
+        assert lane_items and all(one[0] in TEMPLATES and type(one[1]) is tuple for one in lane_items), name
+        assert [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else one for one in items] == records, name
+        assert any(one.get("kind") == "divergence" for one in records) is (name == "mutated")
+
+
 @given(st.data())
 def test_each_lane_record_is_what_its_trace_line_decodes_to(data):
     """The lane puts out ``(template, values)``: the line is ``template % values`` and the record

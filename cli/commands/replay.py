@@ -18,8 +18,8 @@ from engine.replay import (
     DEFAULT_TOLERANCE_NS,
     MODELS,
     UnknownModelError,
-    replay,
     replay_byte_blocks,
+    replay_timeline,
 )
 from engine.trace import encode_record
 from engine.versions import BASELINE, flags_for_version, model_for, model_from_evidence
@@ -256,8 +256,8 @@ def replay_command(
         )
         if json_output:  # each record encoded once, a chunk's lines joined once: the bytes the trace hash is over
             lines = replay_byte_blocks(source, **options)
-        else:
-            records = replay(source, **options)
+        else:  # the timeline writes the lane's records from their values (`cli.render_replay._LaneItems`)
+            records = replay_timeline(source, **options)
     last = min(last_ts, until_ns if until_ns is not None else 1 << 62)
     try:
         if json_output and lines is not None:
