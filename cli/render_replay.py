@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.times import MS, relative_time, wall_time
+from engine import compiled
 from engine.steady import RECORD_OF, TEMPLATES
 from formats.describe import ARROW, describe_record, describe_send, send_head
 
@@ -164,16 +165,19 @@ class _LaneItems:
     """The line of a steady-state lane item, ``(template, values)`` (`engine.replay.ReplaySession.timeline`):
     what `describe_record` writes of the record it stands for, ``RECORD_OF[template](*values)``, written from
     the values; None when the heartbeat filter hides it.  Out of a cluster at work's common case (a send with
-    another member's id in it) the record is built and described.  ``style``: each template's."""
+    another member's id in it) the record is built and described.  `engine._window.LaneText` is the same in C
+    (`_lane_items` picks it when it is built)."""
 
-    __slots__ = ("repeats", "heartbeats", "describe", "style")
+    __slots__ = ("repeats", "heartbeats", "by_template")
 
     def __init__(self, repeats: HeartbeatFilter, heartbeats: bool) -> None:
         self.repeats = repeats
         self.heartbeats = heartbeats
-        self.describe = {_APPEND: self.append, _COMMIT: self.commit, _LOG_APPEND: self.log_append,
-                         _LOG_SEND: self.log_send}
-        self.style = {template: _style(_numbered(template)) for template in TEMPLATES}
+        self.by_template = {_APPEND: self.append, _COMMIT: self.commit, _LOG_APPEND: self.log_append,
+                            _LOG_SEND: self.log_send}
+
+    def describe(self, template: str, values: tuple) -> str | None:
+        return self.by_template[template](values)
 
     def append(self, v: tuple) -> str | None:  # ts, node, peer, term, position, follower, flags
         node, peer = v[1], v[2]
@@ -182,7 +186,7 @@ class _LaneItems:
             return None
         if v[5] == node and v[6] == 0:
             return f"{send_head(node, peer, 'consensus')}AppendPosition term={v[3]} pos={v[4]}"
-        return describe_record(RECORD_OF[_APPEND](*v))
+        return _described(_APPEND, v)
 
     def commit(self, v: tuple) -> str | None:  # ts, node, peer, term, position, leader
         node, peer = v[1], v[2]
@@ -191,7 +195,7 @@ class _LaneItems:
             return None
         if v[5] == node:
             return f"{send_head(node, peer, 'consensus')}CommitPosition term={v[3]} pos={v[4]}"
-        return describe_record(RECORD_OF[_COMMIT](*v))
+        return _described(_COMMIT, v)
 
     @staticmethod
     def log_send(v: tuple) -> str:  # ts, node, peer, term, session, timestamp, position
@@ -200,6 +204,23 @@ class _LaneItems:
     @staticmethod
     def log_append(v: tuple) -> str:  # ts, node, position, term, session, timestamp
         return f"{v[1]} log +SessionMessageHeader {ARROW} {v[2]}"
+
+
+def _described(template: str, values: tuple) -> str:
+    """The description of the record a lane item stands for, built (the uncommon case)."""
+    return describe_record(RECORD_OF[template](*values))
+
+
+#: Each lane template's style (`_style` of the record it makes).
+_LANE_STYLES = {template: _style(_numbered(template)) for template in TEMPLATES}
+
+
+def _lane_items(repeats: HeartbeatFilter, heartbeats: bool) -> Any:
+    """What describes the timeline's lane items: `engine._window.LaneText` when it is built, else `_LaneItems`."""
+    window = compiled.window_module()
+    if window is None:
+        return _LaneItems(repeats, heartbeats)
+    return window.LaneText(repeats._last, repeats, not heartbeats, send_head, _described)
 
 
 def _when(ts: int | None, origin: int | None, wall_clock: bool) -> str:
@@ -311,8 +332,7 @@ def print_timeline(
     lifecycle = list(lifecycle)
     # A first start shows anyway (the member's election begins), unless the inputs say where its state came from.
     pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart or one.evidence]
-    lane = _LaneItems(repeats, heartbeats)
-    lane_describe, lane_style = lane.describe, lane.style
+    lane_describe, lane_style = _lane_items(repeats, heartbeats).describe, _LANE_STYLES
     for record in records:
         if type(record) is tuple and texts:
             record = RECORD_OF[record[0]](*record[1])  # a rich Text per line is made from the record
@@ -323,7 +343,7 @@ def print_timeline(
                 origin = ts
             while pending and pending[0].ts <= ts:
                 batch.append(lifecycle_line(pending.pop(0)))
-            description = lane_describe[template](values)
+            description = lane_describe(template, values)
             if description is None:  # a repeated heartbeat
                 continue
             style, event = lane_style[template], None

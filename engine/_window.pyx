@@ -1126,6 +1126,74 @@ cdef class _Window:
         return 1
 
 
+@cython.final
+cdef class LaneText:
+    """The description of a steady-state lane item, ``(template, values)`` (`engine.replay.ReplaySession.timeline`),
+    as `formats.describe.describe_record` writes the record it stands for: `cli.render_replay._LaneItems` in C,
+    the heartbeat filter's table shared with it.  ``describe`` gives None for a periodic send that repeats the
+    member's last to that peer (``hide``: the filter's ``_last``, its ``hidden`` counted on ``repeats``);
+    ``fallback(template, values)`` describes what is out of the common case (another member's id in a send, a
+    value that is not a 64-bit int).  ``head_of(node, peer, channel)``: a send's line up to its type."""
+    cdef dict last
+    cdef object repeats, head_of, fallback
+    cdef bint hide
+    cdef list heads  # (node, peer, channel) of small ids -> head_of's answer, kept
+    cdef object t_append, t_commit, t_log_append, t_log_send
+
+    def __init__(self, dict last, repeats, bint hide, head_of, fallback):
+        self.last, self.repeats, self.hide, self.head_of, self.fallback = last, repeats, hide, head_of, fallback
+        self.heads = [None] * (MAXNODE * MAXNODE * 2)
+        self.t_append, self.t_commit, self.t_log_append, self.t_log_send = _st._APPEND, _st._COMMIT, \
+            _st._LOG_APPEND, _st._LOG_SEND
+
+    cdef object head(self, object node, object peer, long long node_id, long long peer_id, int log):
+        cdef Py_ssize_t at
+        if 0 <= node_id < MAXNODE and 0 <= peer_id < MAXNODE:
+            at = (node_id * MAXNODE + peer_id) * 2 + log
+            found = self.heads[at]
+            if found is None:
+                found = self.heads[at] = self.head_of(node, peer, "log" if log else "consensus")
+            return found
+        return self.head_of(node, peer, "log" if log else "consensus")
+
+    cdef bint repeated(self, object node, object peer, str type_name, tuple fields) except -1:
+        """`HeartbeatFilter.is_repeated_values`."""
+        key = (node, peer, "consensus", type_name)
+        if self.last.get(key) == fields:
+            self.repeats.hidden += 1
+            return True
+        self.last[key] = fields
+        return False
+
+    def describe(self, str template, tuple values):
+        cdef long long node = 0, peer = 0, a = 0, b = 0, c = 0, d = 0
+        cdef Py_ssize_t n = len(values)
+        if template is self.t_append or template == self.t_append:  # ts, node, peer, term, position, follower, flags
+            if n != 7:
+                return self.fallback(template, values)
+            if self.hide and self.repeated(values[1], values[2], "AppendPosition", values[3:7]):
+                return None
+            if (_ll(values[1], &node) and _ll(values[2], &peer) and _ll(values[3], &a) and _ll(values[4], &b)
+                    and _ll(values[5], &c) and _ll(values[6], &d) and c == node and d == 0):
+                return f"{self.head(values[1], values[2], node, peer, 0)}AppendPosition term={a} pos={b}"
+        elif template is self.t_commit or template == self.t_commit:  # ts, node, peer, term, position, leader
+            if n != 6:
+                return self.fallback(template, values)
+            if self.hide and self.repeated(values[1], values[2], "CommitPosition", values[3:6]):
+                return None
+            if (_ll(values[1], &node) and _ll(values[2], &peer) and _ll(values[3], &a) and _ll(values[4], &b)
+                    and _ll(values[5], &c) and c == node):
+                return f"{self.head(values[1], values[2], node, peer, 0)}CommitPosition term={a} pos={b}"
+        elif template is self.t_log_send or template == self.t_log_send:  # ts, node, peer, term, session, timestamp, position
+            if (n == 7 and _ll(values[1], &node) and _ll(values[2], &peer) and _ll(values[3], &a)
+                    and _ll(values[4], &b) and _ll(values[6], &c)):
+                return f"{self.head(values[1], values[2], node, peer, 1)}SessionMessageHeader term={a} session={b} @{c}"
+        elif template is self.t_log_append or template == self.t_log_append:  # ts, node, position, term, session, timestamp
+            if n == 6 and _ll(values[1], &node) and _ll(values[2], &a):
+                return f"{node} log +SessionMessageHeader \u2192 {a}"
+        return self.fallback(template, values)
+
+
 def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
     """`SteadyLane.run` (the same rows, the same order, the same calls), the handlers on C state.  ``rows``:
     `engine.steady.LaneRows` (its columns read as they are), or a list of row tuples."""

@@ -96,7 +96,7 @@ def test_repeated_heartbeats_are_hidden_from_the_string_lines_as_from_rich(timel
 
 # -- the steady-state lane's items: `ReplaySession.timeline` leaves the lane's records as (template, values) ----
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from engine.steady import RECORD_OF, TEMPLATES  # noqa: E402
@@ -140,12 +140,27 @@ def _records_of(items: list) -> list[dict]:
     return [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else one for one in items]
 
 
-@settings(max_examples=150, deadline=None)
-@given(_timeline_of_items(), st.sampled_from([{}, {"heartbeats": True}, {"wall_clock": True}]))
-def test_a_lane_item_is_written_as_the_record_it_stands_for(items, options):
-    """`print_timeline` writes a lane item, ``(template, values)``, from its values (`_LaneItems`): the same bytes
-    as for ``RECORD_OF[template](*values)``, in a pipe, a terminal and a recording console, heartbeats hidden
-    alike; so a member's own id, another id, flags, and records of the same sends given as dicts."""
+@pytest.fixture(params=["compiled", "python"])
+def lane_text(request):
+    """Which describes the lane items: `engine._window.LaneText` (compiled), or `_LaneItems` (Python)."""
+    from engine import compiled
+
+    if request.param == "compiled" and compiled.window_module() is None:
+        pytest.skip("engine._window is not built (tests/test_compiled.py says so, and fails in CI)")
+    previous = compiled.use_compiled(request.param == "compiled")
+    yield request.param
+    compiled.use_compiled(previous)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=_timeline_of_items(), options=st.sampled_from([{}, {"heartbeats": True}, {"wall_clock": True}]))
+def test_a_lane_item_is_written_as_the_record_it_stands_for(lane_text, items, options):
+    """`print_timeline` writes a lane item, ``(template, values)``, from its values (`_LaneItems`, or
+    `engine._window.LaneText`): the same bytes as for ``RECORD_OF[template](*values)``, in a pipe, a terminal and
+    a recording console, heartbeats hidden alike; so a member's own id, another id, flags, and records of the same
+    sends given as dicts."""
+    assert (type(render_replay._lane_items(render_replay.HeartbeatFilter(), False)).__name__
+            == ("LaneText" if lane_text == "compiled" else "_LaneItems"))
     records = _records_of(items)
     for make in (lambda: Console(file=io.StringIO(), width=160, soft_wrap=True), lambda: _terminal("truecolor"),
                  lambda: _terminal("256", record=True)):
