@@ -496,7 +496,7 @@ cdef class _SeriesView:
 @cython.final
 cdef class _PairView:
     """A lane `_Pair` (`engine.steady`) with its series key and, when compared, its two series at hand."""
-    cdef object pair, series_key, peer_start
+    cdef object pair, series_key, peer_start, recipe
     cdef bint compared
     cdef _SeriesView actual, expected
 
@@ -508,13 +508,14 @@ cdef class _PairView:
             self.actual = _SeriesView(pair.actual)
             self.expected = _SeriesView(pair.expected)
             self.peer_start = pair.peer_start
+            self.recipe = pair.recipe
 
 
 @cython.final
 cdef class _Window:
     """One `run`'s state: the lane, the replay's containers, the members held in C."""
     cdef object lane, replay, out, invariants_observe, invariants, compared_channels, batches, append_causes
-    cdef object commit_causes, frame_cause, ingress_cause, own_cause, message, pairs, Run, Check, KeyRuns
+    cdef object commit_causes, frame_cause, ingress_cause, own_cause, message, pairs, Run, Check, KeyRuns, RunRecipe
     cdef dict messages  # `SteadyLane.messages`: (term, session, timestamp) -> its SessionMessageHeader
     cdef list pair_views  # (member, peer, kind) -> its `_PairView` (`pair_view`)
     cdef object tolerance  # the comparison's (`NodeReplay.tolerance_ns`)
@@ -550,7 +551,7 @@ cdef class _Window:
         self.pairs = lane.pairs
         self.pair_views = [None] * (MAXNODE * MAXNODE * 3)
         self.tolerance = self.replay.tolerance_ns
-        self.Run, self.Check, self.KeyRuns = _st._Run, _st._Check, _st._KeyRuns
+        self.Run, self.Check, self.KeyRuns, self.RunRecipe = _st._Run, _st._Check, _st._KeyRuns, _st._RunRecipe
         self.k = 0
         self.as_records = bool(lane.as_records)
         self.as_items = self.as_records and bool(lane.as_items)
@@ -802,7 +803,8 @@ cdef class _Window:
         view.positions.append(position)
         view.refs.append(ref)
         kind = type(record)
-        view.records.append(record if kind is tuple or kind is int or kind is str else record())
+        view.records.append(record if kind is tuple or kind is int or kind is str or kind is self.RunRecipe
+                            else record())
         if key != last_key:
             index = view.by_key.get(key)
             if index is None:
@@ -884,13 +886,15 @@ cdef class _Window:
 
     cdef void actual(self, long long node_id, long long peer, int kind, object key, object position,
                      long long ts_value, object record) except *:
-        """`SteadyLane._actual`: a model send of ``kind`` (`_KINDS`), its run's record its trace line."""
+        """`SteadyLane._actual`: a model send of ``kind`` (`_KINDS`), its run's record the pair's recipe (made from
+        the run: AppendPosition, CommitPosition) or, where it has none (a log frame), its trace line."""
         cdef list positions
         cdef _PairView view = self.pair_view(node_id, peer, kind)
         if not view.compared:
             return
         ts = ts_value
-        number = self.series_append(view.actual, ts, key, position, None, record)
+        number = self.series_append(view.actual, ts, key, position, None,
+                                    record if view.recipe is None else view.recipe)
         if number is None:
             return
         peer_start = view.peer_start

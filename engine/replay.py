@@ -322,16 +322,29 @@ class _Run:
         return hash((id(self.series), self.number))
 
 
+class _RunRecipe:
+    """The recipe of a run's record that the run itself holds the values of: ``make(run)`` builds it from the
+    run's start, key and position (and what the recipe was made with: the series' member and peer).  One is
+    shared by every run of a series (`engine.steady` makes one per lane series of AppendPosition or
+    CommitPosition), so such a run keeps no object of its own for its record."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[_Run], dict[str, Any]]) -> None:
+        self.make = make
+
+
 def _record_of(run: _Run) -> dict[str, Any]:
     """The record a divergence shows for ``run``: the run's record, else made the first time, for every
-    handle, from its recipe (a tuple: its builder and the builder's arguments), from the position of its
-    recorded event in the replay (an int, read by the series' ``record_at``), or from its trace line (a
-    str: the compiled lane, `engine._window`, keeps the line it wrote), as `engine.steady` keeps them."""
+    handle, from its recipe (a tuple: its builder and the builder's arguments; a `_RunRecipe`: from the run),
+    from the position of its recorded event in the replay (an int, read by the series' ``record_at``), or
+    from its trace line (a str: the compiled lane, `engine._window`, keeps the line it wrote of a log
+    frame), as `engine.steady` keeps them."""
     record = run.record
     kind = type(record)
-    if kind is tuple or kind is int or kind is str:
+    if kind is tuple or kind is int or kind is str or kind is _RunRecipe:
         record = run.record = (record[0](*record[1:]) if kind is tuple else run.series.record_at(record)
-                               if kind is int else json.loads(record))
+                               if kind is int else json.loads(record) if kind is str else record.make(run))
         series = run.series
         at = run.number - series.base
         if at >= 0:
@@ -432,7 +445,8 @@ class _Series:
         self.positions.append(position)
         self.refs.append(ref)
         kind = type(record)
-        self.records.append(record if kind is tuple or kind is int or kind is str else record())
+        self.records.append(record if kind is tuple or kind is int or kind is str or kind is _RunRecipe
+                            else record())
         if key != self.last_key:
             index = self.by_key.get(key)
             if index is None:
@@ -574,7 +588,7 @@ class NodeReplay:
     """
 
     #: The comparison's classes and key, for `engine.steady` (which does not import this module).
-    COMPARISON = (_Check, _KeyRuns, _Run, _Series, _Sender)
+    COMPARISON = (_Check, _KeyRuns, _Run, _RunRecipe, _Series, _Sender)
     key_fields = staticmethod(_key_fields)
 
     def __init__(

@@ -50,6 +50,7 @@ a model whose messages are spelled otherwise (another schema) turns the lane off
 from __future__ import annotations
 
 import heapq
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -248,13 +249,29 @@ class _LaneSend(dict):
     __slots__ = ("lane",)
 
 
-_Check = _KeyRuns = _Run = _Series = _Sender = None  # the comparison's classes, bound by `_bind_comparison`
+_Check = _KeyRuns = _Run = _RunRecipe = _Series = _Sender = None  # the comparison's classes (`_bind_comparison`)
 
 
 def _bind_comparison(replay: Any) -> None:
     """The comparison's classes, as the replay gives them (`engine.replay` uses this module, not the reverse)."""
-    global _Check, _KeyRuns, _Run, _Series, _Sender
-    _Check, _KeyRuns, _Run, _Series, _Sender = replay.COMPARISON
+    global _Check, _KeyRuns, _Run, _RunRecipe, _Series, _Sender
+    _Check, _KeyRuns, _Run, _RunRecipe, _Series, _Sender = replay.COMPARISON
+
+
+def _append_of_run(node: int, peer: int, run: Any) -> dict[str, Any]:
+    """The record of a lane AppendPosition run of ``node`` to ``peer``: its key is (term, follower, flags)."""
+    key = run.key
+    return _append_send(run.start, node, peer, key[0], run.position, key[1], key[2])
+
+
+def _commit_of_run(node: int, peer: int, run: Any) -> dict[str, Any]:
+    """The record of a lane CommitPosition run of ``node`` to ``peer``: its key is (term, leader)."""
+    key = run.key
+    return _commit_send(run.start, node, peer, key[0], run.position, key[1])
+
+
+#: The model's sends whose runs' records are made from the runs (`_RunRecipe`; `_Pair.recipe`).
+_OF_RUN = {"AppendPosition": _append_of_run, "CommitPosition": _commit_of_run}
 
 
 class _PeerCauses(dict):
@@ -570,8 +587,7 @@ class SteadyLane:
                 parts = (now, node_id, peer, term, commit, node_id)
                 out.append((_COMMIT, parts) if self.as_records else _COMMIT % parts)
                 if publications is None:
-                    self._actual(node_id, peer, "consensus", "CommitPosition", (term, node_id), commit, now,
-                                 (_commit_record, now, node_id, peer, term, commit))
+                    self._actual(node_id, peer, "consensus", "CommitPosition", (term, node_id), commit, now, None)
                 else:
                     self._pending(node_id, peer, publication.position, _LaneSend(
                         kind="send", ts=now, node=node_id, peer=peer, channel="consensus", type="CommitPosition",
@@ -612,8 +628,7 @@ class SteadyLane:
                     fields={"leadershipTermId": term, "logPosition": target, "followerMemberId": node_id, "flags": 0}),
                     ("AppendPosition", (term, node_id, 0), target, (_append_record, now, node_id, leader, term, target, 0)))
             else:
-                self._actual(node_id, leader, "consensus", "AppendPosition", (term, node_id, 0), target, now,
-                             (_append_record, now, node_id, leader, term, target, 0))
+                self._actual(node_id, leader, "consensus", "AppendPosition", (term, node_id, 0), target, now, None)
             agent.changes += 1
             parts = (now, node_id, leader, term, target, node_id, 0)
             out.append((_APPEND, parts) if self.as_records else _APPEND % parts)
@@ -903,6 +918,8 @@ class SteadyLane:
             pair.expected.record_at = self.record_at  # a recorded send's record, from its position
             pair.waiting = None
             pair.peer_start = replay.facts.first_start.get(peer)
+            of_run = _OF_RUN.get(_kind) if channel == "consensus" else None
+            pair.recipe = _RunRecipe(partial(of_run, node_id, peer)) if of_run is not None else None
         return pair
 
     def _expect(self, row: tuple, channel: str, key: tuple, position: int | None) -> None:
@@ -935,13 +952,15 @@ class SteadyLane:
         self.replay._schedule("expected", node_id, series_key, _Run(series, number))
 
     def _actual(self, node_id: int, peer: int, channel: str, kind: str, key: tuple, position: int | None, ts: int,
-                record: tuple) -> None:
+                record: tuple | None) -> None:
+        """A model send compared: its run begun or extended, its check made.  ``record``: the recipe of its
+        record, None for the pair's own (`_Pair.recipe`: made from the run)."""
         series_key = (node_id, peer, channel, kind)
         pair = self.pairs.get(series_key) or self._pair(series_key)
         if not pair.compared:
             return
         series = pair.actual
-        number = series.append(ts, key, position, None, record)
+        number = series.append(ts, key, position, None, pair.recipe if record is None else record)
         if number is None:  # the same value again: its run goes on
             return
         if pair.peer_start is not None and ts < pair.peer_start:
@@ -975,10 +994,12 @@ class _Pair:
     """The two sides of one series the lane compares, (member, peer, channel, type), found with one lookup:
     the model's and the recording's `_Series` (the very objects `NodeReplay.actual` and `.expected` hold),
     ``waiting``, the `NodeReplay.tentative` entry of the model's newest run the recording has not shown yet,
-    and ``peer_start``, the peer's first start (a model send before it is not checked; None: no start).
+    and ``peer_start``, the peer's first start (a model send before it is not checked; None: no start);
+    ``recipe``, the record of each of the model's runs of an AppendPosition or CommitPosition series, made
+    from the run (`engine.replay._RunRecipe`: no record object per run), else None.
     ``compared`` is False for a series the replay does not compare (then nothing else is set)."""
 
-    __slots__ = ("compared", "actual", "expected", "waiting", "peer_start")
+    __slots__ = ("compared", "actual", "expected", "waiting", "peer_start", "recipe")
 
 
 def _end(log: Any) -> int:
