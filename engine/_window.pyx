@@ -37,7 +37,7 @@ line writing against ``%`` and that this build is of this file (``SOURCE_SHA256`
 cimport cython
 from cpython.long cimport PyLong_CheckExact
 from cpython.list cimport PyList_GET_SIZE
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
@@ -62,11 +62,16 @@ from formats.cluster_codecs import AppendPosition, CommitPosition, SessionMessag
 SOURCE_SHA256 = WINDOW_PYX_SHA256
 
 cdef extern from "Python.h":
-    ctypedef struct PyObject
     long long PyLong_AsLongLongAndOverflow(object, int *) except? -1
     PyObject **PySequence_Fast_ITEMS(object)  # a list's item array
     object PyUnicode_New(Py_ssize_t, Py_UCS4)  # maxchar 127: a compact ASCII str, written in place before use
     void *PyUnicode_DATA(object)
+    ctypedef struct PyMemberDef:  # (descrobject.h) what a __slots__ member descriptor describes
+        int type
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+    int T_OBJECT_EX  # a slot's member type: an object, AttributeError when unset
 
 cdef enum:
     ROW_VALUES = 17  # the values of a lane row (`engine.steady.CODE` + 1: `run` checks)
@@ -330,6 +335,54 @@ cdef inline long long _floordiv(long long a, long long b):
     return q
 
 
+# -- the comparison's objects' slots, read and written by offset ---------------------------------------------
+# `engine.replay._Series`, `_KeyRuns` and `engine.steady._Pair` keep their fields in __slots__; reaching one
+# through the attribute protocol (a look-up in the type, a descriptor call) costs more than the rest of what
+# the loop does with it.  Their offsets are read once from the classes' member descriptors (`_learn_slots`),
+# and an object is read or written there only when it is exactly of its class (`_SeriesView`, `_PairView`).
+
+cdef Py_ssize_t S_BASE = -1, S_LAST_KEY = -1, S_LAST_POSITION = -1, S_LAST_INDEX = -1
+cdef Py_ssize_t K_STARTS = -1, K_ENDS = -1, K_POSITIONS = -1, K_MONOTONIC = -1
+cdef Py_ssize_t P_WAITING = -1
+cdef object _MEMBER_DESCRIPTOR = type(_st._Pair.waiting)
+
+
+cdef Py_ssize_t _slot(type cls, str name) except -1:
+    """Where instances of ``cls`` hold their slot ``name`` (an object member of its ``__slots__``)."""
+    descriptor = cls.__dict__.get(name)
+    if type(descriptor) is not _MEMBER_DESCRIPTOR or \
+            (<PyMemberDescrObject *><PyObject *>descriptor).d_member.type != T_OBJECT_EX:
+        raise TypeError(f"{cls.__name__}.{name} is not a slot the compiled lane can read")
+    return (<PyMemberDescrObject *><PyObject *>descriptor).d_member.offset
+
+
+cdef void _learn_slots() except *:
+    global S_BASE, S_LAST_KEY, S_LAST_POSITION, S_LAST_INDEX, K_STARTS, K_ENDS, K_POSITIONS, K_MONOTONIC, P_WAITING
+    series, runs = _st._Series, _st._KeyRuns
+    S_BASE, S_LAST_KEY = _slot(series, "base"), _slot(series, "last_key")
+    S_LAST_POSITION, S_LAST_INDEX = _slot(series, "last_position"), _slot(series, "last_index")
+    K_STARTS, K_ENDS = _slot(runs, "starts"), _slot(runs, "ends")
+    K_POSITIONS, K_MONOTONIC = _slot(runs, "positions"), _slot(runs, "monotonic")
+    P_WAITING = _slot(_st._Pair, "waiting")
+
+
+cdef inline object _get(object owner, Py_ssize_t offset):
+    """``owner``'s slot at ``offset`` (AttributeError when it is not set, as the attribute would say)."""
+    cdef PyObject *value = (<PyObject **>(<char *><PyObject *>owner + offset))[0]
+    if value is NULL:
+        raise AttributeError(f"a {type(owner).__name__} slot that is not set")
+    return <object>value
+
+
+cdef inline void _put(object owner, Py_ssize_t offset, object value) noexcept:
+    """Set ``owner``'s slot at ``offset`` to ``value``."""
+    cdef PyObject **at = <PyObject **>(<char *><PyObject *>owner + offset)
+    cdef PyObject *old = at[0]
+    Py_INCREF(value)
+    at[0] = <PyObject *>value
+    Py_XDECREF(old)
+
+
 @cython.final
 cdef class _Member:
     """What the lane's handlers read and write of one steady member, held in C (`_load`, `_store`)."""
@@ -487,6 +540,8 @@ cdef class _SeriesView:
     cdef dict by_key
 
     def __init__(self, series):
+        if type(series) is not _st._Series:
+            raise TypeError(f"a comparison series of type {type(series).__name__}: the compiled lane reads _Series")
         self.series = series
         self.starts, self.ends, self.keys = series.starts, series.ends, series.keys
         self.positions, self.refs, self.records = series.positions, series.refs, series.records
@@ -501,6 +556,8 @@ cdef class _PairView:
     cdef _SeriesView actual, expected
 
     def __init__(self, pair, series_key):
+        if type(pair) is not _st._Pair:
+            raise TypeError(f"a lane pair of type {type(pair).__name__}: the compiled lane reads _Pair")
         self.pair = pair
         self.series_key = series_key
         self.compared = bool(pair.compared)
@@ -552,6 +609,7 @@ cdef class _Window:
         self.pair_views = [None] * (MAXNODE * MAXNODE * 3)
         self.tolerance = self.replay.tolerance_ns
         self.Run, self.Check, self.KeyRuns, self.RunRecipe = _st._Run, _st._Check, _st._KeyRuns, _st._RunRecipe
+        _learn_slots()
         self.k = 0
         self.as_records = bool(lane.as_records)
         self.as_items = self.as_records and bool(lane.as_items)
@@ -786,17 +844,19 @@ cdef class _Window:
         """`_Series.append`: the new run's number, None when the last run goes on."""
         cdef list positions, ends
         cdef Py_ssize_t size
+        cdef bint same_key
         series = view.series
-        last_key = series.last_key
-        if position == series.last_position and key == last_key:
+        last_key = _get(series, S_LAST_KEY)
+        if position == _get(series, S_LAST_POSITION) and key == last_key:
             ends = view.ends
             ends[PyList_GET_SIZE(ends) - 1] = ts
-            ends = series.last_index.ends
+            ends = _get(_get(series, S_LAST_INDEX), K_ENDS)
             ends[PyList_GET_SIZE(ends) - 1] = ts
             return None
-        if key == last_key:
+        same_key = key == last_key
+        if same_key:
             key = last_key  # one tuple for the runs of a key (equal keys are one key to every reader)
-        number = series.base + PyList_GET_SIZE(view.starts)
+        number = _get(series, S_BASE) + PyList_GET_SIZE(view.starts)
         view.starts.append(ts)
         view.ends.append(ts)
         view.keys.append(key)
@@ -805,30 +865,32 @@ cdef class _Window:
         kind = type(record)
         view.records.append(record if kind is tuple or kind is int or kind is str or kind is self.RunRecipe
                             else record())
-        if key != last_key:
+        if not same_key:
             index = view.by_key.get(key)
             if index is None:
                 index = view.by_key[key] = self.KeyRuns()
-            series.last_key = key
-            series.last_index = index
+            elif type(index) is not self.KeyRuns:
+                raise TypeError(f"a key's runs of type {type(index).__name__}: the compiled lane reads _KeyRuns")
+            _put(series, S_LAST_KEY, key)
+            _put(series, S_LAST_INDEX, index)
         else:
-            index = series.last_index
-        series.last_position = position
-        positions = index.positions
+            index = _get(series, S_LAST_INDEX)
+        _put(series, S_LAST_POSITION, position)
+        positions = _get(index, K_POSITIONS)
         size = PyList_GET_SIZE(positions)
         if size and position is not None:
             newest = positions[size - 1]
             if newest is not None and position < newest:
-                index.monotonic = False
-        (<list>index.starts).append(ts)
-        (<list>index.ends).append(ts)
+                _put(index, K_MONOTONIC, False)
+        (<list>_get(index, K_STARTS)).append(ts)
+        (<list>_get(index, K_ENDS)).append(ts)
         positions.append(position)
         return number
 
     cdef inline bint newest_is(self, _SeriesView view, object key, object position, object low, object high):
         """`engine.steady._newest_is`."""
         series = view.series
-        if not (position == series.last_position and key == series.last_key):
+        if not (position == _get(series, S_LAST_POSITION) and key == _get(series, S_LAST_KEY)):
             return False
         return (view.ends[PyList_GET_SIZE(view.ends) - 1] >= low
                 and view.starts[PyList_GET_SIZE(view.starts) - 1] <= high)
@@ -871,14 +933,14 @@ cdef class _Window:
         if number is None:
             return
         tolerance = self.tolerance
-        waiting = pair.waiting
+        waiting = _get(pair, P_WAITING)
         if waiting is not None:
             due = waiting[0]
             if due - 2 * tolerance <= ts <= due:
-                at = waiting[4] - view.actual.series.base
+                at = waiting[4] - _get(view.actual.series, S_BASE)
                 if view.actual.positions[at] == position and view.actual.keys[at] == key:
                     waiting[5] = True
-                    pair.waiting = None
+                    _put(pair, P_WAITING, None)
                     return
         if self.newest_is(view.actual, key, position, ts - tolerance, ts + tolerance):
             return
@@ -905,11 +967,13 @@ cdef class _Window:
         low = ts - tolerance
         high = ts + tolerance
         other = view.expected.series
-        index = other.last_index if key == other.last_key else view.expected.by_key.get(key)
+        index = _get(other, S_LAST_INDEX) if key == _get(other, S_LAST_KEY) else view.expected.by_key.get(key)
         if index is not None:
-            positions = index.positions
+            if type(index) is not self.KeyRuns:
+                raise TypeError(f"a key's runs of type {type(index).__name__}: the compiled lane reads _KeyRuns")
+            positions = _get(index, K_POSITIONS)
             below = False
-            if position is not None and index.monotonic and positions:
+            if position is not None and _get(index, K_MONOTONIC) and positions:
                 newest = positions[PyList_GET_SIZE(positions) - 1]
                 below = newest is not None and newest < position
             if not below and (self.newest_is(view.expected, key, position, low, high)
@@ -922,10 +986,10 @@ cdef class _Window:
         if tentative and tentative[len(tentative) - 1][0] > due:
             check = self.Check(due, "actual", series_key[0], series_key, self.Run(view.actual.series, number))
             heappush(replay.checks, (due, replay.check_seq, check))
-            view.pair.waiting = None
+            _put(view.pair, P_WAITING, None)
             return
         entry = [due, replay.check_seq, series_key[0], series_key, number, False]
-        view.pair.waiting = entry
+        _put(view.pair, P_WAITING, entry)
         tentative.append(entry)
 
     cdef int expected(self, Py_ssize_t k) except -1:
@@ -1237,7 +1301,6 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
     cdef Py_ssize_t i
     try:
         for i in range(count):
-            lane.position = k
             w.k = k
             w.i = i
             ts_obj = w.ts_obj = w.f(TS)
@@ -1299,6 +1362,7 @@ def run(lane, rows, Py_ssize_t first, list out, event_at, ref_kind):
                         handled = w.own_append()
                     if not handled:
                         w.release()
+                        lane.position = k  # what the Python lane's `_expect` reads
                         row = w.row()
                         handled = 1 if (handlers[code](row, out) or (code <= INGRESS_IN and lane._absent(row))) else 0
                         w.release()
