@@ -13,7 +13,7 @@ shown; the summary says how many repeats were hidden.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,18 +166,47 @@ class _LaneItems:
     what `describe_record` writes of the record it stands for, ``RECORD_OF[template](*values)``, written from
     the values; None when the heartbeat filter hides it.  Out of a cluster at work's common case (a send with
     another member's id in it) the record is built and described.  `engine._window.LaneText` is the same in C
-    (`_lane_items` picks it when it is built)."""
+    (`_lane_items` picks it when it is built).
 
-    __slots__ = ("repeats", "heartbeats", "by_template")
+    It also keeps the timeline's time column (`when_at`, for every line: ``when_text(ts, origin)`` formatted
+    once per millisecond shown, from ``origin``, the first record's time, which `print_timeline` sets), so that
+    `line` gives a lane item's whole line."""
 
-    def __init__(self, repeats: HeartbeatFilter, heartbeats: bool) -> None:
+    __slots__ = ("repeats", "heartbeats", "by_template", "origin", "wall_clock", "when_text", "last_ts",
+                 "last_shown", "when")
+
+    def __init__(self, repeats: HeartbeatFilter, heartbeats: bool, wall_clock: bool,
+                 when_text: Callable[[Any, Any], str]) -> None:
         self.repeats = repeats
         self.heartbeats = heartbeats
         self.by_template = {_APPEND: self.append, _COMMIT: self.commit, _LOG_APPEND: self.log_append,
                             _LOG_SEND: self.log_send}
+        self.origin: Any = None
+        self.wall_clock = wall_clock
+        self.when_text = when_text
+        self.last_ts: Any = _NO_TS
+        self.last_shown: Any = None
+        self.when = ""
 
     def describe(self, template: str, values: tuple) -> str | None:
         return self.by_template[template](values)
+
+    def when_at(self, ts: Any) -> str:
+        """The time column of a line at ``ts``: records come many to an instant, and many to a millisecond."""
+        if ts != self.last_ts:
+            self.last_ts = ts
+            origin = self.origin
+            # What the time shows: its millisecond (from the origin; one before it is left to relative_time)
+            shown = None if ts is None else ts // MS if self.wall_clock else (ts - origin) // MS if ts >= origin else None
+            if shown is None or shown != self.last_shown:
+                self.last_shown = shown
+                self.when = self.when_text(ts, origin)
+        return self.when
+
+    def line(self, template: str, values: tuple) -> str | None:
+        """A lane item's line without styles (its time, its description), None when the filter hides it."""
+        description = self.describe(template, values)
+        return None if description is None else self.when_at(values[0]) + description
 
     def append(self, v: tuple) -> str | None:  # ts, node, peer, term, position, follower, flags
         node, peer = v[1], v[2]
@@ -215,12 +244,18 @@ def _described(template: str, values: tuple) -> str:
 _LANE_STYLES = {template: _style(_numbered(template)) for template in TEMPLATES}
 
 
-def _lane_items(repeats: HeartbeatFilter, heartbeats: bool) -> Any:
-    """What describes the timeline's lane items: `engine._window.LaneText` when it is built, else `_LaneItems`."""
+def _lane_items(repeats: HeartbeatFilter, heartbeats: bool, wall_clock: bool = False) -> Any:
+    """What describes the timeline's lane items and keeps its time column: `engine._window.LaneText` when it is
+    built, else `_LaneItems`."""
+    width = 24 if wall_clock else 10
+
+    def when_text(ts: Any, origin: Any) -> str:
+        return f"{wall_time(ts) if wall_clock else relative_time(ts, origin):>{width}}  "
+
     window = compiled.window_module()
     if window is None:
-        return _LaneItems(repeats, heartbeats)
-    return window.LaneText(repeats._last, repeats, not heartbeats, send_head, _described)
+        return _LaneItems(repeats, heartbeats, wall_clock, when_text)
+    return window.LaneText(repeats._last, repeats, not heartbeats, send_head, _described, wall_clock, when_text)
 
 
 def _when(ts: int | None, origin: int | None, wall_clock: bool) -> str:
@@ -309,11 +344,6 @@ def print_timeline(
     escapes = _Escapes(console) if styled and _ansi_capable(console) else None
     texts = styled and escapes is None  # a rich Text per line
     batch: list[Any] = []
-    width = 24 if wall_clock else 10
-    when_of = wall_time if wall_clock else relative_time
-    last_ts: Any = _NO_TS
-    last_shown: int | None = None
-    when = ""
     if escapes is not None:
         dim, red = escapes("dim"), escapes("red")
         codes = {style: escapes(style) for style in {"", "dim", *STYLES.values()}}
@@ -332,7 +362,8 @@ def print_timeline(
     lifecycle = list(lifecycle)
     # A first start shows anyway (the member's election begins), unless the inputs say where its state came from.
     pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart or one.evidence]
-    lane_describe, lane_style = _lane_items(repeats, heartbeats).describe, _LANE_STYLES
+    lane = _lane_items(repeats, heartbeats, wall_clock)
+    lane_describe, lane_line, when_at, lane_style = lane.describe, lane.line, lane.when_at, _LANE_STYLES
     for record in records:
         if type(record) is tuple and texts:
             record = RECORD_OF[record[0]](*record[1])  # a rich Text per line is made from the record
@@ -340,9 +371,16 @@ def print_timeline(
             template, values = record
             ts = values[0]
             if origin is None:
-                origin = ts
+                origin = lane.origin = ts
             while pending and pending[0].ts <= ts:
                 batch.append(lifecycle_line(pending.pop(0)))
+            if escapes is None:  # (a pipe or file: the line without styles, whole)
+                line = lane_line(template, values)
+                if line is not None:  # (None: a repeated heartbeat)
+                    batch.append(line)
+                    if len(batch) >= BATCH_LINES:
+                        flush()
+                continue
             description = lane_describe(template, values)
             if description is None:  # a repeated heartbeat
                 continue
@@ -355,7 +393,7 @@ def print_timeline(
                 continue
             ts = get("ts")
             if origin is None and ts is not None:
-                origin = ts
+                origin = lane.origin = ts
             while pending and ts is not None and pending[0].ts <= ts:
                 batch.append(lifecycle_line(pending.pop(0)))
             if kind == "send":  # most records: their parts are taken once, for the filter and the line
@@ -374,13 +412,7 @@ def print_timeline(
                 continue
             style = None  # the record's (`_style`), found where escape codes are written
             event = get("event") if kind == "divergence" else None
-        if ts != last_ts:  # records come many to an instant, and many to a millisecond: formatted once
-            last_ts = ts
-            # What the time shows: its millisecond (from the origin; one before it is left to relative_time)
-            shown = None if ts is None else ts // MS if wall_clock else (ts - origin) // MS if ts >= origin else None
-            if shown is None or shown != last_shown:
-                last_shown = shown
-                when = f"{when_of(ts) if wall_clock else when_of(ts, origin):>{width}}  "
+        when = when_at(ts)
         if escapes is not None:
             batch.append(_escaped(escapes, codes, dim, red, when, description,
                                   _style(record) if style is None else style, event))

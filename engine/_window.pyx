@@ -345,6 +345,7 @@ cdef Py_ssize_t S_BASE = -1, S_LAST_KEY = -1, S_LAST_POSITION = -1, S_LAST_INDEX
 cdef Py_ssize_t K_STARTS = -1, K_ENDS = -1, K_POSITIONS = -1, K_MONOTONIC = -1
 cdef Py_ssize_t P_WAITING = -1
 cdef object _MEMBER_DESCRIPTOR = type(_st._Pair.waiting)
+cdef object _NO_TS = object()  # no line's time yet (`LaneText.when_at`)
 
 
 cdef Py_ssize_t _slot(type cls, str name) except -1:
@@ -1201,15 +1202,22 @@ cdef class LaneText:
     the heartbeat filter's table shared with it.  ``describe`` gives None for a periodic send that repeats the
     member's last to that peer (``hide``: the filter's ``_last``, its ``hidden`` counted on ``repeats``);
     ``fallback(template, values)`` describes what is out of the common case (another member's id in a send, a
-    value that is not a 64-bit int).  ``head_of(node, peer, channel)``: a send's line up to its type."""
+    value that is not a 64-bit int).  ``head_of(node, peer, channel)``: a send's line up to its type.
+    It keeps the timeline's time column as `_LaneItems` does (`when_at`: ``when_text(ts, origin)`` once per
+    millisecond shown), so that `line` gives a lane item's whole line."""
     cdef dict last
     cdef object repeats, head_of, fallback
     cdef bint hide
     cdef list heads  # (node, peer, channel) of small ids -> head_of's answer, kept
     cdef object t_append, t_commit, t_log_append, t_log_send
+    cdef public object origin  # the timeline's first time (`cli.render_replay.print_timeline` sets it)
+    cdef bint wall_clock
+    cdef object when_text, last_ts, last_shown, when
 
-    def __init__(self, dict last, repeats, bint hide, head_of, fallback):
+    def __init__(self, dict last, repeats, bint hide, head_of, fallback, bint wall_clock, when_text):
         self.last, self.repeats, self.hide, self.head_of, self.fallback = last, repeats, hide, head_of, fallback
+        self.origin, self.wall_clock, self.when_text = None, wall_clock, when_text
+        self.last_ts, self.last_shown, self.when = _NO_TS, None, ""
         self.heads = [None] * (MAXNODE * MAXNODE * 2)
         self.t_append, self.t_commit, self.t_log_append, self.t_log_send = _st._APPEND, _st._COMMIT, \
             _st._LOG_APPEND, _st._LOG_SEND
@@ -1233,7 +1241,32 @@ cdef class LaneText:
         self.last[key] = fields
         return False
 
-    def describe(self, str template, tuple values):
+    cpdef str when_at(self, object ts):
+        """`cli.render_replay._LaneItems.when_at`, the same operations on the same objects."""
+        if ts != self.last_ts:
+            self.last_ts = ts
+            origin = self.origin
+            if ts is None:
+                shown = None
+            elif self.wall_clock:
+                shown = ts // MS
+            elif ts >= origin:
+                shown = (ts - origin) // MS
+            else:
+                shown = None
+            if shown is None or shown != self.last_shown:
+                self.last_shown = shown
+                self.when = self.when_text(ts, origin)
+        return self.when
+
+    def line(self, str template, tuple values):
+        """A lane item's line without styles (its time, its description), None when the filter hides it."""
+        description = self.describe(template, values)
+        if description is None:
+            return None
+        return self.when_at(values[0]) + description
+
+    cpdef object describe(self, str template, tuple values):
         cdef long long node = 0, peer = 0, a = 0, b = 0, c = 0, d = 0
         cdef Py_ssize_t n = len(values)
         if template is self.t_append or template == self.t_append:  # ts, node, peer, term, position, follower, flags
