@@ -208,6 +208,19 @@ class _LaneItems:
         description = self.describe(template, values)
         return None if description is None else self.when_at(values[0]) + description
 
+    def lines_into(self, block: list, start: int, batch: list, stop_ts: Any) -> int:
+        """The `line` of each lane item of ``block`` from ``start`` into ``batch``, up to the first that is not a
+        lane item or whose time is at or after ``stop_ts`` (None: no such time): where it stopped."""
+        line_of = self.line
+        for i in range(start, len(block)):
+            item = block[i]
+            if type(item) is not tuple or (stop_ts is not None and stop_ts <= item[1][0]):
+                return i
+            line = line_of(item[0], item[1])
+            if line is not None:
+                batch.append(line)
+        return len(block)
+
     def append(self, v: tuple) -> str | None:  # ts, node, peer, term, position, follower, flags
         node, peer = v[1], v[2]
         if not self.heartbeats and self.repeats.is_repeated_values(node, peer, "consensus", "AppendPosition",
@@ -325,6 +338,7 @@ def print_timeline(
     heartbeats: bool = False,
     wall_clock: bool = False,
     lifecycle: Iterable[Lifecycle] = (),
+    blocks: bool = False,
 ) -> None:
     """The timeline, then the summary table; repeated heartbeats hidden unless ``heartbeats``.
     ``lifecycle`` (`lifecycle_of` the inputs) puts a line in for each process stop, kill and restart,
@@ -336,7 +350,9 @@ def print_timeline(
     cost more than the replay, and a rich `Text` per line still as much as the replay's json.
 
     ``records`` may hold the steady-state lane's items, ``(template, values)`` (`ReplaySession.timeline`): each
-    is written as the record it stands for would be (`_LaneItems`), without that record being built."""
+    is written as the record it stands for would be (`_LaneItems`), without that record being built.  With
+    ``blocks``, ``records`` gives lists of them (`ReplaySession.timeline_blocks`): the lines of a block's lane
+    items are made in one call where the console takes them without styles."""
     origin = None
     summary = None
     repeats = HeartbeatFilter()
@@ -364,7 +380,10 @@ def print_timeline(
     pending = [one for one in lifecycle if one.type != "MemberStart" or one.restart or one.evidence]
     lane = _lane_items(repeats, heartbeats, wall_clock)
     lane_describe, lane_line, when_at, lane_style = lane.describe, lane.line, lane.when_at, _LANE_STYLES
-    for record in records:
+
+    def take(record: Any) -> None:
+        """One record, or one lane item, into the batch."""
+        nonlocal origin, summary
         if type(record) is tuple and texts:
             record = RECORD_OF[record[0]](*record[1])  # a rich Text per line is made from the record
         if type(record) is tuple:  # a steady-state lane item, (template, values): its line written from its values
@@ -380,17 +399,17 @@ def print_timeline(
                     batch.append(line)
                     if len(batch) >= BATCH_LINES:
                         flush()
-                continue
+                return
             description = lane_describe(template, values)
             if description is None:  # a repeated heartbeat
-                continue
+                return
             style, event = lane_style[template], None
         else:
             get = record.get
             kind = get("kind")
             if kind == "summary":
                 summary = record
-                continue
+                return
             ts = get("ts")
             if origin is None and ts is not None:
                 origin = lane.origin = ts
@@ -400,7 +419,7 @@ def print_timeline(
                 node, peer, channel, type_name, fields = get("node"), get("peer"), get("channel"), get("type"), get("fields")
                 if type_name in PERIODIC and not heartbeats and repeats.is_repeated_send(node, peer, channel, type_name,
                                                                                           fields):
-                    continue
+                    return
                 if not texts:
                     description = describe_send(node, peer, channel, str(type_name), fields or {}, get("logPosition"))
             elif not texts:
@@ -409,7 +428,7 @@ def print_timeline(
                 batch.append(timeline_line(record, origin, wall_clock=wall_clock))
                 if len(batch) >= BATCH_LINES:
                     flush()
-                continue
+                return
             style = None  # the record's (`_style`), found where escape codes are written
             event = get("event") if kind == "divergence" else None
         when = when_at(ts)
@@ -422,6 +441,25 @@ def print_timeline(
             batch.append(f"{when}{description}  (recorded event {event})")
         if len(batch) >= BATCH_LINES:
             flush()
+
+    if not blocks:
+        for record in records:
+            take(record)
+    else:
+        # A block's runs of lane items into the batch in one call (`lines_into`: a pipe or file's lines, the
+        # time of the next lifecycle line a stop), anything else one by one; the batch flushed between runs.
+        lines_into = lane.lines_into if escapes is None and not texts else None
+        for block in records:
+            i, count = 0, len(block)
+            while i < count:
+                if lines_into is not None and origin is not None:
+                    i = lines_into(block, i, batch, pending[0].ts if pending else None)
+                    if len(batch) >= BATCH_LINES:
+                        flush()
+                    if i == count:
+                        break
+                take(block[i])
+                i += 1
     for happened in pending:
         batch.append(lifecycle_line(happened))
     if batch:

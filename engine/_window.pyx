@@ -1259,12 +1259,28 @@ cdef class LaneText:
                 self.when = self.when_text(ts, origin)
         return self.when
 
-    def line(self, str template, tuple values):
+    cpdef object line(self, str template, tuple values):
         """A lane item's line without styles (its time, its description), None when the filter hides it."""
         description = self.describe(template, values)
         if description is None:
             return None
         return self.when_at(values[0]) + description
+
+    def lines_into(self, list block, Py_ssize_t start, list batch, object stop_ts):
+        """`cli.render_replay._LaneItems.lines_into`: the lines of ``block``'s lane items from ``start`` into
+        ``batch``, up to the first that is not one or whose time is at or after ``stop_ts``; where it stopped."""
+        cdef Py_ssize_t i, count = PyList_GET_SIZE(block)
+        for i in range(start, count):
+            item = block[i]
+            if type(item) is not tuple:
+                return i
+            values = (<tuple>item)[1]
+            if stop_ts is not None and stop_ts <= values[0]:
+                return i
+            line = self.line((<tuple>item)[0], values)
+            if line is not None:
+                batch.append(line)
+        return count
 
     cpdef object describe(self, str template, tuple values):
         cdef long long node = 0, peer = 0, a = 0, b = 0, c = 0, d = 0

@@ -1477,11 +1477,17 @@ class ReplaySession:
         is ``template % values``, its record ``engine.steady.RECORD_OF[template](*values)``): for a writer of
         text that describes such a record from its values (`cli.render_replay.print_timeline`) rather than
         build a dict and read it back.  The hash and every other record are as `records` gives them."""
+        for block in self.timeline_blocks(lane=lane):
+            yield from block
+
+    def timeline_blocks(self, *, lane: bool = True) -> Iterator[list[Any]]:
+        """`timeline` a block at a time (what a chunk of the lane made, never empty; off the lane, a record)."""
         laned = self._laned(lane)
         if laned is not None:
-            yield from self._lane_out(*laned, as_records=True, as_items=True)
+            yield from self._lane_out(*laned, as_records=True, as_items=True, in_blocks=True)
             return
-        yield from self.records(lane=False)
+        for record in self.records(lane=False):
+            yield [record]
 
     def _laned(self, lane: bool) -> tuple[Any, Iterator[tuple[int, list[tuple], Any]]] | None:
         """(the steady-state lane, the source's lane chunks) when the rest of the replay can take it."""
@@ -1543,7 +1549,7 @@ class ReplaySession:
         return sent_record(self.source.at(k)[0])
 
     def _lane_out(self, steady: Any, chunks: Iterator[tuple[int, list[tuple], Any]], *, as_records: bool,
-                  as_bytes: bool = False, as_items: bool = False) -> Iterator[Any]:
+                  as_bytes: bool = False, as_items: bool = False, in_blocks: bool = False) -> Iterator[Any]:
         """`line_blocks` (or `records`) through the steady-state lane: each chunk of rows handled by the lane
         or, event by event where it declines, by `NodeReplay`'s own path; the chunk's lines hashed and given
         as one block.
@@ -1567,14 +1573,21 @@ class ReplaySession:
                 continue
             if as_records and steady.record_lines is not None:  # the compiled loop: final records, their lines
                 hasher.add_encoded(joined(steady.record_lines, encode), len(steady.record_lines))
-                yield from out
+                if in_blocks:
+                    yield out
+                else:
+                    yield from out
             elif as_records:
                 hasher.add_encoded(joined([one[0] % one[1] if type(one) is tuple else encode(one) for one in out],
                                           encode), len(out))
                 if as_items:
-                    yield from [one if type(one) is tuple else canonical(one) for one in out]
+                    made = [one if type(one) is tuple else canonical(one) for one in out]
                 else:
-                    yield from [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
+                    made = [RECORD_OF[one[0]](*one[1]) if type(one) is tuple else canonical(one) for one in out]
+                if in_blocks:
+                    yield made
+                else:
+                    yield from made
             elif as_bytes:
                 data = joined(out, encode)
                 hasher.add_encoded(data, len(out))
@@ -1584,7 +1597,12 @@ class ReplaySession:
                 hasher.add_lines(lines)
                 yield lines
         if as_records:
-            yield from self.finish()
+            if in_blocks:
+                last = list(self.finish())
+                if last:
+                    yield last
+            else:
+                yield from self.finish()
             return
         replay.keep_lines = True  # the last records are hashed as `finish` emits them
         try:
@@ -1668,6 +1686,11 @@ def replay_timeline(events: Iterable[Event] | OrderedEvents, **options: Any
     return ReplaySession(events, **options).timeline()
 
 
+def replay_timeline_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) -> Iterator[list[Any]]:
+    """`replay_timeline` a block at a time (`ReplaySession.timeline_blocks`)."""
+    return ReplaySession(events, **options).timeline_blocks()
+
+
 def replay_byte_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) -> Iterator[bytes]:
     """`replay_lines` as the bytes to write, a block at a time (`ReplaySession.byte_blocks`)."""
     return ReplaySession(events, **options).byte_blocks()
@@ -1690,4 +1713,5 @@ __all__ = [
     "replay_line_blocks",
     "replay_lines",
     "replay_timeline",
+    "replay_timeline_blocks",
 ]

@@ -167,6 +167,30 @@ def test_a_lane_item_is_written_as_the_record_it_stands_for(lane_text, items, op
         assert _timeline(make(), items, [], **options) == _timeline(make(), records, [], **options)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=_timeline_of_items(), options=st.sampled_from([{}, {"heartbeats": True}, {"wall_clock": True}]),
+       data=st.data())
+def test_lane_items_in_blocks_are_written_as_one_by_one(lane_text, items, options, data):
+    """`recount replay` hands `print_timeline` a chunk's records and items at a time (``blocks``): a run of lane
+    items is written in one call (`lines_into`), which must stop where a lifecycle line goes in and at a record;
+    the same bytes as the records one by one, for any split into blocks, in a pipe, a terminal and a recording
+    console."""
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(items) - 1)), max_size=6)))
+    blocks = [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True) if items[a:b]]
+    times = [record[1][0] if type(record) is tuple else record["ts"] for record in items]
+    lifecycle = [render_replay.Lifecycle(ts, data.draw(_MEMBERS), data.draw(st.sampled_from(["MemberStop",
+                                                                                            "MemberCrash"])))
+                 for ts in sorted(data.draw(st.lists(st.sampled_from(times), max_size=3)))]
+    records = _records_of(items)
+    for make in (lambda: Console(file=io.StringIO(), width=160, soft_wrap=True), lambda: _terminal("truecolor"),
+                 lambda: _terminal("256", record=True)):
+        expected = _timeline(make(), records, lifecycle, **options)
+        console = make()
+        render_replay.print_timeline(console, iter(blocks), source="sample", lifecycle=lifecycle, blocks=True,
+                                     **options)
+        assert console.file.getvalue() == expected
+
+
 def test_the_lane_items_of_a_steady_replay_print_as_its_records():
     """`recount replay`'s timeline takes `ReplaySession.timeline` (the lane's records as items): for the samples and
     a cluster at work, the same text as from `ReplaySession.records`."""
@@ -190,6 +214,11 @@ def test_the_lane_items_of_a_steady_replay_print_as_its_records():
             records = list(ReplaySession(convert.ReplayFileInput(path).ordered(None)).records())
             assert any(type(one) is tuple for one in items), path
             assert _records_of(items) == records
+            blocks = list(ReplaySession(convert.ReplayFileInput(path).ordered(None)).timeline_blocks())
+            assert [one for block in blocks for one in block] == items and all(blocks)
             for options in ({}, {"heartbeats": True}):
-                assert (_timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), items, [], **options)
-                        == _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), records, [], **options))
+                expected = _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), records, [], **options)
+                assert _timeline(Console(file=io.StringIO(), width=160, soft_wrap=True), items, [], **options) == expected
+                console = Console(file=io.StringIO(), width=160, soft_wrap=True)
+                render_replay.print_timeline(console, iter(blocks), source="sample", blocks=True, **options)
+                assert console.file.getvalue() == expected

@@ -19,7 +19,7 @@ from engine.replay import (
     MODELS,
     UnknownModelError,
     replay_byte_blocks,
-    replay_timeline,
+    replay_timeline_blocks,
 )
 from engine.trace import encode_record
 from engine.versions import BASELINE, flags_for_version, model_for, model_from_evidence
@@ -131,6 +131,11 @@ def _block_ts(block: list[str] | bytes) -> int | None:
     """The time a block of trace lines reached (its last line's; a block of bytes ends with a newline)."""
     if type(block) is bytes:
         return progress.record_ts(block[block.rfind(b"\n", 0, len(block) - 1) + 1:-1].decode("utf-8"))
+    return progress.record_ts(block[-1])
+
+
+def _last_record_ts(block: list[Any]) -> int | None:
+    """The time a block of records reached (its last record's)."""
     return progress.record_ts(block[-1])
 
 
@@ -256,8 +261,8 @@ def replay_command(
         )
         if json_output:  # each record encoded once, a chunk's lines joined once: the bytes the trace hash is over
             lines = replay_byte_blocks(source, **options)
-        else:  # the timeline writes the lane's records from their values (`cli.render_replay._LaneItems`)
-            records = replay_timeline(source, **options)
+        else:  # the timeline writes the lane's records from their values, a chunk at a time (`render_replay`)
+            records = replay_timeline_blocks(source, **options)
     last = min(last_ts, until_ns if until_ns is not None else 1 << 62)
     try:
         if json_output and lines is not None:
@@ -277,12 +282,14 @@ def replay_command(
         else:
             from cli import render_replay  # here: --json never needs rich's tables
 
-            render_replay.print_timeline(output.stdout, progress.tracked(records, "replaying", first, last,
-                                                                         progress.record_ts), source=file,
-                                        heartbeats=heartbeats, wall_clock=wall_clock,
-                                        lifecycle=[] if mode == Mode.cluster else [
-                                            one for one in render_replay.lifecycle_of(lifecycle_events, until_ns)
-                                            if not node or one.node in node])
+            blocks = mode != Mode.cluster  # node replay gives its records a chunk at a time
+            tracked = (progress.tracked(records, "replaying", first, last, _last_record_ts, every=1) if blocks
+                       else progress.tracked(records, "replaying", first, last, progress.record_ts))
+            render_replay.print_timeline(output.stdout, tracked, source=file, heartbeats=heartbeats,
+                                         wall_clock=wall_clock, blocks=blocks,
+                                         lifecycle=[] if mode == Mode.cluster else [
+                                             one for one in render_replay.lifecycle_of(lifecycle_events, until_ns)
+                                             if not node or one.node in node])
     except DecodeError as error:
         raise error.with_context(source=error.source or file) from None
 
