@@ -412,16 +412,16 @@ class _FileEvents:
     LANE_BLOCK = 64
     LANE_SINGLES = 16
 
-    def lane_chunks(self, start: int = 0) -> Iterator[tuple[int, list[tuple], Any]] | None:
+    def lane_chunks(self, start: int = 0, rows: int | None = None) -> Iterator[tuple[int, list[tuple], Any]] | None:
         """The events from ``start`` as rows of the steady-state lane (`engine.steady`): the typed
-        columns of a slice of a batch at a time (no `Event` built), with a function giving the event
-        of one of its rows (built a block at a time when the lane declines one).  None when the file
-        is not in replay order."""
+        columns of a slice of a batch at a time (no `Event` built; ``rows`` at most, default `SLICE`),
+        with a function giving the event of one of its rows (built a block at a time when the lane
+        declines one).  None when the file is not in replay order."""
         if self._order is not None:
             return None
-        return self._lane_chunks(start)
+        return self._lane_chunks(start, rows or self.SLICE)
 
-    def _lane_chunks(self, start: int) -> Iterator[tuple[int, list[tuple], Any]]:
+    def _lane_chunks(self, start: int, size: int) -> Iterator[tuple[int, list[tuple], Any]]:
         from engine.steady import lane_rows
 
         file, release, count = self._opened.file, self._opened.release, self._count
@@ -429,7 +429,7 @@ class _FileEvents:
         while position < count:
             number = file.batch_of(position)
             first = file.starts[number]
-            stop = min(count, position + self.SLICE, first + file.batches[number].num_rows)
+            stop = min(count, position + size, first + file.batches[number].num_rows)
             batch = file.batches[number].slice(position - first, stop - position)
             rows = lane_rows(batch)
             built: dict[int, tuple[Event, Any]] = {}

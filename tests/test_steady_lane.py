@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine import compiled
-from engine.replay import ReplaySession
+from engine.replay import ReplaySession, in_memory
 from engine.steady import SteadyLane, _templates_hold, lane_rows, rows_of_events
 from engine.trace import encode_record
 from recorder import convert as loader
@@ -492,6 +492,25 @@ def test_byte_blocks_are_the_lines_as_written_and_hashed(lane):
         assert blocks[-1] == (lines[-1] + "\n").encode() and lines[-1].startswith('{"kind":"summary"')
         assert not any(block.startswith(b'{"kind":"summary"') for block in blocks[:-1])
         assert json.loads(lines[-1])["traceSha256"] == hashlib.sha256(b"".join(blocks[:-1])).hexdigest()
+
+
+@pytest.mark.parametrize("rows", [512, 2048, 8192])
+def test_the_trace_is_the_same_whatever_the_lanes_chunks(rows):
+    """The lane takes a source's events a chunk at a time (the text timeline asks for smaller chunks than
+    ``--json``, `engine.replay.TIMELINE_CHUNK_ROWS`): steady traffic with recorded sends missing and late replays
+    to the same bytes, its records and lane items the same, whatever the chunks' size."""
+    bench = _bench()
+    events = _mutated(_mutated(bench.capture(2_000, outs=True), drop_every=11), shift_node=2, shift_ns=800_000_000)
+    ordered = in_memory(events)
+    reference = list(ReplaySession(ordered).lines(lane=False))
+    session = ReplaySession(ordered)
+    laned = session._laned(True, rows)
+    assert laned is not None
+    session.steady = laned[0]
+    lines = [line for block in session._lane_out(*laned, as_records=False) for line in block]
+    assert lines == reference, _first_difference(lines, reference)
+    _loop_is_the_tests(session)
+    assert any('"kind":"divergence"' in line for line in lines)
 
 
 def test_the_timeline_is_the_records_with_the_lanes_left_as_items():
