@@ -344,6 +344,12 @@ def packed_rows(*columns: np.ndarray) -> np.ndarray | None:
     return None if packing is None else packing[0]
 
 
+def packed_rows_and_width(*columns: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """`packed_rows`, and how many bits its numbers take (each is below ``1 << width``)."""
+    packing = _packing(columns)
+    return None if packing is None else (packing[0], sum(packing[2]))
+
+
 def distinct_rows(*columns: np.ndarray) -> np.ndarray:
     """The distinct rows of some integer columns (as a 2-D array, sorted), packed into one int64 sort
     when their ranges allow it (the common case: a handful of members, directions and channels)."""

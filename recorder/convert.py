@@ -43,7 +43,7 @@ import pyarrow as pa
 from engine.model.config import Config
 from formats import arrow_compute, replay_file
 from formats.errors import DecodeError
-from formats.event_columns import EventColumns, packed_rows
+from formats.event_columns import EventColumns, packed_rows_and_width
 from formats.events import Event, parse_jsonl
 from recorder import discovery
 from recorder.version_evidence import (
@@ -176,10 +176,16 @@ _WHOLE_LOCAL_TYPES = (*_LIFECYCLE_TYPES, "ElectionStateChange")
 _SHAPE_KEYS = ["node", "dir", "channel", "type", "peer"]
 
 
+#: Packed shapes of at most this many bits are summarised through a table of 2**bits (`_first_of_each_shape`).
+_TABLE_BITS = 16
+
+
 def _first_of_each_shape(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], int]]:
     """Each (node, dir, channel, type, peer) of a checked batch (``peer`` None where null) with its
     earliest ``ts``, in the order the shapes first appear: the rows packed into one number each
-    (`packed_rows`), then `np.unique` (no Arrow group-by: its engine costs a replay 50 ms to load)."""
+    (`packed_rows_and_width`), then each number's first row and earliest time in a table indexed by it (a
+    few bits wide, as a real file's are: 0.17 ms a 65k-row batch, against 2.0 ms for `np.unique`'s sort), or
+    `np.unique` (no Arrow group-by: its engine costs a replay 50 ms to load)."""
     pc = arrow_compute
     ts = batch.column("ts").to_numpy(zero_copy_only=False)
     node = batch.column("node").to_numpy(zero_copy_only=False)
@@ -193,14 +199,24 @@ def _first_of_each_shape(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], i
         return (int(node[row]), names[0][codes[0][row]], names[1][codes[1][row]], names[2][codes[2][row]],
                 int(peers[row]) if has_peer[row] else None)
 
-    key = packed_rows(node, *codes, has_peer, peers)
-    if key is None:  # (not with the member ids and names of any real file) the rows one by one
+    packing = packed_rows_and_width(node, *codes, has_peer, peers)
+    if packing is None:  # (not with the member ids and names of any real file) the rows one by one
         firsts: dict[tuple[Any, ...], int] = {}
         for row, when in enumerate(ts.tolist()):
             one = shape(row)
             if when < firsts.get(one, when + 1):
                 firsts[one] = when
         return list(firsts.items())
+    key, width = packing
+    if width <= _TABLE_BITS:  # (a handful of members, directions, channels, types, peers) a table, no sort
+        rows = len(key)
+        first = np.full(1 << width, rows, dtype=np.int64)
+        np.minimum.at(first, key, np.arange(rows, dtype=np.int64))
+        present = np.flatnonzero(first < rows)
+        earliest = np.full(1 << width, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(earliest, key, ts)
+        return [(shape(int(first[packed])), int(earliest[packed]))
+                for packed in present[np.argsort(first[present], kind="stable")].tolist()]
     unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     earliest = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(earliest, inverse, ts)

@@ -287,14 +287,17 @@ _SHAPE_ROWS = st.lists(st.tuples(st.sampled_from([0, 1, 2, 7]), st.sampled_from(
                                  st.one_of(st.none(), st.integers(0, 4)), st.integers(0, 50)), min_size=1, max_size=60)
 
 
-@given(rows=_SHAPE_ROWS, encoded=st.booleans(), huge_node=st.booleans())
-def test_each_shape_of_a_batch_comes_with_its_earliest_time_in_the_order_shapes_first_appear(rows, encoded, huge_node):
+@given(rows=_SHAPE_ROWS, encoded=st.booleans(), ids=st.sampled_from(["small", "wide", "huge"]))
+def test_each_shape_of_a_batch_comes_with_its_earliest_time_in_the_order_shapes_first_appear(rows, encoded, ids):
     """`ReplayFileInput`'s summary of a batch (what `facts` and `coverage` are answered from): every
     (node, dir, channel, type, peer) with its earliest ts, as a plain reading of the rows gives it, with or
-    without dictionary-encoded names, a null peer a shape of its own, and member ids too far apart for
-    one 64-bit key per row (the rows then read one by one)."""
-    if huge_node:
+    without dictionary-encoded names, a null peer a shape of its own, and member ids that pack into a few bits
+    (a table of the packed shapes), into more (`np.unique`), or too far apart for one 64-bit key per row (the
+    rows then read one by one)."""
+    if ids == "huge":
         rows = [((1 << 60) if node == 7 else -(1 << 60) if node == 2 else node, *rest) for node, *rest in rows]
+    elif ids == "wide":
+        rows = [((1 << 20) if node == 7 else node, *rest) for node, *rest in rows]
     names = ["node", "dir", "channel", "type", "peer", "ts"]
     columns = [list(column) for column in zip(*rows, strict=True)]
     arrays = [pa.array(columns[0], pa.int64()), *(pa.array(columns[i]) for i in (1, 2, 3)),
