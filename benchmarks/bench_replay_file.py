@@ -141,6 +141,33 @@ strings of each column); the compiled loop about 0.6 s, nearly all of it Python 
 attribute reads of agents, series and pairs: `benchmarks/bench_lane_instructions.py` counts it); hashing
 and writing 0.1 s.  The text timeline costs its records (0.3 s) and their descriptions (0.35 s, Python:
 `print_timeline`, `describe_send`) on top of ``--json``'s work, so each cut of ``--json`` raises the ratio.
+
+Twelfth session (issue 13).  The runs now use bytecode compiled beforehand (`_bytecode_cache`): the session's
+environment had PYTHONDONTWRITEBYTECODE set, and every run compiled every module (about 0.1 s), which no
+installed recount does.  ``--json`` hashes and writes a chunk's lines as one bytes, joined once in C
+(`engine._window.encoded_lines`); the compiled loop reads a row's values from its columns' item arrays,
+writes a line into a new str in place, reaches the comparison's slots by offset, and keeps no record object
+for a model run of AppendPosition or CommitPosition (`engine.replay._RunRecipe`: its record is made from the
+run if a divergence shows it), which took the lines out of the comparison's window (peak RSS down 30 MB, and
+the per-event cost of a long replay with them); opening a file summarises its batches through a table.  The
+text timeline takes the lane's records as their values (`ReplaySession.timeline_blocks`, in chunks of 2048
+rows), and writes a run of them in one call (`engine._window.LaneText.lines_into`).  Paired with 963d787 (the
+eleventh session's end), medians, CPU:
+
+    500k events, 7 rounds:  --json 0.96 s -> 0.84 s (280,137 -> 321,932 inbound ev/s), 203 -> 176 MB;  text
+        1.55 s -> 1.03 s (174,197 -> 262,350);  text / json 1.61x -> 1.23x (every round 1.14-1.28x).  Same sha
+        (0d76bce1...).  Earlier rounds of the day, on slower spells of the machine: --json 311,578 and
+        313,735 against 262,538 and 274,553; text / json 1.35x.
+    10M events, 3 rounds:  --json 21.8 s -> 15.7 s (246,633 -> 343,675 inbound ev/s; every round 15.5-16.0 s
+        against 20.1-22.0 s), 235 -> 207 MB.  Same sha (373b78ce...).  One later run on a slower spell: --json
+        18.7 s (287,835), text 21.0 s (1.12x).
+    callgrind (`bench_lane_instructions.py`, 60k events): the compiled loop 635.4M -> 504.9M instructions.
+
+Where the 0.84 s go now (500k): start-up and opening the file about 0.3 s (the interpreter 0.05, imports 0.15,
+the open 0.1); the rows 0.12 s; the compiled loop 0.45 s; hashing and writing about 0.05 s.  The loop's cost
+per event rises as the comparison's window fills (its runs are Python objects: about 240k of them after the
+first 0.3 s of this traffic): each later million events of the 10M file costs about a third more than the
+first (1.44 s, then 1.66-2.03 s, in one slow spell of the machine), so the 500k file flatters a long replay.
 """
 
 from __future__ import annotations
