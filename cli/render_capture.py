@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.markup import escape
-
 from cli import output
 
 #: Inputs smaller than this are read before a bar would be worth drawing.
@@ -121,6 +119,8 @@ def print_found(summary: dict[str, Any]) -> None:
             err.print(f"  {item['path']:<40} {item['kind']:<12} {assigned}".rstrip(), markup=False)
     for note in summary.get("notes", []):
         if note.startswith("warning: "):  # e.g. a --config value that clashes with what the capture shows
+            from rich.markup import escape
+
             output.warn(escape(note[len("warning: "):]))
         else:
             err.print(f"note: {note}", markup=False)

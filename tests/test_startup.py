@@ -211,15 +211,17 @@ def test_convert_and_replay_end_without_the_interpreters_teardown_with_output_wh
 
 def test_a_replay_of_a_replay_file_as_json_imports_neither_pyarrow_compute_nor_the_text_timeline():
     """`recount replay FILE --json` streams the file through Arrow's kernels (`formats.arrow_compute`), never
-    importing `pyarrow.compute`'s wrappers (25 ms), nor rich's tables for a timeline it does not print, nor the
-    cluster replay it does not run; the text timeline still renders, and the trace is the whole one."""
+    importing `pyarrow.compute`'s wrappers (25 ms), nor rich (its consoles are made when first used,
+    `cli.output`) or its tables for a timeline it does not print, nor the cluster replay it does not run; the
+    text timeline still renders, and the trace is the whole one."""
     probe = (
         "import sys, io, contextlib\n"
         "from cli.app import run\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n    code = run(sys.argv[1:])\n"
         "lines = out.getvalue().splitlines()\n"
-        "loaded = [m for m in ('pyarrow.compute', 'cli.render_replay', 'engine.cluster_replay') if m in sys.modules]\n"
+        "loaded = [m for m in ('pyarrow.compute', 'cli.render_replay', 'engine.cluster_replay', 'rich.console')\n"
+        "          if m in sys.modules]\n"
         "print(code, len(lines), loaded, file=sys.stderr)\n"
     )
     sample = str(ROOT / "samples" / "leader-failover" / "incident.arrow")
@@ -230,6 +232,7 @@ def test_a_replay_of_a_replay_file_as_json_imports_neither_pyarrow_compute_nor_t
     assert int(lines) > 100
     text = subprocess.run([sys.executable, "-c", probe, "replay", sample], capture_output=True, text=True, cwd=ROOT)
     assert "'cli.render_replay'" in text.stderr.strip().splitlines()[-1], text.stderr
+    assert "'rich.console'" in text.stderr.strip().splitlines()[-1], text.stderr
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc/self/task (Linux)")
