@@ -263,7 +263,7 @@ def _lane_items(repeats: HeartbeatFilter, heartbeats: bool, wall_clock: bool = F
     width = 24 if wall_clock else 10
 
     def when_text(ts: Any, origin: Any) -> str:
-        return f"{wall_time(ts) if wall_clock else relative_time(ts, origin):>{width}}  "
+        return f"{_when(ts, origin, wall_clock):>{width}}  "
 
     window = compiled.window_module()
     if window is None:

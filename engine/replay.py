@@ -1348,13 +1348,13 @@ class _InMemory:
     def read(self, start: int = 0) -> Iterator[tuple[Event, Any]]:
         return zip(itertools.islice(self._events, start, None), itertools.islice(self._refs, start, None), strict=True)
 
-    def lane_chunks(self, start: int = 0, rows: int | None = None
+    def lane_chunks(self, start: int = 0, chunk_rows: int | None = None
                     ) -> Iterator[tuple[int, list[tuple], Callable[[int], tuple[Event, Any]]]]:
-        """The events from ``start`` as rows of the steady-state lane (`engine.steady`), a chunk of ``rows`` (at
-        most; default 4096) at a time."""
+        """The events from ``start`` as rows of the steady-state lane (`engine.steady`), a chunk of ``chunk_rows``
+        (at most; default 4096) at a time."""
         from engine.steady import rows_of_events
 
-        size = rows or 4096
+        size = chunk_rows or 4096
         for first in range(start, len(self._events), size):
             events, refs = self._events[first : first + size], self._refs[first : first + size]
             rows = list(rows_of_events(zip(events, refs, strict=True)))
@@ -1689,14 +1689,9 @@ def replay_line_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) 
     return ReplaySession(events, **options).line_blocks()
 
 
-def replay_timeline(events: Iterable[Event] | OrderedEvents, **options: Any
-                    ) -> Iterator[dict[str, Any] | tuple[str, tuple[int, ...]]]:
-    """`replay`'s records with the steady-state lane's left as ``(template, values)`` (`ReplaySession.timeline`)."""
-    return ReplaySession(events, **options).timeline()
-
-
 def replay_timeline_blocks(events: Iterable[Event] | OrderedEvents, **options: Any) -> Iterator[list[Any]]:
-    """`replay_timeline` a block at a time (`ReplaySession.timeline_blocks`)."""
+    """`replay`'s records with the steady-state lane's left as ``(template, values)``, a block at a time
+    (`ReplaySession.timeline_blocks`)."""
     return ReplaySession(events, **options).timeline_blocks()
 
 
@@ -1721,6 +1716,5 @@ __all__ = [
     "replay_byte_blocks",
     "replay_line_blocks",
     "replay_lines",
-    "replay_timeline",
     "replay_timeline_blocks",
 ]

@@ -369,10 +369,7 @@ def send_head(node: Any, peer: Any, channel: Any) -> str:
 def describe_send(node: Any, peer: Any, channel: Any, type_name: str, fields: Mapping[str, Any],
                   log_position: Any = None) -> str:
     """A send record's line (`describe_record` of one of kind ``send``), given its parts."""
-    try:
-        head = _SEND_HEADS[node, peer, channel]
-    except (KeyError, TypeError):
-        head = _send_head(node, peer, channel)
+    head = send_head(node, peer, channel)
     # A cluster at work's sends (most of a timeline's lines) written at once: what `describe_fields` writes of
     # them when their values are ints and the member ids the prefix shows (tests/test_describe.py).
     get = fields.get

@@ -428,14 +428,15 @@ class _FileEvents:
     LANE_BLOCK = 64
     LANE_SINGLES = 16
 
-    def lane_chunks(self, start: int = 0, rows: int | None = None) -> Iterator[tuple[int, list[tuple], Any]] | None:
+    def lane_chunks(self, start: int = 0, chunk_rows: int | None = None
+                    ) -> Iterator[tuple[int, list[tuple], Any]] | None:
         """The events from ``start`` as rows of the steady-state lane (`engine.steady`): the typed
-        columns of a slice of a batch at a time (no `Event` built; ``rows`` at most, default `SLICE`),
+        columns of a slice of a batch at a time (no `Event` built; ``chunk_rows`` at most, default `SLICE`),
         with a function giving the event of one of its rows (built a block at a time when the lane
         declines one).  None when the file is not in replay order."""
         if self._order is not None:
             return None
-        return self._lane_chunks(start, rows or self.SLICE)
+        return self._lane_chunks(start, chunk_rows or self.SLICE)
 
     def _lane_chunks(self, start: int, size: int) -> Iterator[tuple[int, list[tuple], Any]]:
         from engine.steady import lane_rows

@@ -127,15 +127,10 @@ def choose_model(explicit: str | None, evidence: list[dict]) -> tuple[str, dict]
     return shown, {"model": shown, "from": "evidence", "evidence": shown, "why": why}
 
 
-def _block_ts(block: list[str] | bytes) -> int | None:
-    """The time a block of trace lines reached (its last line's; a block of bytes ends with a newline)."""
+def _block_ts(block: list[Any] | bytes) -> int | None:
+    """The time a block of trace lines or records reached (its last one's; a block of bytes ends with a newline)."""
     if type(block) is bytes:
         return progress.record_ts(block[block.rfind(b"\n", 0, len(block) - 1) + 1:-1].decode("utf-8"))
-    return progress.record_ts(block[-1])
-
-
-def _last_record_ts(block: list[Any]) -> int | None:
-    """The time a block of records reached (its last record's)."""
     return progress.record_ts(block[-1])
 
 
@@ -283,7 +278,7 @@ def replay_command(
             from cli import render_replay  # here: --json never needs rich's tables
 
             blocks = mode != Mode.cluster  # node replay gives its records a chunk at a time
-            tracked = (progress.tracked(records, "replaying", first, last, _last_record_ts, every=1) if blocks
+            tracked = (progress.tracked(records, "replaying", first, last, _block_ts, every=1) if blocks
                        else progress.tracked(records, "replaying", first, last, progress.record_ts))
             render_replay.print_timeline(output.stdout, tracked, source=file, heartbeats=heartbeats,
                                          wall_clock=wall_clock, blocks=blocks,
